@@ -1,0 +1,56 @@
+#pragma once
+// A decoded (or to-be-encoded) fixed header: the table that describes it and
+// a copy of its octets. Field access goes through the table, so decode,
+// encode and printing cannot disagree about a layout.
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "protocols/core/bits.hpp"
+#include "protocols/core/field.hpp"
+#include "protocols/core/result.hpp"
+
+namespace rdmaconf::protocols {
+
+class Header {
+ public:
+  static constexpr std::size_t kMaxSize = 64;
+
+  Header() = default;
+  explicit Header(const HeaderDef& def) : def_(&def) {}
+
+  // Copies def.size octets from the front of `in`; the only failure is truncation.
+  static Result<Header> decode(const HeaderDef& def, Bytes in);
+
+  const HeaderDef& def() const { return *def_; }
+  std::size_t size() const { return def_->size; }
+  Bytes bytes() const { return {raw_.data(), def_->size}; }
+  MutBytes mutable_bytes() { return {raw_.data(), def_->size}; }
+
+  std::uint64_t get(std::size_t field) const;
+  void set(std::size_t field, std::uint64_t v);
+  // For byte-aligned fields of any width (addresses, keys).
+  Bytes field_bytes(std::size_t field) const;
+  void set_field_bytes(std::size_t field, Bytes v);
+
+  // Bit i set when field i is must-be-zero and is not zero.
+  std::uint64_t nonzero_reserved() const;
+
+  // Writes the octets; `out` must have size() octets.
+  void encode(MutBytes out) const;
+
+ private:
+  const HeaderDef* def_ = nullptr;
+  std::array<std::byte, kMaxSize> raw_{};
+};
+
+// "Queue Number: 1 (Read Request)"
+std::string format_field(const Header& h, std::size_t field);
+// One line per field, indented, for --verbose and for test diagnostics.
+std::string to_text(const Header& h);
+// {"ddp.qn": 1, ...}: keys are the table abbreviations.
+void to_json(nlohmann::json& j, const Header& h);
+
+}  // namespace rdmaconf::protocols

@@ -1,0 +1,52 @@
+#pragma once
+// InfiniBand transport packet: BTH, the extension headers its opcode calls
+// for, payload, pad and ICRC; plus the RoCEv2 ICRC hook.
+#include <array>
+#include <optional>
+#include <vector>
+
+#include "protocols/core/decoded.hpp"
+#include "protocols/ib/headers.hpp"
+#include "protocols/ib/opcodes.hpp"
+
+namespace rdmaconf::protocols::ib {
+
+inline constexpr std::size_t kIcrcSize = 4;
+
+// Header definition of each extension, indexed by bit position in Ext.
+const HeaderDef& ext_def(std::size_t index);
+
+struct IbPacket {
+  Header bth;
+  const OpcodeInfo* op = nullptr;  // never null; op->valid false for undefined opcodes
+  std::array<std::optional<Header>, kExtCount> ext{};
+  Bytes payload;          // without pad
+  std::size_t pad = 0;
+  std::uint32_t icrc = 0; // ICRC field as a CRC-32 value (it travels little-endian)
+  std::size_t header_bytes = 0;  // BTH plus extension headers
+
+  const std::optional<Header>& get(Ext e) const;
+};
+
+// `in` runs from the BTH to the end of the ICRC. For an undefined opcode only
+// the BTH is decoded and the rest up to the ICRC is payload.
+Result<IbPacket> decode_transport(Bytes in);
+
+// ---- RoCEv2 ICRC (IBTA Vol.1 §7.8.1 and Annex A17.3.3): CRC-32 over eight
+// 0xFF octets standing for the LRH, then IP, UDP and the transport packet
+// with the variant fields set to all ones: IPv4 TOS, TTL and checksum; IPv6
+// traffic class, flow label and hop limit; UDP checksum; BTH FECN/BECN/reserved.
+// `l3` starts at the IP header and ends with the ICRC field (excluded).
+std::uint32_t roce_icrc(Bytes l3, bool ipv6, std::size_t ip_header_len);
+inline std::uint32_t read_icrc(Bytes l3) { return le32(l3, l3.size() - kIcrcSize); }
+
+// Appends BTH, extension headers, payload, zero pad; the ICRC is written by
+// finish_roce_icrc once IP and UDP are in place.
+struct IbPacketSpec {
+  Header bth{kBth};
+  std::array<std::optional<Header>, kExtCount> ext{};
+  std::vector<std::byte> payload;
+};
+void encode_transport(std::vector<std::byte>& out, const IbPacketSpec& p);
+
+}  // namespace rdmaconf::protocols::ib

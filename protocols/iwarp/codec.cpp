@@ -1,0 +1,160 @@
+#include "protocols/iwarp/codec.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "protocols/crc/crc32c.hpp"
+
+namespace rdmaconf::protocols::iwarp {
+
+void append(std::vector<std::byte>& out, const Header& h) {
+  auto b = h.bytes();
+  out.insert(out.end(), b.begin(), b.end());
+}
+void append(std::vector<std::byte>& out, Bytes b) { out.insert(out.end(), b.begin(), b.end()); }
+
+MpaFrameKind MpaRrFrame::kind() const {
+  auto key = hdr.field_bytes(MpaRr::key);
+  if (std::memcmp(key.data(), kMpaRequestKey.data(), 16) == 0) return MpaFrameKind::request;
+  if (std::memcmp(key.data(), kMpaReplyKey.data(), 16) == 0) return MpaFrameKind::reply;
+  return MpaFrameKind::unknown;
+}
+
+bool looks_like_mpa_key(Bytes in, MpaFrameKind kind) {
+  const std::string_view key = kind == MpaFrameKind::request ? kMpaRequestKey : kMpaReplyKey;
+  const std::size_t n = std::min(in.size(), key.size());
+  return n > 0 && std::memcmp(in.data(), key.data(), n) == 0;
+}
+
+Result<MpaRrFrame> decode_mpa_rr(Bytes in) {
+  auto h = Header::decode(kMpaRr, in);
+  if (!h) return h.error();
+  const std::size_t pd_len = h->get(MpaRr::pd_len);
+  if (in.size() < kMpaRr.size + pd_len)
+    return DecodeError{Errc::truncated, &kMpaRr, kMpaRr.size, pd_len, in.size() - kMpaRr.size, "private data"};
+  MpaRrFrame f{*h, std::nullopt, in.subspan(kMpaRr.size, pd_len), kMpaRr.size + pd_len};
+  if (h->get(MpaRr::rev) == 2 && h->get(MpaRr::enhanced) && pd_len >= kMpaV2.size) {
+    auto v2 = Header::decode(kMpaV2, f.private_data);
+    if (v2) f.v2 = *v2;
+  }
+  return f;
+}
+
+void encode_mpa_rr(std::vector<std::byte>& out, const MpaRrParams& p) {
+  Header h(kMpaRr);
+  const std::string_view key = p.kind == MpaFrameKind::reply ? kMpaReplyKey : kMpaRequestKey;
+  h.set_field_bytes(MpaRr::key, as_bytes(key.data(), key.size()));
+  h.set(MpaRr::m, p.markers);
+  h.set(MpaRr::c, p.crc);
+  h.set(MpaRr::r, p.reject);
+  h.set(MpaRr::enhanced, p.enhanced);
+  h.set(MpaRr::rsvd, p.reserved_bits);
+  h.set(MpaRr::rev, p.revision);
+  const bool with_v2 = p.revision == 2 && p.enhanced;
+  h.set(MpaRr::pd_len, (with_v2 ? kMpaV2.size : 0) + p.private_data.size());
+  append(out, h);
+  if (with_v2) {
+    Header v(kMpaV2);
+    v.set(MpaV2::p2p, p.p2p);
+    v.set(MpaV2::send_rtr, p.send_rtr);
+    v.set(MpaV2::ird, p.ird);
+    v.set(MpaV2::write_rtr, p.write_rtr);
+    v.set(MpaV2::read_rtr, p.read_rtr);
+    v.set(MpaV2::ord, p.ord);
+    append(out, v);
+  }
+  append(out, p.private_data);
+}
+
+Result<FpduView> decode_fpdu(Bytes in) {
+  if (in.size() < 2) return truncated(&kMpaFpdu, 2, in.size());
+  const std::uint16_t len = be16(in, 0);
+  const std::size_t total = fpdu_size(len);
+  if (in.size() < total) return DecodeError{Errc::truncated, &kMpaFpdu, 0, total, in.size(), "ULPDU, pad and CRC"};
+  FpduView v;
+  v.ulpdu_len = len;
+  v.ulpdu = in.subspan(2, len);
+  v.pad = mpa_pad(len);
+  v.crc_wire = le32(in, total - kMpaCrcSize);
+  v.consumed = total;
+  return v;
+}
+
+std::uint32_t fpdu_crc(Bytes covered) { return crc::crc32c(covered); }
+
+void encode_fpdu(std::vector<std::byte>& out, Bytes ulpdu, bool crc) {
+  const std::size_t start = out.size();
+  out.resize(start + fpdu_size(ulpdu.size()));
+  MutBytes f{out.data() + start, out.size() - start};
+  put_be16(f, 0, static_cast<std::uint16_t>(ulpdu.size()));
+  std::copy(ulpdu.begin(), ulpdu.end(), f.begin() + 2);
+  std::fill(f.begin() + 2 + static_cast<std::ptrdiff_t>(ulpdu.size()), f.end(), std::byte{0});
+  const std::size_t crc_at = f.size() - kMpaCrcSize;
+  put_le32(f, crc_at, crc ? fpdu_crc(f.first(crc_at)) : 0);
+}
+
+namespace {
+
+// The RDMAP body that each untagged opcode carries.
+const HeaderDef* untagged_body(std::uint8_t opcode) {
+  switch (opcode) {
+    case 0x1: return &kReadRequest;
+    case 0x7: return &kTerminate;
+    case 0x8:
+    case 0x9: return &kImmediate;
+    case 0xA: return &kAtomicRequest;
+    case 0xB: return &kAtomicResponse;
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
+Result<DdpSegment> decode_ddp(Bytes ulpdu) {
+  if (ulpdu.empty()) return truncated(&kDdpUntagged, 2, 0);
+  const bool tagged = (u8(ulpdu, 0) & 0x80) != 0;
+  const HeaderDef& def = tagged ? kDdpTagged : kDdpUntagged;
+  auto h = Header::decode(def, ulpdu);
+  if (!h) return h.error();
+  DdpSegment s{*h, tagged, static_cast<std::uint8_t>(h->get(DdpTagged::opcode)), {}, {}, {}, {}, {}};
+  std::size_t off = def.size;
+  if (!tagged) {
+    if (const HeaderDef* body = untagged_body(s.opcode)) {
+      auto b = Header::decode(*body, ulpdu.subspan(off));
+      if (!b) {
+        auto e = b.error();
+        e.offset += off;
+        return e;
+      }
+      s.body = *b;
+      off += body->size;
+      if (body == &kTerminate) {
+        const bool m = b->get(Terminate::m), d = b->get(Terminate::d), r = b->get(Terminate::r);
+        if (m || d) {
+          auto sl = Header::decode(kDdpSegLen, ulpdu.subspan(off));
+          if (!sl) return truncated(&kDdpSegLen, 2, ulpdu.size() - off, off);
+          s.term_seglen = *sl;
+          off += kDdpSegLen.size;
+        }
+        if (d) {
+          if (off >= ulpdu.size()) return truncated(&kDdpUntagged, 1, 0, off, "copied DDP header");
+          const HeaderDef& cd = (u8(ulpdu, off) & 0x80) ? kDdpTagged : kDdpUntagged;
+          auto c = Header::decode(cd, ulpdu.subspan(off));
+          if (!c) return truncated(&cd, cd.size, ulpdu.size() - off, off, "copied DDP header");
+          s.term_ddp = *c;
+          off += cd.size;
+        }
+        if (r) {
+          auto c = Header::decode(kReadRequest, ulpdu.subspan(off));
+          if (!c) return truncated(&kReadRequest, kReadRequest.size, ulpdu.size() - off, off, "copied RDMAP header");
+          s.term_rdmap = *c;
+          off += kReadRequest.size;
+        }
+      }
+    }
+  }
+  s.payload = ulpdu.subspan(off);
+  return s;
+}
+
+}  // namespace rdmaconf::protocols::iwarp

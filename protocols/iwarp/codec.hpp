@@ -1,0 +1,76 @@
+#pragma once
+// iWARP codecs: MPA Request/Reply, FPDU framing with its pad and CRC hooks,
+// and DDP segments with their RDMAP bodies.
+#include <optional>
+#include <vector>
+
+#include "protocols/core/decoded.hpp"
+#include "protocols/iwarp/headers.hpp"
+
+namespace rdmaconf::protocols::iwarp {
+
+// ---- MPA Request / Reply (RFC 5044 §7.1.1, RFC 6581 §9)
+enum class MpaFrameKind { request, reply, unknown };
+struct MpaRrFrame {
+  Header hdr;
+  std::optional<Header> v2;  // RFC 6581 IRD/ORD word when revision 2 and enhanced
+  Bytes private_data;        // all of it, the IRD/ORD word included
+  std::size_t consumed = 0;
+  MpaFrameKind kind() const;
+};
+// Needs the 20-octet header and all private data; never trusts pd_length beyond the input.
+Result<MpaRrFrame> decode_mpa_rr(Bytes in);
+// Does `in` start with one of the two keys (as far as it goes)? Used to
+// recognise MPA on any port.
+bool looks_like_mpa_key(Bytes in, MpaFrameKind kind);
+
+struct MpaRrParams {
+  MpaFrameKind kind = MpaFrameKind::request;
+  bool markers = false, crc = false, reject = false;
+  std::uint8_t revision = 1;
+  bool enhanced = false;       // RFC 6581 bit; with revision 2 the IRD/ORD word is written
+  bool p2p = false, send_rtr = false, write_rtr = false, read_rtr = false;
+  std::uint16_t ird = 0, ord = 0;
+  std::vector<std::byte> private_data;  // after the IRD/ORD word
+  std::uint8_t reserved_bits = 0;       // for fault injection only
+};
+void encode_mpa_rr(std::vector<std::byte>& out, const MpaRrParams& p);
+
+// ---- FPDU framing (RFC 5044 §4): length, ULPDU, pad to 4, CRC field.
+constexpr std::size_t mpa_pad(std::size_t ulpdu_len) { return (4 - (ulpdu_len + 2) % 4) % 4; }
+// Octets of an FPDU without markers.
+constexpr std::size_t fpdu_size(std::size_t ulpdu_len) { return 2 + ulpdu_len + mpa_pad(ulpdu_len) + kMpaCrcSize; }
+
+struct FpduView {
+  std::uint16_t ulpdu_len = 0;
+  Bytes ulpdu;
+  std::size_t pad = 0;
+  std::uint32_t crc_wire = 0;  // the CRC field as a CRC32c value (it travels little-endian)
+  std::size_t consumed = 0;
+};
+// Decodes one FPDU from marker-free bytes.
+Result<FpduView> decode_fpdu(Bytes in);
+// CRC32c over the FPDU up to (not including) its CRC field, markers included
+// when the caller kept them (RFC 5044 covers them).
+std::uint32_t fpdu_crc(Bytes covered);
+// Appends length, ULPDU, zero pad and CRC (or zero when crc is off).
+void encode_fpdu(std::vector<std::byte>& out, Bytes ulpdu, bool crc);
+
+// ---- DDP segment and RDMAP body (RFC 5041 §4, RFC 5040 §4, RFC 7306)
+struct DdpSegment {
+  Header ddp;  // kDdpTagged or kDdpUntagged
+  bool tagged = false;
+  std::uint8_t opcode = 0;
+  std::optional<Header> body;         // Read Request, Terminate control, Immediate, Atomic Request/Response
+  std::optional<Header> term_seglen;  // Terminate: DDP segment length of the offending segment
+  std::optional<Header> term_ddp;     // Terminate: copied DDP header
+  std::optional<Header> term_rdmap;   // Terminate: copied RDMAP (Read Request) header
+  Bytes payload;                      // what follows the headers
+};
+Result<DdpSegment> decode_ddp(Bytes ulpdu);
+
+// Appends a header's octets.
+void append(std::vector<std::byte>& out, const Header& h);
+void append(std::vector<std::byte>& out, Bytes b);
+
+}  // namespace rdmaconf::protocols::iwarp
