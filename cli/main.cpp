@@ -1,0 +1,189 @@
+// rdmaconf: conformance checking for RDMA-family wire protocols.
+//   rdmaconf check PATH... [--json FILE] [--junit FILE] [--cases PATTERN] [--strict] [--quiet] [--verbose]
+//   rdmaconf cases [--json]
+// Exit status: 0 no case FAILed, 1 some case FAILed, 2 usage error or unreadable input.
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "conformance/checker.hpp"
+#include "reports/report.hpp"
+
+#ifndef RDMACONF_VERSION
+#define RDMACONF_VERSION "0.0.0"
+#endif
+
+namespace fs = std::filesystem;
+using namespace rdmaconf;
+
+namespace {
+
+constexpr int kExitFail = 1;
+constexpr int kExitUsage = 2;
+
+bool is_capture_name(const fs::path& p) {
+  const auto e = p.extension().string();
+  return e == ".pcap" || e == ".pcapng" || e == ".cap";
+}
+
+// Files given directly are taken whatever their name; directories are
+// searched recursively for *.pcap, *.pcapng and *.cap, in sorted order.
+std::vector<std::string> expand_inputs(const std::vector<std::string>& paths, std::string& error) {
+  std::vector<std::string> out;
+  for (const auto& p : paths) {
+    std::error_code ec;
+    const auto st = fs::status(p, ec);
+    if (ec || !fs::exists(st)) {
+      error = fmt::format("{}: no such file or directory", p);
+      return {};
+    }
+    if (fs::is_directory(st)) {
+      std::vector<std::string> found;
+      for (auto it = fs::recursive_directory_iterator(p, ec); !ec && it != fs::recursive_directory_iterator();
+           it.increment(ec))
+        if (it->is_regular_file() && is_capture_name(it->path())) found.push_back(it->path().string());
+      if (ec) {
+        error = fmt::format("{}: {}", p, ec.message());
+        return {};
+      }
+      std::sort(found.begin(), found.end());
+      out.insert(out.end(), found.begin(), found.end());
+    } else {
+      out.push_back(p);
+    }
+  }
+  return out;
+}
+
+bool write_file(const std::string& path, const std::string& what, const std::function<void(std::ostream&)>& f) {
+  std::error_code ec;
+  const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty()) fs::create_directories(parent, ec);
+  std::ofstream os(path);
+  if (!os) {
+    std::cerr << fmt::format("rdmaconf: cannot write {} report to {}\n", what, path);
+    return false;
+  }
+  f(os);
+  return static_cast<bool>(os);
+}
+
+std::vector<std::string> split_patterns(const std::vector<std::string>& in) {
+  std::vector<std::string> out;
+  for (const auto& s : in) {
+    std::size_t start = 0;
+    while (start <= s.size()) {
+      const auto comma = s.find(',', start);
+      const auto part = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (!part.empty()) out.push_back(part);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"rdmaconf: conformance checks for iWARP (MPA/DDP/RDMAP) and InfiniBand/RoCEv2 traffic"};
+  app.set_version_flag("--version", RDMACONF_VERSION);
+  app.require_subcommand(1);
+
+  auto* check = app.add_subcommand("check", "check captures (pcap/pcapng files or directories of them)");
+  std::vector<std::string> paths, patterns;
+  std::string json_out, junit_out;
+  bool strict = false, quiet = false, verbose = false;
+  std::vector<std::uint16_t> roce_ports;
+  check->add_option("paths", paths, "capture files or directories")->required();
+  check->add_option("--json", json_out, "write the JSON report (reports/schema/report-v1.schema.json) to FILE");
+  check->add_option("--junit", junit_out, "write a JUnit XML report to FILE");
+  check->add_option("--cases", patterns, "only cases whose ID matches the glob PATTERN (comma-separated; repeatable)");
+  check->add_flag("--strict", strict, "also run SHOULD- and MAY-level cases");
+  check->add_option("--roce-port", roce_ports, "UDP port(s) carrying RoCEv2 (default 4791)");
+  auto* q = check->add_flag("--quiet", quiet, "print nothing but errors");
+  check->add_flag("--verbose", verbose, "list every verdict, not only failures")->excludes(q);
+
+  auto* cases = app.add_subcommand("cases", "list the conformance case catalog");
+  bool cases_json = false;
+  cases->add_flag("--json", cases_json, "print the catalog as JSON");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : kExitUsage;
+  }
+
+  if (*cases) {
+    const auto all = conformance::Catalog::get().all();
+    if (cases_json) {
+      nlohmann::json j = nlohmann::json::array();
+      for (const auto* c : all) j.push_back(reports::case_json(*c));
+      std::cout << j.dump(2) << "\n";
+    } else {
+      for (const auto* c : all)
+        std::cout << fmt::format("{:<28} {:<6} {:<10} {:<22} {}\n", c->id, conformance::level_name(c->level), c->spec,
+                                 c->section, c->requirement);
+    }
+    return 0;
+  }
+
+  std::string err;
+  const auto inputs = expand_inputs(paths, err);
+  if (!err.empty()) {
+    std::cerr << "rdmaconf: " << err << "\n";
+    return kExitUsage;
+  }
+  if (inputs.empty()) {
+    std::cerr << "rdmaconf: no capture files (*.pcap, *.pcapng, *.cap) under the given paths\n";
+    return kExitUsage;
+  }
+
+  conformance::CheckOptions opt;
+  opt.case_patterns = split_patterns(patterns);
+  opt.strict = strict;
+  if (!roce_ports.empty()) opt.roce_ports = roce_ports;
+  const bool tty = isatty(STDERR_FILENO) && !quiet;
+  std::string current;
+  if (tty) {
+    opt.progress = [&](std::uint64_t done, std::uint64_t total) {
+      if (total < (64u << 20)) return;  // only large inputs get a bar
+      const int pct = total ? static_cast<int>(100 * done / total) : 100;
+      const int bar = pct / 4;
+      std::cerr << fmt::format("\r{} [{:<25}] {:3}%", current, std::string(static_cast<std::size_t>(bar), '#'), pct)
+                << (done >= total ? "\n" : "") << std::flush;
+    };
+  }
+  conformance::Checker checker(opt);
+  if (checker.active_cases().empty()) {
+    std::cerr << "rdmaconf: no case matches --cases " << fmt::format("{}", fmt::join(opt.case_patterns, ",")) << "\n";
+    return kExitUsage;
+  }
+
+  std::vector<conformance::InputResult> results;
+  for (const auto& in : inputs) {
+    current = in;
+    results.push_back(checker.check_file(in));
+    if (!results.back().error.empty()) std::cerr << "rdmaconf: " << results.back().error << "\n";
+  }
+
+  reports::RunInfo run{RDMACONF_VERSION, std::vector<std::string>(argv + 1, argv + argc), strict, opt.case_patterns,
+                       checker.active_cases()};
+  bool ok = true;
+  if (!json_out.empty())
+    ok &= write_file(json_out, "JSON", [&](std::ostream& os) { os << reports::to_json(run, results).dump(2) << "\n"; });
+  if (!junit_out.empty())
+    ok &= write_file(junit_out, "JUnit", [&](std::ostream& os) { reports::write_junit(os, run, results); });
+  if (!quiet) reports::write_summary(std::cout, results, verbose);
+
+  const auto t = reports::totals(results);
+  if (t.input_errors || !ok) return kExitUsage;
+  return t.fail ? kExitFail : 0;
+}

@@ -1,0 +1,45 @@
+#pragma once
+// From a captured frame to the transport layer: link header (Ethernet with
+// 802.1Q/802.1ad tags, Linux cooked v1/v2, raw IP), IPv4/IPv6, TCP/UDP.
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "conformance/capture/pcap_reader.hpp"
+#include "protocols/core/result.hpp"
+
+namespace rdmaconf::conformance::capture {
+
+using Address = std::array<std::uint8_t, 16>;  // IPv4 in the first four octets
+
+struct Packet {
+  std::uint64_t frame = 0;
+  std::uint8_t ip_version = 0;
+  Address src{}, dst{};
+  std::uint8_t protocol = 0;  // 6 TCP, 17 UDP
+  std::uint16_t sport = 0, dport = 0;
+  std::uint32_t seq = 0, ack = 0;
+  bool syn = false, fin = false, rst = false, ack_flag = false;
+  protocols::Bytes l3;             // IP header to the end of the IP payload
+  std::size_t ip_header_len = 0;   // octets before the transport header
+  std::size_t l3_offset = 0;       // where l3 starts in the frame
+  protocols::Bytes payload;        // transport payload
+};
+
+enum class DissectStatus { ok, other, error };
+
+struct Dissected {
+  DissectStatus status = DissectStatus::other;
+  Packet pkt;
+  std::string error;  // for status error: what was wrong, with the frame offset
+};
+
+// True for the link types we read.
+bool supported_linktype(int linktype);
+std::string linktype_name(int linktype);
+
+Dissected dissect(int linktype, const Frame& f);
+
+std::string format_address(std::uint8_t ip_version, const Address& a);
+
+}  // namespace rdmaconf::conformance::capture

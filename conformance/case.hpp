@@ -1,0 +1,62 @@
+#pragma once
+// A conformance case: a stable ID, the requirement it checks (spec, section,
+// level, our own words) and, per connection or conversation, a tally of
+// checks that becomes PASS / FAIL / NOT_APPLICABLE / INCONCLUSIVE with evidence.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rdmaconf::conformance {
+
+enum class Level { must, should, may };
+enum class Verdict { pass, fail, not_applicable, inconclusive };
+enum class Family { iwarp, roce };
+
+std::string_view level_name(Level l);      // "MUST"
+std::string_view verdict_name(Verdict v);  // "PASS"
+std::string_view family_name(Family f);    // "iwarp"
+
+struct CaseInfo {
+  std::string_view id;           // "iwarp.mpa.fpdu.crc"
+  std::string_view spec;         // "RFC 5044"
+  std::string_view section;      // "§4"
+  Level level = Level::must;
+  Family family = Family::iwarp;
+  std::string_view requirement;  // our own words
+};
+
+struct Evidence {
+  std::vector<std::uint64_t> frames;
+  std::optional<std::uint64_t> stream_offset;
+  std::string side;      // which endpoint sent the offending octets
+  std::string expected;
+  std::string actual;
+  std::string detail;
+};
+
+class Tally {
+ public:
+  static constexpr std::size_t kMaxEvidence = 8;
+  void pass() { ++checked_; }
+  void fail(Evidence e);
+  void inconclusive(Evidence e);
+  Verdict verdict() const;
+  std::uint64_t checked() const { return checked_; }
+  std::uint64_t failed() const { return failed_; }
+  std::uint64_t inconclusive_count() const { return inconclusive_; }
+  const std::vector<Evidence>& evidence() const { return evidence_; }
+
+ private:
+  std::uint64_t checked_ = 0, failed_ = 0, inconclusive_ = 0;
+  std::vector<Evidence> evidence_;
+};
+
+// Per-scope storage a case may keep between events (see Scope::state).
+struct CaseState {
+  virtual ~CaseState() = default;
+};
+
+}  // namespace rdmaconf::conformance

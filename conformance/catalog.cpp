@@ -1,0 +1,53 @@
+#include "conformance/catalog.hpp"
+
+#include <fmt/format.h>
+
+namespace rdmaconf::conformance {
+
+const Catalog& Catalog::get() {
+  static const Catalog c = [] {
+    Catalog k;
+    add_iwarp_mpa_setup_cases(k);
+    add_iwarp_mpa_fpdu_cases(k);
+    add_roce_transport_cases(k);
+    return k;
+  }();
+  return c;
+}
+
+std::vector<const CaseInfo*> Catalog::all() const {
+  std::vector<const CaseInfo*> v;
+  for (const auto& c : iwarp) v.push_back(&c->info());
+  for (const auto& c : roce) v.push_back(&c->info());
+  return v;
+}
+
+Evidence evidence_at(const iwarp::FpduEvent& e, const std::string& side) {
+  Evidence ev;
+  ev.frames = {e.first_frame};
+  if (e.last_frame != e.first_frame) ev.frames.push_back(e.last_frame);
+  ev.stream_offset = e.offset;
+  ev.side = side;
+  return ev;
+}
+
+Evidence evidence_at(const iwarp::RrEvent& e, const std::string& side) {
+  Evidence ev;
+  ev.frames = {e.first_frame};
+  if (e.last_frame != e.first_frame) ev.frames.push_back(e.last_frame);
+  ev.stream_offset = e.offset;
+  ev.side = side;
+  return ev;
+}
+
+void inconclusive_on_gap(CaseCtx& ctx, const iwarp::StopEvent& e) {
+  if (!e.gap) return;
+  Evidence ev;
+  if (e.frame) ev.frames = {e.frame};
+  ev.stream_offset = e.offset;
+  ev.side = ctx.side(e.dir);
+  ev.detail = fmt::format("not checked after this point: {}", e.reason);
+  ctx.tally.inconclusive(std::move(ev));
+}
+
+}  // namespace rdmaconf::conformance

@@ -1,0 +1,76 @@
+#pragma once
+// The case catalog: every conformance case, iWARP and RoCE, with the events
+// each one observes. Cases live one file per spec-section group under cases/.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "conformance/capture/packet.hpp"
+#include "conformance/case.hpp"
+#include "conformance/iwarp/mpa_stream.hpp"
+#include "protocols/ib/packet.hpp"
+
+namespace rdmaconf::conformance {
+
+// What a case sees of the scope (connection or conversation) it checks.
+struct CaseCtx {
+  Tally& tally;
+  std::unique_ptr<CaseState>& slot;
+  const std::string* sides;  // label of each direction: sides[0], sides[1]
+  template <class T>
+  T& state() {
+    if (!slot) slot = std::make_unique<T>();
+    return static_cast<T&>(*slot);
+  }
+  const std::string& side(int dir) const { return sides[dir]; }
+};
+
+struct IwarpConn {
+  const capture::TcpStreamInfo* info = nullptr;
+  const iwarp::MpaConnection* mpa = nullptr;
+};
+
+class IwarpCase {
+ public:
+  virtual ~IwarpCase() = default;
+  virtual const CaseInfo& info() const = 0;
+  virtual void on_rr(CaseCtx&, const IwarpConn&, const iwarp::RrEvent&) const {}
+  virtual void on_fpdu(CaseCtx&, const IwarpConn&, const iwarp::FpduEvent&) const {}
+  virtual void on_stop(CaseCtx&, const IwarpConn&, const iwarp::StopEvent&) const {}
+  virtual void on_close(CaseCtx&, const IwarpConn&) const {}
+};
+
+struct RocePacketEvent {
+  const capture::Packet* pkt = nullptr;
+  const protocols::Result<protocols::ib::IbPacket>* ib = nullptr;
+  std::uint32_t icrc_computed = 0;
+  int dir = 0;
+};
+
+class RoceCase {
+ public:
+  virtual ~RoceCase() = default;
+  virtual const CaseInfo& info() const = 0;
+  virtual void on_packet(CaseCtx&, const RocePacketEvent&) const {}
+};
+
+class Catalog {
+ public:
+  static const Catalog& get();
+  std::vector<std::unique_ptr<IwarpCase>> iwarp;
+  std::vector<std::unique_ptr<RoceCase>> roce;
+  std::vector<const CaseInfo*> all() const;
+};
+
+// Evidence helpers shared by the case files.
+Evidence evidence_at(const iwarp::FpduEvent& e, const std::string& side);
+Evidence evidence_at(const iwarp::RrEvent& e, const std::string& side);
+// A framing stop caused by missing octets makes an FPDU-level case INCONCLUSIVE.
+void inconclusive_on_gap(CaseCtx& ctx, const iwarp::StopEvent& e);
+
+// Registration, one function per case file.
+void add_iwarp_mpa_setup_cases(Catalog&);
+void add_iwarp_mpa_fpdu_cases(Catalog&);
+void add_roce_transport_cases(Catalog&);
+
+}  // namespace rdmaconf::conformance

@@ -1,0 +1,288 @@
+#include "conformance/checker.hpp"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "conformance/capture/pcap_reader.hpp"
+#include "conformance/capture/tcp_reassembly.hpp"
+
+namespace rdmaconf::conformance {
+
+using namespace capture;
+namespace ib = protocols::ib;
+
+bool case_selected(const CaseInfo& c, const std::vector<std::string>& patterns, bool strict) {
+  if (c.level != Level::must && !strict) return false;
+  if (patterns.empty()) return true;
+  const std::string id(c.id);
+  return std::any_of(patterns.begin(), patterns.end(),
+                     [&](const std::string& p) { return fnmatch(p.c_str(), id.c_str(), 0) == 0; });
+}
+
+Checker::Checker(CheckOptions o) : opt_(std::move(o)) {
+  const auto& cat = Catalog::get();
+  for (const auto& c : cat.iwarp)
+    if (case_selected(c->info(), opt_.case_patterns, opt_.strict)) iwarp_.push_back(c.get());
+  for (const auto& c : cat.roce)
+    if (case_selected(c->info(), opt_.case_patterns, opt_.strict)) roce_.push_back(c.get());
+}
+
+std::vector<const CaseInfo*> Checker::active_cases() const {
+  std::vector<const CaseInfo*> v;
+  for (auto* c : iwarp_) v.push_back(&c->info());
+  for (auto* c : roce_) v.push_back(&c->info());
+  return v;
+}
+
+namespace {
+
+std::string endpoint_text(const Endpoint& e) { return fmt::format("{}:{}", format_address(e.ip_version, e.addr), e.port); }
+
+// Tallies and per-case state of one scope.
+struct ScopeState {
+  std::vector<Tally> tallies;
+  std::vector<std::unique_ptr<CaseState>> slots;
+  std::string sides[2];
+  explicit ScopeState(std::size_t n) : tallies(n), slots(n) {}
+  CaseCtx ctx(std::size_t i) { return CaseCtx{tallies[i], slots[i], sides}; }
+};
+
+template <class CaseT>
+std::vector<CaseOutcome> outcomes(const std::vector<const CaseT*>& cases, ScopeState& s) {
+  std::vector<CaseOutcome> v;
+  for (std::size_t i = 0; i < cases.size(); ++i) v.push_back(CaseOutcome{&cases[i]->info(), std::move(s.tallies[i])});
+  return v;
+}
+
+nlohmann::json negotiated_json(const iwarp::Negotiated& n) {
+  nlohmann::json j;
+  j["request_seen"] = n.request_seen;
+  j["reply_seen"] = n.reply_seen;
+  if (n.request_seen) j["initiator"] = {{"revision", n.req_rev}, {"crc", n.req_crc}, {"markers", n.req_markers}};
+  if (n.reply_seen) j["responder"] = {{"revision", n.rep_rev}, {"crc", n.rep_crc}, {"markers", n.rep_markers}, {"rejected", n.rejected}};
+  if (n.req_ird) j["initiator"]["ird"] = *n.req_ird, j["initiator"]["ord"] = *n.req_ord, j["initiator"]["p2p"] = n.req_p2p;
+  if (n.rep_ird) j["responder"]["ird"] = *n.rep_ird, j["responder"]["ord"] = *n.rep_ord, j["responder"]["p2p"] = n.rep_p2p;
+  j["crc"] = n.crc();
+  j["markers_from_initiator"] = n.markers_from_initiator();
+  j["markers_from_responder"] = n.markers_from_responder();
+  j["enhanced"] = n.enhanced;
+  j["inferred"] = false;
+  return j;
+}
+
+class Run final : public TcpSink {
+ public:
+  Run(const std::vector<const IwarpCase*>& iw, const std::vector<const RoceCase*>& rc, InputResult& out)
+      : iwarp_(iw), roce_(rc), out_(out) {}
+
+  struct Conn final : iwarp::MpaListener {
+    Run* run;
+    TcpStreamInfo info;
+    iwarp::MpaConnection mpa;
+    ScopeState scope;
+    IwarpConn view;
+    std::uint64_t first_frame = 0, last_frame = 0;
+    Conn(Run* r, const TcpStreamInfo& i)
+        : run(r), info(i), mpa(info, *this), scope(r->iwarp_.size()), view{&info, &mpa} {}
+    template <class F>
+    void each(F f) {
+      for (std::size_t i = 0; i < run->iwarp_.size(); ++i) {
+        CaseCtx c = scope.ctx(i);
+        f(*run->iwarp_[i], c);
+      }
+    }
+    void label() {
+      const int init = mpa.initiator_dir();
+      for (int d = 0; d < 2; ++d) {
+        const Endpoint& e = d == 0 ? info.a : info.b;
+        scope.sides[d] = fmt::format("{} {}", init < 0 ? "endpoint" : (d == init ? "initiator" : "responder"), endpoint_text(e));
+      }
+    }
+    void on_rr(const iwarp::RrEvent& e) override {
+      label();
+      each([&](const IwarpCase& k, CaseCtx& c) { k.on_rr(c, view, e); });
+    }
+    void on_fpdu(const iwarp::FpduEvent& e) override {
+      each([&](const IwarpCase& k, CaseCtx& c) { k.on_fpdu(c, view, e); });
+    }
+    void on_stop(const iwarp::StopEvent& e) override {
+      label();
+      each([&](const IwarpCase& k, CaseCtx& c) { k.on_stop(c, view, e); });
+    }
+  };
+
+  void on_open(const TcpStreamInfo& c) override {
+    ++out_.stats.tcp_connections;
+    conns_[c.id] = std::make_unique<Conn>(this, c);
+  }
+  void on_data(const TcpStreamInfo& c, int dir, std::uint64_t off, protocols::Bytes data, std::uint64_t frame) override {
+    Conn& k = *conns_[c.id];
+    if (!k.first_frame) k.first_frame = frame;
+    k.last_frame = frame;
+    k.mpa.data(dir, off, data, frame);
+  }
+  void on_gap(const TcpStreamInfo& c, int dir, std::uint64_t off, std::uint64_t len, std::uint64_t frame) override {
+    conns_[c.id]->mpa.gap(dir, off, len, frame);
+  }
+  void on_close(const TcpStreamInfo& c, bool, std::uint64_t frame) override {
+    auto it = conns_.find(c.id);
+    Conn& k = *it->second;
+    k.mpa.close(frame);
+    if (k.mpa.is_mpa()) {
+      ++out_.stats.iwarp_connections;
+      k.each([&](const IwarpCase& cs, CaseCtx& ctx) { cs.on_close(ctx, k.view); });
+      ScopeResult r;
+      r.family = Family::iwarp;
+      r.id = fmt::format("tcp/{}", c.id);
+      const int init = k.mpa.initiator_dir();
+      const Endpoint& i = init == 1 ? c.b : c.a;
+      const Endpoint& p = init == 1 ? c.a : c.b;
+      r.label = fmt::format("{} -> {}", endpoint_text(i), endpoint_text(p));
+      r.params = negotiated_json(k.mpa.negotiated());
+      r.params["fpdus_from_initiator"] = k.mpa.fpdus(init == 1 ? 1 : 0);
+      r.params["fpdus_from_responder"] = k.mpa.fpdus(init == 1 ? 0 : 1);
+      r.params["capture_starts_mid_connection"] = !c.saw_syn;
+      r.first_frame = k.first_frame;
+      r.last_frame = k.last_frame;
+      r.outcomes = outcomes(iwarp_, k.scope);
+      finished_.emplace(c.id, std::move(r));
+    }
+    conns_.erase(it);
+  }
+
+  // ---- RoCEv2
+  struct RoceConv {
+    ScopeState scope;
+    std::uint64_t id = 0, first_frame = 0, last_frame = 0, packets = 0;
+    std::string label;
+    std::map<std::uint32_t, std::uint64_t> qps;
+    explicit RoceConv(std::size_t n) : scope(n) {}
+  };
+
+  void roce(const Packet& p) {
+    ++out_.stats.roce_packets;
+    const bool forward = std::make_pair(p.src, p.sport) <= std::make_pair(p.dst, p.dport);
+    const Address& lo = forward ? p.src : p.dst;
+    const Address& hi = forward ? p.dst : p.src;
+    auto key = std::make_pair(lo, hi);
+    auto it = roce_conv_.find(key);
+    if (it == roce_conv_.end()) {
+      auto c = std::make_unique<RoceConv>(roce_.size());
+      c->id = ++roce_ids_;
+      c->first_frame = p.frame;
+      const std::string a = format_address(p.ip_version, lo), b = format_address(p.ip_version, hi);
+      c->label = fmt::format("{} <-> {}", a, b);
+      c->scope.sides[0] = fmt::format("{} -> {}", a, b);
+      c->scope.sides[1] = fmt::format("{} -> {}", b, a);
+      it = roce_conv_.emplace(key, std::move(c)).first;
+    }
+    RoceConv& c = *it->second;
+    c.last_frame = p.frame;
+    ++c.packets;
+    const auto pkt = ib::decode_transport(p.payload);
+    RocePacketEvent e;
+    e.pkt = &p;
+    e.ib = &pkt;
+    e.dir = p.src == lo ? 0 : 1;
+    if (pkt.ok()) {
+      c.qps[static_cast<std::uint32_t>(pkt->bth.get(ib::Bth::destqp))]++;
+      if (!roce_.empty()) e.icrc_computed = ib::roce_icrc(p.l3, p.ip_version == 6, p.ip_header_len);
+    }
+    for (std::size_t i = 0; i < roce_.size(); ++i) {
+      CaseCtx ctx = c.scope.ctx(i);
+      roce_[i]->on_packet(ctx, e);
+    }
+  }
+
+  void finish() {
+    for (auto& [id, r] : finished_) out_.scopes.push_back(std::move(r));
+    std::vector<RoceConv*> convs;
+    for (auto& [k, c] : roce_conv_) convs.push_back(c.get());
+    std::sort(convs.begin(), convs.end(), [](auto* x, auto* y) { return x->id < y->id; });
+    for (RoceConv* c : convs) {
+      ScopeResult r;
+      r.family = Family::roce;
+      r.id = fmt::format("roce/{}", c->id);
+      r.label = c->label;
+      r.params["packets"] = c->packets;
+      nlohmann::json qps = nlohmann::json::array();
+      for (auto& [qp, n] : c->qps) qps.push_back({{"dest_qp", qp}, {"packets", n}});
+      r.params["dest_qps"] = qps;
+      r.first_frame = c->first_frame;
+      r.last_frame = c->last_frame;
+      r.outcomes = outcomes(roce_, c->scope);
+      out_.scopes.push_back(std::move(r));
+    }
+  }
+
+ private:
+  const std::vector<const IwarpCase*>& iwarp_;
+  const std::vector<const RoceCase*>& roce_;
+  InputResult& out_;
+  std::map<std::uint64_t, std::unique_ptr<Conn>> conns_;
+  std::map<std::uint64_t, ScopeResult> finished_;  // by connection number, for a stable order
+  std::map<std::pair<Address, Address>, std::unique_ptr<RoceConv>> roce_conv_;
+  std::uint64_t roce_ids_ = 0;
+};
+
+constexpr std::size_t kMaxWarnings = 20;
+
+void warn(InputResult& r, std::string w) {
+  if (r.warnings.size() < kMaxWarnings) r.warnings.push_back(std::move(w));
+  ++r.warnings_total;
+}
+
+}  // namespace
+
+InputResult Checker::check_file(const std::string& path) const {
+  InputResult out;
+  out.path = path;
+  std::string err;
+  auto reader = PcapReader::open(path, err);
+  if (!reader) {
+    out.error = err;
+    return out;
+  }
+  out.linktype = linktype_name(reader->linktype());
+  if (!supported_linktype(reader->linktype())) {
+    out.error = fmt::format("{}: link type {} is not supported (Ethernet, Linux cooked v1/v2 and raw IP are)", path,
+                            out.linktype);
+    out.sha256 = reader->sha256();
+    return out;
+  }
+  Run run(iwarp_, roce_, out);
+  TcpReassembler tcp(run);
+  std::uint64_t last = 0;
+  while (auto f = reader->next()) {
+    last = f->number;
+    ++out.stats.frames;
+    out.stats.octets += f->data.size();
+    if (opt_.progress && (f->number & 0xfff) == 0) opt_.progress(reader->bytes_read(), reader->file_size());
+    const Dissected d = dissect(reader->linktype(), *f);
+    if (d.status == DissectStatus::error) {
+      ++out.stats.undecodable_frames;
+      warn(out, fmt::format("{}: {}", path, d.error));
+      continue;
+    }
+    if (d.status != DissectStatus::ok) continue;
+    if (d.pkt.protocol == 6) {
+      tcp.add(d.pkt);
+    } else if (d.pkt.protocol == 17 &&
+               std::find(opt_.roce_ports.begin(), opt_.roce_ports.end(), d.pkt.dport) != opt_.roce_ports.end()) {
+      run.roce(d.pkt);
+    }
+  }
+  if (!reader->error().empty()) out.error = reader->error();
+  tcp.finish(last);
+  run.finish();
+  out.sha256 = reader->sha256();
+  if (opt_.progress) opt_.progress(reader->file_size(), reader->file_size());
+  return out;
+}
+
+}  // namespace rdmaconf::conformance

@@ -1,0 +1,48 @@
+#pragma once
+// What checking a capture produces: per input, per scope (an iWARP TCP
+// connection or a RoCE conversation), per case a verdict with evidence.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "conformance/case.hpp"
+
+namespace rdmaconf::conformance {
+
+struct CaseOutcome {
+  const CaseInfo* info = nullptr;
+  Tally tally;
+};
+
+struct ScopeResult {
+  Family family = Family::iwarp;
+  std::string id;      // "tcp/3" or "roce/1"
+  std::string label;   // "10.0.0.1:40000 -> 10.0.0.2:4791"
+  nlohmann::json params = nlohmann::json::object();  // negotiated or observed parameters
+  std::uint64_t first_frame = 0, last_frame = 0;
+  std::vector<CaseOutcome> outcomes;
+};
+
+struct InputStats {
+  std::uint64_t frames = 0;
+  std::uint64_t octets = 0;
+  std::uint64_t tcp_connections = 0;
+  std::uint64_t iwarp_connections = 0;
+  std::uint64_t roce_packets = 0;
+  std::uint64_t undecodable_frames = 0;
+};
+
+struct InputResult {
+  std::string path;
+  std::string sha256;
+  std::string linktype;
+  std::string error;  // non-empty: the input could not be read (completely)
+  InputStats stats;
+  std::vector<ScopeResult> scopes;
+  std::vector<std::string> warnings;  // first few undecodable frames and capture problems
+  std::uint64_t warnings_total = 0;
+};
+
+}  // namespace rdmaconf::conformance

@@ -1,0 +1,122 @@
+// The MPA stream decoder gives the same events however the stream is cut.
+#include <boost/test/unit_test.hpp>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "conformance/iwarp/mpa_stream.hpp"
+
+using namespace rdmaconf::protocols;
+using namespace rdmaconf::protocols::iwarp;
+namespace cf = rdmaconf::conformance;
+
+namespace {
+
+struct Log : cf::iwarp::MpaListener {
+  std::vector<std::string> ev;
+  void on_rr(const cf::iwarp::RrEvent& e) override {
+    ev.push_back(fmt::format("rr d{} off{} ok{}", e.dir, e.offset, e.frame != nullptr));
+  }
+  void on_fpdu(const cf::iwarp::FpduEvent& e) override {
+    ev.push_back(fmt::format("fpdu d{} off{} len{} crc{} ok{} ddp{}", e.dir, e.offset, e.fpdu->ulpdu_len,
+                             e.crc_in_use ? e.fpdu->crc_wire == e.crc_computed : -1, e.index, e.ddp->ok()));
+  }
+  void on_stop(const cf::iwarp::StopEvent& e) override { ev.push_back(fmt::format("stop d{} {}", e.dir, e.reason)); }
+};
+
+std::vector<std::byte> initiator_stream(bool crc) {
+  std::vector<std::byte> b;
+  MpaRrParams p;
+  p.crc = crc;
+  p.revision = 2;
+  p.enhanced = true;
+  p.ird = p.ord = 4;
+  encode_mpa_rr(b, p);
+  for (int i = 0; i < 5; ++i) {
+    Header h(kDdpUntagged);
+    h.set(DdpUntagged::l, 1);
+    h.set(DdpUntagged::dv, 1);
+    h.set(DdpUntagged::rv, 1);
+    h.set(DdpUntagged::opcode, 3);
+    h.set(DdpUntagged::msn, i + 1);
+    std::vector<std::byte> u(h.bytes().begin(), h.bytes().end());
+    u.resize(u.size() + static_cast<std::size_t>(i * 7), std::byte{0x33});
+    encode_fpdu(b, u, crc);
+  }
+  return b;
+}
+
+std::vector<std::byte> reply() {
+  std::vector<std::byte> b;
+  MpaRrParams p;
+  p.kind = MpaFrameKind::reply;
+  p.revision = 2;
+  p.enhanced = true;
+  encode_mpa_rr(b, p);
+  return b;
+}
+
+constexpr std::size_t kReq = 24;  // 20-octet frame + RFC 6581 IRD/ORD word
+
+std::vector<std::string> run(const std::vector<std::byte>& s, std::size_t cut1, std::size_t cut2, bool reply_first) {
+  Log log;
+  rdmaconf::conformance::capture::TcpStreamInfo info;
+  cf::iwarp::MpaConnection c(info, log);
+  const auto r = reply();
+  const Bytes all(s);
+  if (reply_first) {
+    c.data(0, 0, all.first(kReq), 1);  // the whole Request, then the Reply, then the rest
+    c.data(1, 0, r, 2);
+    c.data(0, kReq, all.subspan(kReq, cut1 - kReq), 3);
+  } else {
+    c.data(0, 0, all.first(cut1), 1);  // FPDUs may arrive before the Reply: they wait for it
+    c.data(1, 0, r, 2);
+  }
+  c.data(0, cut1, all.subspan(cut1, cut2 - cut1), 4);
+  c.data(0, cut2, all.subspan(cut2), 5);
+  c.close(6);
+  return log.ev;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(mpa_stream)
+
+BOOST_AUTO_TEST_CASE(same_events_at_every_split) {
+  for (bool crc : {false, true}) {
+    const auto s = initiator_stream(crc);
+    const auto ref = run(s, kReq, kReq, true);
+    BOOST_TEST(ref.size() == 7u);  // 2 frames, 5 FPDUs
+    for (std::size_t a = kReq; a <= s.size(); ++a)
+      for (std::size_t b = a; b <= s.size(); b += 3) {
+        BOOST_TEST_REQUIRE((run(s, a, b, true) == ref), "split " << a << "/" << b);
+        const auto held = run(s, a, b, false);
+        BOOST_TEST_REQUIRE((held == ref), "held split " << a << "/" << b << ": " << fmt::format("{}", fmt::join(held, " | ")));
+      }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(partial_fpdu_at_close_is_reported) {
+  const auto s = initiator_stream(true);
+  Log log;
+  rdmaconf::conformance::capture::TcpStreamInfo info;
+  cf::iwarp::MpaConnection c(info, log);
+  c.data(0, 0, Bytes(s).first(s.size() - 3), 1);
+  c.data(1, 0, reply(), 2);
+  c.close(3);
+  BOOST_TEST_REQUIRE(!log.ev.empty());
+  BOOST_TEST(log.ev.back().find("stream ends inside a frame") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(non_mpa_connection_is_ignored) {
+  Log log;
+  rdmaconf::conformance::capture::TcpStreamInfo info;
+  cf::iwarp::MpaConnection c(info, log);
+  const std::string http = "GET / HTTP/1.1\r\n\r\n";
+  c.data(0, 0, as_bytes(http.data(), http.size()), 1);
+  c.close(2);
+  BOOST_TEST(!c.is_mpa());
+  BOOST_TEST(log.ev.empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()

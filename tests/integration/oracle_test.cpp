@@ -1,0 +1,61 @@
+// Independent oracles: scapy's RoCE layer for the ICRC, tshark's MPA
+// dissector for the FPDU framing and CRC.
+#include <boost/test/unit_test.hpp>
+
+#include "conformance/capture/packet.hpp"
+#include "conformance/capture/pcap_reader.hpp"
+#include "protocols/ib/packet.hpp"
+#include "tests/integration/support.hpp"
+
+namespace fs = std::filesystem;
+using namespace rdmaconf;
+using namespace rdmaconf::test;
+
+BOOST_AUTO_TEST_SUITE(oracles)
+
+BOOST_AUTO_TEST_CASE(icrc_matches_scapy_on_scapy_made_packets) {
+  const auto dir = temp_dir("scapy");
+  const auto pcap = (dir / "scapy.pcap").string();
+  const auto r = run("/usr/bin/python3 " + kSource + "/tests/oracles/scapy_roce.py make " + pcap + " 300 2>&1");
+  BOOST_TEST_REQUIRE(r.status == 0, r.out);
+  std::string err;
+  auto reader = conformance::capture::PcapReader::open(pcap, err);
+  BOOST_TEST_REQUIRE(reader != nullptr, err);
+  int n = 0;
+  while (auto f = reader->next()) {
+    auto d = conformance::capture::dissect(reader->linktype(), *f);
+    BOOST_TEST_REQUIRE((d.status == conformance::capture::DissectStatus::ok));
+    const auto& p = d.pkt;
+    BOOST_TEST(protocols::ib::roce_icrc(p.l3, false, p.ip_header_len) == protocols::ib::read_icrc(p.l3), "frame " << f->number);
+    ++n;
+  }
+  BOOST_TEST(n == 300);
+  fs::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(scapy_agrees_with_our_golden_icrcs) {
+  const auto ok = run("/usr/bin/python3 " + kSource + "/tests/oracles/scapy_roce.py verify " + kGolden + "/roce-v4.pcap");
+  BOOST_TEST_REQUIRE(ok.status == 0, ok.out);
+  auto j = nlohmann::json::parse(ok.out);
+  BOOST_TEST(j["checked"].get<int>() == 17);
+  BOOST_TEST(j["mismatched_frames"].empty());
+  // The fault capture alters the fifth packet's ICRC (its manifest): scapy must see exactly that one.
+  const auto bad = run("/usr/bin/python3 " + kSource + "/tests/oracles/scapy_roce.py verify " + kGolden + "/roce-fault-icrc.pcap");
+  j = nlohmann::json::parse(bad.out);
+  BOOST_TEST(j["mismatched_frames"].dump() == "[5]");
+}
+
+// tshark decodes MPA and checks the CRC: for every FPDU it shows, its
+// ULPDU length and CRC verdict must match what our generator put there.
+BOOST_AUTO_TEST_CASE(tshark_sees_good_crcs_and_our_bad_one) {
+  const std::string tshark = "tshark -o tcp.desegment_tcp_streams:TRUE --disable-protocol rpcrdma -Y iwarp_mpa -V -r ";
+  auto good = run(tshark + kGolden + "/iwarp-rev2-crc.pcap 2>/dev/null | grep -c 'Good CRC32'");
+  auto badc = run(tshark + kGolden + "/iwarp-rev2-crc.pcap 2>/dev/null | grep -c 'Bad CRC32'");
+  // 11 FPDUs from the initiator and 6 from the responder.
+  BOOST_TEST(std::stoi(good.out) == 17);
+  BOOST_TEST(std::stoi(badc.out) == 0);
+  auto fault = run(tshark + kGolden + "/iwarp-fault-crc.pcap 2>/dev/null | grep -c 'Bad CRC32'");
+  BOOST_TEST(std::stoi(fault.out) == 1);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
