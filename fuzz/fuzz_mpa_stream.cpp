@@ -1,0 +1,34 @@
+// The MPA stream decoder fed a hostile connection: the input is a sequence of
+// chunks [dir+flags:1][len:1][octets], with gaps and closes mixed in.
+#include "conformance/iwarp/mpa_stream.hpp"
+
+using namespace rdmaconf::conformance;
+
+namespace {
+struct Sink : iwarp::MpaListener {};
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  Sink sink;
+  capture::TcpStreamInfo info;
+  iwarp::MpaConnection c(info, sink);
+  std::uint64_t off[2] = {0, 0}, frame = 1;
+  std::size_t i = 0;
+  while (i + 2 <= size) {
+    const int dir = data[i] & 1;
+    const bool gap = data[i] & 2;
+    std::size_t len = data[i + 1];
+    i += 2;
+    if (gap) {
+      c.gap(dir, off[dir], len, frame);
+      off[dir] += len;
+      continue;
+    }
+    len = std::min(len, size - i);
+    c.data(dir, off[dir], rdmaconf::protocols::as_bytes(data + i, len), frame++);
+    off[dir] += len;
+    i += len;
+  }
+  c.close(frame);
+  return 0;
+}

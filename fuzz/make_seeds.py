@@ -1,0 +1,51 @@
+#!/usr/bin/python3
+"""Writes the fuzz seed corpora from the golden captures: transport payloads
+(MPA frames and FPDUs, InfiniBand transport packets), whole frames, and
+the captures themselves. Run by .ci/run before fuzzing; nothing is committed."""
+import os
+import struct
+import sys
+
+golden, out = sys.argv[1], sys.argv[2]
+
+
+def records(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    off = 24
+    while off + 16 <= len(data):
+        caplen = struct.unpack_from("<I", data, off + 8)[0]
+        yield data[off + 16: off + 16 + caplen]
+        off += 16 + caplen
+
+
+def put(target, name, blob):
+    d = os.path.join(out, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(blob)
+
+
+for cap in sorted(os.listdir(golden)):
+    if not cap.endswith(".pcap"):
+        continue
+    path = os.path.join(golden, cap)
+    put("fuzz_capture", cap, open(path, "rb").read())
+    for i, frame in enumerate(records(path)):
+        if i % 3:
+            continue
+        put("fuzz_link", "%s-%d" % (cap, i), b"\x00" + frame)
+        if len(frame) < 14 + 20:
+            continue
+        ipv6 = frame[12:14] == b"\x86\xdd"
+        l4 = 14 + (40 if ipv6 else 20)
+        proto = frame[14 + 6] if ipv6 else frame[14 + 9]
+        if proto == 6:
+            payload = frame[l4 + (frame[l4 + 12] >> 4) * 4:]
+            if payload:
+                put("fuzz_mpa", "%s-%d" % (cap, i), payload)
+                put("fuzz_mpa_stream", "%s-%d" % (cap, i), bytes([0, min(255, len(payload))]) + payload[:255])
+                put("fuzz_headers", "%s-%d" % (cap, i), bytes([9]) + payload)
+        elif proto == 17:
+            put("fuzz_ib", "%s-%d" % (cap, i), frame[l4 + 8:])
+            put("fuzz_headers", "%s-%d" % (cap, i), bytes([23]) + frame[l4 + 8:])
