@@ -116,7 +116,10 @@ Result<DdpSegment> decode_ddp(Bytes ulpdu) {
   const HeaderDef& def = tagged ? kDdpTagged : kDdpUntagged;
   auto h = Header::decode(def, ulpdu);
   if (!h) return h.error();
-  DdpSegment s{*h, tagged, static_cast<std::uint8_t>(h->get(DdpTagged::opcode)), {}, {}, {}, {}, {}};
+  DdpSegment s;
+  s.ddp = *h;
+  s.tagged = tagged;
+  s.opcode = static_cast<std::uint8_t>(h->get(DdpTagged::opcode));
   std::size_t off = def.size;
   if (!tagged) {
     if (const HeaderDef* body = untagged_body(s.opcode)) {
@@ -129,26 +132,36 @@ Result<DdpSegment> decode_ddp(Bytes ulpdu) {
       s.body = *b;
       off += body->size;
       if (body == &kTerminate) {
+        // The copied headers are optional and what a peer puts there varies
+        // (a Write has no RDMAP header to copy even with R set): decode what
+        // fits and say what did not, rather than rejecting the segment.
         const bool m = b->get(Terminate::m), d = b->get(Terminate::d), r = b->get(Terminate::r);
         if (m || d) {
-          auto sl = Header::decode(kDdpSegLen, ulpdu.subspan(off));
-          if (!sl) return truncated(&kDdpSegLen, 2, ulpdu.size() - off, off);
-          s.term_seglen = *sl;
-          off += kDdpSegLen.size;
+          if (auto sl = Header::decode(kDdpSegLen, ulpdu.subspan(off))) {
+            s.term_seglen = *sl;
+            off += kDdpSegLen.size;
+          } else {
+            s.term_incomplete = true;
+          }
         }
-        if (d) {
-          if (off >= ulpdu.size()) return truncated(&kDdpUntagged, 1, 0, off, "copied DDP header");
+        if (d && !s.term_incomplete && off < ulpdu.size()) {
           const HeaderDef& cd = (u8(ulpdu, off) & 0x80) ? kDdpTagged : kDdpUntagged;
-          auto c = Header::decode(cd, ulpdu.subspan(off));
-          if (!c) return truncated(&cd, cd.size, ulpdu.size() - off, off, "copied DDP header");
-          s.term_ddp = *c;
-          off += cd.size;
+          if (auto c = Header::decode(cd, ulpdu.subspan(off))) {
+            s.term_ddp = *c;
+            off += cd.size;
+          } else {
+            s.term_incomplete = true;
+          }
+        } else if (d) {
+          s.term_incomplete = true;
         }
-        if (r) {
-          auto c = Header::decode(kReadRequest, ulpdu.subspan(off));
-          if (!c) return truncated(&kReadRequest, kReadRequest.size, ulpdu.size() - off, off, "copied RDMAP header");
-          s.term_rdmap = *c;
-          off += kReadRequest.size;
+        if (r && !s.term_incomplete && s.term_ddp && !s.term_ddp->get(DdpTagged::t)) {
+          if (auto c = Header::decode(kReadRequest, ulpdu.subspan(off))) {
+            s.term_rdmap = *c;
+            off += kReadRequest.size;
+          } else {
+            s.term_incomplete = true;
+          }
         }
       }
     }

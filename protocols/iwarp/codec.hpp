@@ -65,6 +65,7 @@ struct DdpSegment {
   std::optional<Header> term_seglen;  // Terminate: DDP segment length of the offending segment
   std::optional<Header> term_ddp;     // Terminate: copied DDP header
   std::optional<Header> term_rdmap;   // Terminate: copied RDMAP (Read Request) header
+  bool term_incomplete = false;       // Terminate: a copied part its M/D/R bits announce is missing
   Bytes payload;                      // what follows the headers
 };
 Result<DdpSegment> decode_ddp(Bytes ulpdu);
