@@ -22,24 +22,6 @@ std::vector<const CaseInfo*> Catalog::all() const {
   return v;
 }
 
-Evidence evidence_at(const iwarp::FpduEvent& e, const std::string& side) {
-  Evidence ev;
-  ev.frames = {e.first_frame};
-  if (e.last_frame != e.first_frame) ev.frames.push_back(e.last_frame);
-  ev.stream_offset = e.offset;
-  ev.side = side;
-  return ev;
-}
-
-Evidence evidence_at(const iwarp::RrEvent& e, const std::string& side) {
-  Evidence ev;
-  ev.frames = {e.first_frame};
-  if (e.last_frame != e.first_frame) ev.frames.push_back(e.last_frame);
-  ev.stream_offset = e.offset;
-  ev.side = side;
-  return ev;
-}
-
 void inconclusive_on_gap(CaseCtx& ctx, const iwarp::StopEvent& e) {
   if (!e.gap) return;
   Evidence ev;

@@ -62,9 +62,16 @@ class Catalog {
   std::vector<const CaseInfo*> all() const;
 };
 
-// Evidence helpers shared by the case files.
-Evidence evidence_at(const iwarp::FpduEvent& e, const std::string& side);
-Evidence evidence_at(const iwarp::RrEvent& e, const std::string& side);
+// Evidence at an MPA frame or FPDU: its frames, stream offset and sender.
+template <class Event>
+Evidence evidence_at(const Event& e, const std::string& side) {
+  Evidence ev;
+  ev.frames = {e.first_frame};
+  if (e.last_frame != e.first_frame) ev.frames.push_back(e.last_frame);
+  ev.stream_offset = e.offset;
+  ev.side = side;
+  return ev;
+}
 // A framing stop caused by missing octets makes an FPDU-level case INCONCLUSIVE.
 void inconclusive_on_gap(CaseCtx& ctx, const iwarp::StopEvent& e);
 

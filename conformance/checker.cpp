@@ -59,19 +59,21 @@ std::vector<CaseOutcome> outcomes(const std::vector<const CaseT*>& cases, ScopeS
   return v;
 }
 
+nlohmann::json side_json(const iwarp::MpaSide& s) {
+  nlohmann::json j = {{"revision", s.rev}, {"crc", s.crc}, {"markers", s.markers}, {"rejected", s.reject}};
+  if (s.ird) j["ird"] = *s.ird, j["ord"] = *s.ord, j["p2p"] = s.p2p;
+  return j;
+}
+
 nlohmann::json negotiated_json(const iwarp::Negotiated& n) {
   nlohmann::json j;
-  j["request_seen"] = n.request_seen;
-  j["reply_seen"] = n.reply_seen;
-  if (n.request_seen) j["initiator"] = {{"revision", n.req_rev}, {"crc", n.req_crc}, {"markers", n.req_markers}};
-  if (n.reply_seen) j["responder"] = {{"revision", n.rep_rev}, {"crc", n.rep_crc}, {"markers", n.rep_markers}, {"rejected", n.rejected}};
-  if (n.req_ird) j["initiator"]["ird"] = *n.req_ird, j["initiator"]["ord"] = *n.req_ord, j["initiator"]["p2p"] = n.req_p2p;
-  if (n.rep_ird) j["responder"]["ird"] = *n.rep_ird, j["responder"]["ord"] = *n.rep_ord, j["responder"]["p2p"] = n.rep_p2p;
+  if (n.req.seen) j["initiator"] = side_json(n.req);
+  if (n.rep.seen) j["responder"] = side_json(n.rep);
   j["crc"] = n.crc();
   j["markers_from_initiator"] = n.markers_from_initiator();
   j["markers_from_responder"] = n.markers_from_responder();
   j["enhanced"] = n.enhanced;
-  j["inferred"] = false;
+  j["inferred"] = false;  // from the Request/Reply; mid-stream inference comes with the iWARP catalog
   return j;
 }
 

@@ -167,32 +167,18 @@ void MpaConnection::on_rr(int dir, Bytes b, std::uint64_t offset, std::uint64_t 
   RrEvent e{dir, init, &*f, b.first(std::min<std::size_t>(b.size(), kMpaRr.size)), first_frame, last_frame, offset};
   l_.on_rr(e);
   const Header& h = f->hdr;
-  const auto rev = static_cast<std::uint8_t>(h.get(MpaRr::rev));
-  const bool crc = h.get(MpaRr::c), markers = h.get(MpaRr::m);
-  std::optional<std::uint16_t> ird, ord;
+  MpaSide& side = init ? neg_.req : neg_.rep;
+  side.seen = true;
+  side.rev = static_cast<std::uint8_t>(h.get(MpaRr::rev));
+  side.crc = h.get(MpaRr::c);
+  side.markers = h.get(MpaRr::m);
+  side.reject = !init && h.get(MpaRr::r);
   if (f->v2) {
-    ird = static_cast<std::uint16_t>(f->v2->get(MpaV2::ird));
-    ord = static_cast<std::uint16_t>(f->v2->get(MpaV2::ord));
+    side.ird = static_cast<std::uint16_t>(f->v2->get(MpaV2::ird));
+    side.ord = static_cast<std::uint16_t>(f->v2->get(MpaV2::ord));
+    side.p2p = f->v2->get(MpaV2::p2p);
   }
   const bool expected_kind = f->kind() == (init ? MpaFrameKind::request : MpaFrameKind::reply);
-  if (init) {
-    neg_.request_seen = true;
-    neg_.req_rev = rev;
-    neg_.req_crc = crc;
-    neg_.req_markers = markers;
-    neg_.req_ird = ird;
-    neg_.req_ord = ord;
-    neg_.req_p2p = f->v2 && f->v2->get(MpaV2::p2p);
-  } else {
-    neg_.reply_seen = true;
-    neg_.rep_rev = rev;
-    neg_.rep_crc = crc;
-    neg_.rep_markers = markers;
-    neg_.rep_ird = ird;
-    neg_.rep_ord = ord;
-    neg_.rep_p2p = f->v2 && f->v2->get(MpaV2::p2p);
-    neg_.rejected = h.get(MpaRr::r);
-  }
   if (!expected_kind) {
     stop(dir, offset + b.size(), last_frame, init ? "initiator's first frame is not an MPA Request" : "responder's first frame is not an MPA Reply");
     return;
@@ -202,7 +188,7 @@ void MpaConnection::on_rr(int dir, Bytes b, std::uint64_t offset, std::uint64_t 
 }
 
 void MpaConnection::negotiation_done() {
-  neg_.enhanced = neg_.req_rev == 2 && neg_.rep_rev == 2 && neg_.req_ird && neg_.rep_ird;
+  neg_.enhanced = neg_.req.rev == 2 && neg_.rep.rev == 2 && neg_.req.ird && neg_.rep.ird;
   for (int dir = 0; dir < 2; ++dir) {
     Dir& s = d_[dir];
     if (s.state != State::wait_negotiation) continue;
@@ -210,7 +196,7 @@ void MpaConnection::negotiation_done() {
     held.swap(s.held);
     s.held_bytes = 0;
     const bool markers = from_initiator(dir) ? neg_.markers_from_initiator() : neg_.markers_from_responder();
-    if (neg_.rejected) {
+    if (neg_.rejected()) {
       s.state = State::stopped;
       if (!held.empty()) l_.on_stop(StopEvent{dir, held[0].offset, held[0].frame, false, "data after a rejecting MPA Reply"});
       continue;

@@ -19,22 +19,25 @@ using protocols::iwarp::DdpSegment;
 using protocols::iwarp::FpduView;
 using protocols::iwarp::MpaRrFrame;
 
+// What one MPA Request or Reply announced.
+struct MpaSide {
+  bool seen = false;
+  std::uint8_t rev = 0;
+  bool crc = false, markers = false, reject = false, p2p = false;
+  std::optional<std::uint16_t> ird, ord;  // RFC 6581 enhanced mode only
+};
+
 struct Negotiated {
-  bool request_seen = false, reply_seen = false;
-  std::uint8_t req_rev = 0, rep_rev = 0;
-  bool req_crc = false, rep_crc = false;
-  bool req_markers = false, rep_markers = false;
-  bool rejected = false;
-  bool enhanced = false;  // both frames revision 2 with the enhanced bit
-  std::optional<std::uint16_t> req_ird, req_ord, rep_ird, rep_ord;
-  bool req_p2p = false, rep_p2p = false;
-  bool complete() const { return request_seen && reply_seen; }
+  MpaSide req, rep;
+  bool enhanced = false;  // both frames revision 2 with the IRD/ORD word
+  bool complete() const { return req.seen && rep.seen; }
+  bool rejected() const { return rep.reject; }
   // CRC is used in both directions when either side asked (RFC 5044 §7.1.1).
-  bool crc() const { return req_crc || rep_crc; }
+  bool crc() const { return req.crc || rep.crc; }
   // Markers go toward a receiver that asked for them: the initiator's M asks the
   // responder to send markers, the responder's M asks the initiator to.
-  bool markers_from_initiator() const { return rep_markers; }
-  bool markers_from_responder() const { return req_markers; }
+  bool markers_from_initiator() const { return rep.markers; }
+  bool markers_from_responder() const { return req.markers; }
 };
 
 struct RrEvent {
