@@ -37,36 +37,39 @@ Buf pattern(std::size_t n, unsigned seed) {
 }
 
 // ---- iWARP message encoders (DDP segment = DDP header + RDMAP body + payload)
-Buf ddp_untagged(std::uint8_t opcode, std::uint32_t qn, std::uint32_t msn, std::uint32_t mo, bool last, Bytes rest,
-                 std::uint32_t rsvd_ulp = 0) {
-  Header h(iwarp::kDdpUntagged);
-  h.set(iwarp::DdpUntagged::l, last);
-  h.set(iwarp::DdpUntagged::dv, 1);
-  h.set(iwarp::DdpUntagged::rv, 1);
-  h.set(iwarp::DdpUntagged::opcode, opcode);
-  h.set(iwarp::DdpUntagged::rsvd_ulp, rsvd_ulp);
-  h.set(iwarp::DdpUntagged::qn, qn);
-  h.set(iwarp::DdpUntagged::msn, msn);
-  h.set(iwarp::DdpUntagged::mo, mo);
+// Both DDP layouts start with the same control rows (headers.hpp asserts the indices match).
+Header ddp_header(bool tagged, std::uint8_t opcode, bool last) {
+  Header h(tagged ? iwarp::kDdpTagged : iwarp::kDdpUntagged);
+  h.set(iwarp::DdpTagged::t, tagged);
+  h.set(iwarp::DdpTagged::l, last);
+  h.set(iwarp::DdpTagged::dv, 1);
+  h.set(iwarp::DdpTagged::rv, 1);
+  h.set(iwarp::DdpTagged::opcode, opcode);
+  return h;
+}
+
+Buf segment(const Header& h, Bytes rest) {
   Buf b;
   iwarp::append(b, h);
   iwarp::append(b, rest);
   return b;
 }
 
+Buf ddp_untagged(std::uint8_t opcode, std::uint32_t qn, std::uint32_t msn, std::uint32_t mo, bool last, Bytes rest,
+                 std::uint32_t rsvd_ulp = 0) {
+  Header h = ddp_header(false, opcode, last);
+  h.set(iwarp::DdpUntagged::rsvd_ulp, rsvd_ulp);
+  h.set(iwarp::DdpUntagged::qn, qn);
+  h.set(iwarp::DdpUntagged::msn, msn);
+  h.set(iwarp::DdpUntagged::mo, mo);
+  return segment(h, rest);
+}
+
 Buf ddp_tagged(std::uint8_t opcode, std::uint32_t stag, std::uint64_t to, bool last, Bytes payload) {
-  Header h(iwarp::kDdpTagged);
-  h.set(iwarp::DdpTagged::t, 1);
-  h.set(iwarp::DdpTagged::l, last);
-  h.set(iwarp::DdpTagged::dv, 1);
-  h.set(iwarp::DdpTagged::rv, 1);
-  h.set(iwarp::DdpTagged::opcode, opcode);
+  Header h = ddp_header(true, opcode, last);
   h.set(iwarp::DdpTagged::stag, stag);
   h.set(iwarp::DdpTagged::to, to);
-  Buf b;
-  iwarp::append(b, h);
-  iwarp::append(b, payload);
-  return b;
+  return segment(h, payload);
 }
 
 struct IwarpConfig {

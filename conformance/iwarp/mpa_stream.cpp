@@ -110,9 +110,9 @@ void MpaConnection::feed(int dir, std::uint64_t offset, Bytes data, std::uint64_
       data = data.subspan(take);
       offset += take;
       if (s.buf.size() < need) return;
-      std::vector<std::byte> u;
-      u.swap(s.buf);
-      unit(dir, {u.data(), u.size()}, s.buf_off, s.buf_frame, frame);
+      s.unit.swap(s.buf);  // s.buf takes the empty vector and its capacity
+      unit(dir, {s.unit.data(), s.unit.size()}, s.buf_off, s.buf_frame, frame);
+      s.unit.clear();
       continue;
     }
 

@@ -98,6 +98,7 @@ class MpaConnection {
   struct Dir {
     State state = State::probe;
     std::vector<std::byte> buf;   // a partial unit
+    std::vector<std::byte> unit;  // a completed unit being decoded (keeps its capacity)
     std::uint64_t buf_off = 0;
     std::uint64_t buf_frame = 0;  // frame of buf's first octet
     std::vector<Held> held;       // FPDU octets waiting for the negotiation

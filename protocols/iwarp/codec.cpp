@@ -98,12 +98,12 @@ namespace {
 // The RDMAP body that each untagged opcode carries.
 const HeaderDef* untagged_body(std::uint8_t opcode) {
   switch (opcode) {
-    case 0x1: return &kReadRequest;
-    case 0x7: return &kTerminate;
-    case 0x8:
-    case 0x9: return &kImmediate;
-    case 0xA: return &kAtomicRequest;
-    case 0xB: return &kAtomicResponse;
+    case kOpReadRequest: return &kReadRequest;
+    case kOpTerminate: return &kTerminate;
+    case kOpImmediate:
+    case kOpImmediateSe: return &kImmediate;
+    case kOpAtomicRequest: return &kAtomicRequest;
+    case kOpAtomicResponse: return &kAtomicResponse;
     default: return nullptr;
   }
 }

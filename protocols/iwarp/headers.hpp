@@ -59,11 +59,17 @@ inline constexpr HeaderDef kMpaMarker{"mpa.marker", "MPA marker", "RFC 5044 §4"
 // ---------------------------------------------------------------- DDP + RDMAP control
 // The RDMAP control bits live in DDP's octet reserved for the ULP (RFC 5040 §4.1),
 // so both DDP layouts carry them.
+enum RdmapOpcode : std::uint8_t {
+  kOpWrite = 0x0, kOpReadRequest = 0x1, kOpReadResponse = 0x2, kOpSend = 0x3, kOpSendInvalidate = 0x4,
+  kOpSendSe = 0x5, kOpSendSeInvalidate = 0x6, kOpTerminate = 0x7, kOpImmediate = 0x8, kOpImmediateSe = 0x9,
+  kOpAtomicRequest = 0xA, kOpAtomicResponse = 0xB,
+};
 inline constexpr ValueName kRdmapOpcodes[] = {
-    {0x0, "RDMA Write"}, {0x1, "RDMA Read Request"}, {0x2, "RDMA Read Response"}, {0x3, "Send"},
-    {0x4, "Send with Invalidate"}, {0x5, "Send with Solicited Event"}, {0x6, "Send with SE and Invalidate"},
-    {0x7, "Terminate"}, {0x8, "Immediate Data"}, {0x9, "Immediate Data with SE"},
-    {0xA, "Atomic Request"}, {0xB, "Atomic Response"},
+    {kOpWrite, "RDMA Write"}, {kOpReadRequest, "RDMA Read Request"}, {kOpReadResponse, "RDMA Read Response"},
+    {kOpSend, "Send"}, {kOpSendInvalidate, "Send with Invalidate"}, {kOpSendSe, "Send with Solicited Event"},
+    {kOpSendSeInvalidate, "Send with SE and Invalidate"}, {kOpTerminate, "Terminate"},
+    {kOpImmediate, "Immediate Data"}, {kOpImmediateSe, "Immediate Data with SE"},
+    {kOpAtomicRequest, "Atomic Request"}, {kOpAtomicResponse, "Atomic Response"},
 };
 inline constexpr ValueName kDdpQueues[] = {{0, "Send"}, {1, "Read Request"}, {2, "Terminate"}};
 
