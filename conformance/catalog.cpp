@@ -8,7 +8,11 @@ const Catalog& Catalog::get() {
   static const Catalog c = [] {
     Catalog k;
     add_iwarp_mpa_setup_cases(k);
+    add_iwarp_mpa_order_cases(k);
+    add_iwarp_mpa_enhanced_cases(k);
     add_iwarp_mpa_fpdu_cases(k);
+    add_iwarp_ddp_cases(k);
+    add_iwarp_rdmap_cases(k);
     add_roce_transport_cases(k);
     return k;
   }();

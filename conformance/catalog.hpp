@@ -77,7 +77,11 @@ void inconclusive_on_gap(CaseCtx& ctx, const iwarp::StopEvent& e);
 
 // Registration, one function per case file.
 void add_iwarp_mpa_setup_cases(Catalog&);
+void add_iwarp_mpa_order_cases(Catalog&);
+void add_iwarp_mpa_enhanced_cases(Catalog&);
 void add_iwarp_mpa_fpdu_cases(Catalog&);
+void add_iwarp_ddp_cases(Catalog&);
+void add_iwarp_rdmap_cases(Catalog&);
 void add_roce_transport_cases(Catalog&);
 
 }  // namespace rdmaconf::conformance

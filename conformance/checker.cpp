@@ -73,7 +73,7 @@ nlohmann::json negotiated_json(const iwarp::Negotiated& n) {
   j["markers_from_initiator"] = n.markers_from_initiator();
   j["markers_from_responder"] = n.markers_from_responder();
   j["enhanced"] = n.enhanced;
-  j["inferred"] = false;  // from the Request/Reply; mid-stream inference comes with the iWARP catalog
+  j["inferred"] = n.inferred;  // true: no Request/Reply in the capture; CRC use found from the FPDUs
   return j;
 }
 
@@ -124,6 +124,8 @@ class Run final : public TcpSink {
   }
   void on_data(const TcpStreamInfo& c, int dir, std::uint64_t off, protocols::Bytes data, std::uint64_t frame) override {
     Conn& k = *conns_[c.id];
+    k.info.mss[0] = c.mss[0];  // the SYN-ACK's MSS arrives after on_open
+    k.info.mss[1] = c.mss[1];
     if (!k.first_frame) k.first_frame = frame;
     k.last_frame = frame;
     k.mpa.data(dir, off, data, frame);
@@ -149,6 +151,12 @@ class Run final : public TcpSink {
       r.params["fpdus_from_initiator"] = k.mpa.fpdus(init == 1 ? 1 : 0);
       r.params["fpdus_from_responder"] = k.mpa.fpdus(init == 1 ? 0 : 1);
       r.params["capture_starts_mid_connection"] = !c.saw_syn;
+      for (int d = 0; d < 2; ++d) {
+        const bool from_init = init < 0 ? d == 0 : d == init;
+        const char* who = init < 0 ? (d == 0 ? "a" : "b") : (from_init ? "initiator" : "responder");
+        if (k.mpa.inferred_start(d) >= 0) r.params[fmt::format("framing_found_at_offset_{}", who)] = k.mpa.inferred_start(d);
+        if (k.mpa.markers(d)) r.params[fmt::format("markers_from_{}", who)] = true;
+      }
       r.first_frame = k.first_frame;
       r.last_frame = k.last_frame;
       r.outcomes = outcomes(iwarp_, k.scope);

@@ -124,16 +124,20 @@ std::vector<std::byte> ip_wrap(const Host& from, const Host& to, std::uint8_t pr
 }  // namespace
 
 std::vector<std::byte> ip_tcp(const Host& from, const Host& to, std::uint32_t seq, std::uint32_t ack, std::uint8_t flags,
-                              Bytes payload) {
+                              Bytes payload, std::uint16_t mss) {
   Header t(net::kTcp);
   t.set(net::Tcp::sport, from.port);
   t.set(net::Tcp::dport, to.port);
   t.set(net::Tcp::seq, seq);
   t.set(net::Tcp::ack, ack);
-  t.set(net::Tcp::doff, 5);
+  t.set(net::Tcp::doff, mss ? 6 : 5);
   t.mutable_bytes()[13] = std::byte{flags};
   t.set(net::Tcp::window, 65535);
   std::vector<std::byte> l4(t.bytes().begin(), t.bytes().end());
+  if (mss) {
+    const std::byte opt[4] = {std::byte{2}, std::byte{4}, std::byte(mss >> 8), std::byte(mss & 0xff)};
+    l4.insert(l4.end(), opt, opt + 4);
+  }
   l4.insert(l4.end(), payload.begin(), payload.end());
   return ip_wrap(from, to, 6, std::move(l4), 16, true);
 }
@@ -151,10 +155,10 @@ std::vector<std::byte> ip_udp(const Host& from, const Host& to, Bytes payload, b
 TcpConversation::TcpConversation(PcapWriter& w, Host a, Host b, std::uint32_t isn_a, std::uint32_t isn_b)
     : w_(w), h_{a, b}, seq_{isn_a, isn_b} {}
 
-void TcpConversation::handshake() {
+void TcpConversation::handshake(std::uint16_t mss) {
   using namespace tcpflag;
-  w_.ip_packet(h_[0], h_[1], ip_tcp(h_[0], h_[1], seq_[0], 0, syn, {}));
-  w_.ip_packet(h_[1], h_[0], ip_tcp(h_[1], h_[0], seq_[1], seq_[0] + 1, syn | ack, {}));
+  w_.ip_packet(h_[0], h_[1], ip_tcp(h_[0], h_[1], seq_[0], 0, syn, {}, mss));
+  w_.ip_packet(h_[1], h_[0], ip_tcp(h_[1], h_[0], seq_[1], seq_[0] + 1, syn | ack, {}, mss));
   ++seq_[0];
   ++seq_[1];
   w_.ip_packet(h_[0], h_[1], ip_tcp(h_[0], h_[1], seq_[0], seq_[1], ack, {}));

@@ -43,8 +43,9 @@ class PcapWriter {
 };
 
 // Builds an IP + transport packet with correct IPv4 header and TCP/UDP checksums.
+// mss != 0 adds an MSS option (for SYNs).
 std::vector<std::byte> ip_tcp(const Host& from, const Host& to, std::uint32_t seq, std::uint32_t ack, std::uint8_t flags,
-                              protocols::Bytes payload);
+                              protocols::Bytes payload, std::uint16_t mss = 0);
 std::vector<std::byte> ip_udp(const Host& from, const Host& to, protocols::Bytes payload, bool udp_checksum);
 
 namespace tcpflag {
@@ -55,7 +56,8 @@ constexpr std::uint8_t fin = 0x01, syn = 0x02, rst = 0x04, psh = 0x08, ack = 0x1
 class TcpConversation {
  public:
   TcpConversation(PcapWriter& w, Host a, Host b, std::uint32_t isn_a = 1000, std::uint32_t isn_b = 50000);
-  void handshake();
+  // SYN and SYN-ACK advertise `mss` (0: no option).
+  void handshake(std::uint16_t mss = 1460);
   // Sends `data` from side dir (0 = a) in segments of at most `mss` octets.
   void send(int dir, protocols::Bytes data, std::size_t mss = 1448);
   // Advances the sequence space of dir without writing the octets (a capture gap).

@@ -154,6 +154,20 @@ Dissected dissect(int linktype, const Frame& f) {
     p.rst = t.get(Tcp::rst);
     p.ack_flag = t.get(Tcp::ackf);
     p.payload = l4.subspan(tcp->consumed);
+    if (p.syn) {
+      // Options: kind 0 ends the list, kind 1 is one octet, others carry a length octet.
+      const Bytes o = l4.subspan(kTcp.size, tcp->consumed - kTcp.size);
+      for (std::size_t i = 0; i < o.size();) {
+        const auto kind = static_cast<std::uint8_t>(o[i]);
+        if (kind == 0) break;
+        if (kind == 1) { ++i; continue; }
+        if (i + 1 >= o.size()) break;
+        const auto len = static_cast<std::uint8_t>(o[i + 1]);
+        if (len < 2 || i + len > o.size()) break;
+        if (kind == 2 && len == 4) p.mss = be16(o, i + 2);
+        i += len;
+      }
+    }
   } else if (p.protocol == 17) {
     auto udp = decode_udp(l4);
     if (!udp) return fail(f, l2->offset + l4_off, udp.error());

@@ -20,6 +20,7 @@ struct Packet {
   std::uint16_t sport = 0, dport = 0;
   std::uint32_t seq = 0, ack = 0;
   bool syn = false, fin = false, rst = false, ack_flag = false;
+  std::uint16_t mss = 0;           // TCP MSS option of a SYN, 0 when absent
   protocols::Bytes l3;             // IP header to the end of the IP payload
   std::size_t ip_header_len = 0;   // octets before the transport header
   std::size_t l3_offset = 0;       // where l3 starts in the frame

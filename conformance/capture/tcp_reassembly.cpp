@@ -115,7 +115,10 @@ void TcpReassembler::add(const Packet& p) {
     s.next_seq = p.syn ? seq + 1 : seq;
     s.next_off = 0;
   }
-  if (p.syn) ++seq;  // the SYN occupies one sequence number before the data
+  if (p.syn) {
+    ++seq;  // the SYN occupies one sequence number before the data
+    if (p.mss) c.info.mss[d] = p.mss;
+  }
 
   if (!p.payload.empty()) {
     // Position relative to the next expected octet, in modular arithmetic.

@@ -25,6 +25,7 @@ struct TcpStreamInfo {
   std::uint64_t id = 0;   // connection number in the capture, from 1
   Endpoint a, b;          // a: the side that sent the first SYN (or the first segment seen)
   bool saw_syn = false;   // false: the capture starts mid-connection
+  std::uint16_t mss[2] = {0, 0};  // MSS option each direction's sender put in its SYN (0: none seen)
 };
 
 // Receives reassembled streams. dir 0 is a→b, dir 1 is b→a.

@@ -12,7 +12,9 @@ class BuiltIwarpCase final : public IwarpCase {
   using Rr = std::function<void(CaseCtx&, const IwarpConn&, const iwarp::RrEvent&)>;
   using Fpdu = std::function<void(CaseCtx&, const IwarpConn&, const iwarp::FpduEvent&)>;
   using Stop = std::function<void(CaseCtx&, const IwarpConn&, const iwarp::StopEvent&)>;
+  using Close = std::function<void(CaseCtx&, const IwarpConn&)>;
   explicit BuiltIwarpCase(CaseInfo i) : info_(i) {}
+  BuiltIwarpCase& close(Close f) { close_ = std::move(f); return *this; }
   BuiltIwarpCase& rr(Rr f) { rr_ = std::move(f); return *this; }
   BuiltIwarpCase& fpdu(Fpdu f) { fpdu_ = std::move(f); return *this; }
   BuiltIwarpCase& stop(Stop f) { stop_ = std::move(f); return *this; }
@@ -20,12 +22,14 @@ class BuiltIwarpCase final : public IwarpCase {
   void on_rr(CaseCtx& c, const IwarpConn& k, const iwarp::RrEvent& e) const override { if (rr_) rr_(c, k, e); }
   void on_fpdu(CaseCtx& c, const IwarpConn& k, const iwarp::FpduEvent& e) const override { if (fpdu_) fpdu_(c, k, e); }
   void on_stop(CaseCtx& c, const IwarpConn& k, const iwarp::StopEvent& e) const override { if (stop_) stop_(c, k, e); }
+  void on_close(CaseCtx& c, const IwarpConn& k) const override { if (close_) close_(c, k); }
 
  private:
   CaseInfo info_;
   Rr rr_;
   Fpdu fpdu_;
   Stop stop_;
+  Close close_;
 };
 
 class BuiltRoceCase final : public RoceCase {
@@ -39,6 +43,62 @@ class BuiltRoceCase final : public RoceCase {
   CaseInfo info_;
   Packet f_;
 };
+
+// Records a failure at an MPA frame or FPDU.
+template <class Event>
+void fail_at(CaseCtx& ctx, const Event& e, std::string expected, std::string actual, std::string detail = {}) {
+  Evidence ev = evidence_at(e, ctx.side(e.dir));
+  ev.expected = std::move(expected);
+  ev.actual = std::move(actual);
+  ev.detail = std::move(detail);
+  ctx.tally.fail(std::move(ev));
+}
+// Passes when `ok`, else fails with the given texts.
+template <class Event>
+void judge(CaseCtx& ctx, const Event& e, bool ok, std::string expected, std::string actual, std::string detail = {}) {
+  if (ok) return ctx.tally.pass();
+  fail_at(ctx, e, std::move(expected), std::move(actual), std::move(detail));
+}
+
+// The decoded DDP segment of an FPDU, or null when it did not decode.
+inline const protocols::iwarp::DdpSegment* segment_of(const iwarp::FpduEvent& e) { return e.ddp->ok() ? &**e.ddp : nullptr; }
+
+// Fields of a DDP segment (both layouts share the control rows).
+struct Seg {
+  const protocols::iwarp::DdpSegment& s;
+  std::uint64_t get(std::size_t f) const { return s.ddp.get(f); }
+  bool tagged() const { return s.tagged; }
+  bool last() const { return get(protocols::iwarp::DdpTagged::l); }
+  std::uint8_t opcode() const { return s.opcode; }
+  std::uint32_t qn() const { return static_cast<std::uint32_t>(get(protocols::iwarp::DdpUntagged::qn)); }
+  std::uint32_t msn() const { return static_cast<std::uint32_t>(get(protocols::iwarp::DdpUntagged::msn)); }
+  std::uint32_t mo() const { return static_cast<std::uint32_t>(get(protocols::iwarp::DdpUntagged::mo)); }
+  std::uint32_t stag() const { return static_cast<std::uint32_t>(get(protocols::iwarp::DdpTagged::stag)); }
+  std::uint64_t to() const { return get(protocols::iwarp::DdpTagged::to); }
+  // DDP payload: what follows the DDP header (RDMAP bodies included).
+  std::size_t ddp_payload(const iwarp::FpduEvent& e) const { return e.fpdu->ulpdu_len - s.ddp.def().size; }
+};
+
+// A case that looks at each decoded DDP segment; FPDU framing stops caused by
+// missing octets make it INCONCLUSIVE.
+template <class F>
+BuiltIwarpCase& on_segments(BuiltIwarpCase& c, F f) {
+  return c
+      .fpdu([f](CaseCtx& ctx, const IwarpConn& k, const iwarp::FpduEvent& e) {
+        if (const auto* s = segment_of(e)) f(ctx, k, e, Seg{*s});
+      })
+      .stop([](CaseCtx& ctx, const IwarpConn&, const iwarp::StopEvent& e) { inconclusive_on_gap(ctx, e); });
+}
+
+// An answer (Read Response, Atomic Response) with no request to match: a
+// violation, unless the other direction is only partly in the capture.
+template <class Event>
+void unmatched(CaseCtx& ctx, const IwarpConn& c, const Event& e, std::string expected) {
+  if (!c.mpa->partial(1 - e.dir)) return fail_at(ctx, e, std::move(expected), "none");
+  Evidence ev = evidence_at(e, ctx.side(e.dir));
+  ev.detail = "the other direction is not wholly in the capture: its request may be missing";
+  ctx.tally.inconclusive(std::move(ev));
+}
 
 inline BuiltIwarpCase& add(Catalog& k, CaseInfo i) {
   auto c = std::make_unique<BuiltIwarpCase>(i);

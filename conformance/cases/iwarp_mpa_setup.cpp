@@ -85,6 +85,13 @@ void add_iwarp_mpa_setup_cases(Catalog& k) {
         ev.actual = fmt::format("{}", n);
         ctx.tally.fail(std::move(ev));
       });
+
+  add(k, {"iwarp.mpa.rr.reject_flag", "RFC 5044", "§7.1.1", Level::must, Family::iwarp,
+          "Only a Reply can reject a connection: an MPA Request sends the R (rejected) bit as zero."})
+      .rr([](CaseCtx& ctx, const IwarpConn&, const iwarp::RrEvent& e) {
+        if (!e.frame || e.frame->kind() != MpaFrameKind::request) return;
+        judge(ctx, e, !e.frame->hdr.get(MpaRr::r), "R = 0 in a Request", "R = 1");
+      });
 }
 
 }  // namespace rdmaconf::conformance

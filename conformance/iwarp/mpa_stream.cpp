@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "protocols/crc/crc32c.hpp"
+
 namespace rdmaconf::conformance::iwarp {
 
 using namespace protocols;
@@ -12,15 +14,62 @@ using namespace protocols::iwarp;
 namespace {
 constexpr std::size_t kMaxHeld = 4u << 20;  // octets held per direction while the negotiation is unknown
 constexpr std::size_t kKeySize = 16;
+constexpr std::size_t kInferFirstTry = 4096;    // mid-stream: first look for FPDUs at this many octets,
+constexpr std::size_t kInferMax = 64u << 10;    // again at each doubling, and give up beyond this
+constexpr std::size_t kInferMinRun = 3;         // FPDUs in a row that must look right
+
+// Could `u` (the first octets of a ULPDU whose length field said `len`) be a
+// DDP segment carrying RDMAP? Octets not yet present are not judged.
+bool plausible_ulpdu(std::uint16_t len, Bytes u) {
+  if (len < kDdpTagged.size) return false;
+  if (u.size() < 2) return true;
+  const auto c = static_cast<unsigned>(u[0]), r = static_cast<unsigned>(u[1]);
+  const bool tagged = c & 0x80;
+  if ((c & 0x3c) != 0 || (c & 0x03) != 1) return false;  // DDP reserved bits, DV = 1
+  if ((r >> 6) != 1 || (r & 0x30) != 0) return false;    // RV = 1, RDMAP reserved bits
+  const unsigned op = r & 0x0f;
+  if (op > kOpAtomicResponse) return false;
+  if (tagged != (op == kOpWrite || op == kOpReadResponse)) return false;
+  if (!tagged && len < kDdpUntagged.size) return false;
+  if (!tagged && u.size() >= 10 && be32(u, 6) > 4) return false;  // QN: RDMAP's 0-2, RFC 7306's 3-4
+  return true;
+}
+
 }  // namespace
+
+std::optional<InferredAlignment> infer_alignment(Bytes b, bool at_end) {
+  const std::size_t last_k = std::min<std::size_t>(b.size(), 0xffff + 8);
+  for (std::size_t k = 0; k < last_k; ++k) {
+    std::size_t pos = k, n = 0, crc_ok = 0;
+    bool bad = false;
+    while (pos + 2 <= b.size()) {
+      const std::uint16_t len = be16(b, pos);
+      const Bytes u = b.subspan(pos + 2, std::min<std::size_t>(len, b.size() - pos - 2));
+      if (!plausible_ulpdu(len, u)) {
+        bad = true;
+        break;
+      }
+      const std::size_t sz = fpdu_size(len);
+      if (pos + sz > b.size()) break;
+      if (fpdu_crc(b.subspan(pos, sz - kMpaCrcSize)) == le32(b, pos + sz - kMpaCrcSize)) ++crc_ok;
+      ++n;
+      pos += sz;
+    }
+    if (bad) continue;
+    if (n >= kInferMinRun || (at_end && n >= 1 && pos == b.size())) return InferredAlignment{k, n, crc_ok * 2 > n};
+  }
+  return std::nullopt;
+}
 
 MpaConnection::MpaConnection(const capture::TcpStreamInfo& info, MpaListener& l) : info_(info), l_(l) {}
 
 void MpaConnection::stop(int dir, std::uint64_t offset, std::uint64_t frame, std::string reason, bool gap) {
   Dir& s = d_[dir];
+  const bool after_reject = s.state == State::rejected;
+  s.gap_seen |= gap;
   s.state = State::stopped;
   s.buf.clear();
-  l_.on_stop(StopEvent{dir, offset, frame, gap, std::move(reason)});
+  l_.on_stop(StopEvent{dir, offset, frame, gap, after_reject, std::move(reason)});
 }
 
 void MpaConnection::data(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame) {
@@ -28,6 +77,9 @@ void MpaConnection::data(int dir, std::uint64_t offset, Bytes data, std::uint64_
   switch (s.state) {
     case State::not_mpa:
     case State::stopped:
+      return;
+    case State::rejected:
+      stop(dir, offset, frame, "data after a rejecting MPA Reply");
       return;
     case State::wait_negotiation:
       if (s.held_bytes + data.size() > kMaxHeld) {
@@ -38,8 +90,84 @@ void MpaConnection::data(int dir, std::uint64_t offset, Bytes data, std::uint64_
       s.held.push_back(Held{offset, frame, {data.begin(), data.end()}});
       s.held_bytes += data.size();
       return;
+    case State::infer: {
+      const std::size_t before = s.held_bytes;
+      s.held.push_back(Held{offset, frame, {data.begin(), data.end()}});
+      s.held_bytes += data.size();
+      // Try at 4 KiB and at each doubling up to the limit.
+      for (std::size_t at = kInferFirstTry; at <= kInferMax; at *= 2)
+        if (before < at && s.held_bytes >= at) return infer(dir, frame, false);
+      if (s.held_bytes > kInferMax) infer(dir, frame, false);
+      return;
+    }
+    case State::fpdu:
+      if (s.markers) return feed_marked(dir, offset, data, frame);
+      [[fallthrough]];
     default:
       feed(dir, offset, data, frame);
+  }
+}
+
+void MpaConnection::infer(int dir, std::uint64_t, bool at_end) {
+  Dir& s = d_[dir];
+  std::vector<std::byte> all;
+  all.reserve(s.held_bytes);
+  for (const auto& h : s.held) all.insert(all.end(), h.bytes.begin(), h.bytes.end());
+  const auto found = infer_alignment({all.data(), all.size()}, at_end);
+  if (!found) {
+    if (at_end || s.held_bytes > kInferMax) {
+      s.state = State::not_mpa;
+      s.held.clear();
+      s.held_bytes = 0;
+    }
+    return;
+  }
+  if (!neg_.inferred) {
+    neg_.inferred = true;
+    neg_.crc_inferred = found->crc;
+  }
+  std::vector<Held> held;
+  held.swap(s.held);
+  s.held_bytes = 0;
+  const std::uint64_t start = held.front().offset + found->offset;
+  s.inferred_at = static_cast<std::int64_t>(start);
+  s.state = State::fpdu;
+  for (auto& h : held) {
+    const std::uint64_t end = h.offset + h.bytes.size();
+    if (end <= start) continue;
+    const std::size_t skip = h.offset < start ? static_cast<std::size_t>(start - h.offset) : 0;
+    feed(dir, h.offset + skip, Bytes(h.bytes).subspan(skip), h.frame);
+  }
+}
+
+void MpaConnection::feed_marked(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame) {
+  Dir& s = d_[dir];
+  while (!data.empty() && s.state == State::fpdu) {
+    const std::uint64_t into = (offset - s.mk_base) % kMpaMarkerInterval;
+    if (into < kMpaMarker.size) {
+      const std::size_t n = std::min<std::size_t>(kMpaMarker.size - into, data.size());
+      if (into == 0) s.mk_frame = frame;
+      std::copy_n(data.begin(), n, s.mk_part + into);
+      offset += n;
+      data = data.subspan(n);
+      if (into + n == kMpaMarker.size) {
+        MarkerSeen m;
+        m.offset = offset - kMpaMarker.size;
+        m.frame = s.mk_frame;
+        const Bytes mb{s.mk_part, kMpaMarker.size};
+        m.rsvd = be16(mb, 0);
+        m.fpduptr = be16(mb, 2);
+        s.mk_pending.push_back({m, s.logical});
+      }
+      continue;
+    }
+    const std::size_t n = std::min<std::size_t>(data.size(), kMpaMarkerInterval - into);
+    s.unmarking = true;
+    feed(dir, s.logical, data.first(n), frame);
+    s.unmarking = false;
+    s.logical += n;
+    offset += n;
+    data = data.subspan(n);
   }
 }
 
@@ -51,7 +179,8 @@ std::size_t MpaConnection::unit_size(int dir, Bytes b) const {
 void MpaConnection::feed(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame) {
   Dir& s = d_[dir];
   while (!data.empty()) {
-    if (s.state == State::wait_negotiation) {
+    if (s.state == State::wait_negotiation || s.state == State::rejected ||
+        (s.state == State::fpdu && s.markers && !s.unmarking)) {
       this->data(dir, offset, data, frame);
       return;
     }
@@ -70,6 +199,15 @@ void MpaConnection::feed(int dir, std::uint64_t offset, Bytes data, std::uint64_
       const bool req = looks_like_mpa_key(p, MpaFrameKind::request);
       const bool rep = looks_like_mpa_key(p, MpaFrameKind::reply);
       if (!req && !rep) {
+        if (initiator_dir_ < 0 && !info_.saw_syn) {
+          // The capture starts mid-connection: look for FPDUs instead.
+          s.state = State::infer;
+          const std::vector<std::byte> had = std::move(s.buf);
+          s.buf.clear();
+          if (!had.empty()) this->data(dir, s.buf_off, {had.data(), had.size()}, s.buf_frame);
+          this->data(dir, offset, data, frame);
+          return;
+        }
         if (initiator_dir_ >= 0) {
           // One side spoke MPA and this one starts with something else.
           RrEvent e{dir, from_initiator(dir), nullptr, p, s.buf_frame, frame, s.buf_off};
@@ -141,15 +279,45 @@ void MpaConnection::unit(int dir, Bytes b, std::uint64_t offset, std::uint64_t f
     stop(dir, offset, first_frame, f.error().message());
     return;
   }
-  FpduEvent e;
+  FpduEvent& e = s.event;
   e.dir = dir;
   e.from_initiator = from_initiator(dir);
   e.first_frame = first_frame;
   e.last_frame = last_frame;
-  e.offset = offset;
+  e.offset = offset + kMpaMarker.size * s.mk_done;
+  e.markers.clear();
+  // Markers inside this FPDU: those taken out before its last octet.
+  const std::uint64_t end = offset + b.size();
+  std::size_t n = 0;
+  while (n < s.mk_pending.size() && s.mk_pending[n].logical < end) ++n;
+  for (std::size_t i = 0; i < n; ++i) {
+    MarkerSeen m = s.mk_pending[i].m;
+    m.expected_ptr = static_cast<std::uint16_t>(m.offset - e.offset);
+    e.markers.push_back(m);
+    if (m.frame < e.first_frame) e.first_frame = m.frame;
+  }
+  e.wire_size = b.size() + kMpaMarker.size * n;
   e.fpdu = &*f;
   e.crc_in_use = neg_.crc();
-  if (e.crc_in_use) e.crc_computed = fpdu_crc(b.first(b.size() - kMpaCrcSize));
+  if (e.crc_in_use) {
+    // The CRC covers the FPDU as sent: length, ULPDU, pad and the markers among them.
+    const std::size_t covered = b.size() - kMpaCrcSize;
+    std::uint32_t st = crc::kCrc32cInit;
+    std::size_t pos = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t at = static_cast<std::size_t>(s.mk_pending[i].logical - offset);
+      if (at > covered) break;
+      st = crc::crc32c_update(st, b.subspan(pos, at - pos));
+      Header mk(kMpaMarker);
+      mk.set(MpaMarker::rsvd, s.mk_pending[i].m.rsvd);
+      mk.set(MpaMarker::fpduptr, s.mk_pending[i].m.fpduptr);
+      st = crc::crc32c_update(st, mk.bytes());
+      pos = at;
+    }
+    e.crc_computed = crc::crc32c_final(crc::crc32c_update(st, b.subspan(pos, covered - pos)));
+  }
+  s.mk_pending.erase(s.mk_pending.begin(), s.mk_pending.begin() + static_cast<std::ptrdiff_t>(n));
+  s.mk_done += n;
   const auto ddp = decode_ddp(f->ulpdu);
   e.ddp = &ddp;
   e.index = s.fpdus++;
@@ -184,10 +352,12 @@ void MpaConnection::on_rr(int dir, Bytes b, std::uint64_t offset, std::uint64_t 
     return;
   }
   s.state = State::wait_negotiation;
-  if (neg_.complete()) negotiation_done();
+  s.next_off = offset + b.size();  // where this direction's FPDUs (and markers) start
+  if (neg_.complete()) negotiation_done(last_frame);
 }
 
-void MpaConnection::negotiation_done() {
+void MpaConnection::negotiation_done(std::uint64_t frame) {
+  neg_.frame = frame;
   neg_.enhanced = neg_.req.rev == 2 && neg_.rep.rev == 2 && neg_.req.ird && neg_.rep.ird;
   for (int dir = 0; dir < 2; ++dir) {
     Dir& s = d_[dir];
@@ -197,17 +367,16 @@ void MpaConnection::negotiation_done() {
     s.held_bytes = 0;
     const bool markers = from_initiator(dir) ? neg_.markers_from_initiator() : neg_.markers_from_responder();
     if (neg_.rejected()) {
-      s.state = State::stopped;
-      if (!held.empty()) l_.on_stop(StopEvent{dir, held[0].offset, held[0].frame, false, "data after a rejecting MPA Reply"});
-      continue;
-    }
-    if (markers) {
-      const std::uint64_t off = held.empty() ? 0 : held[0].offset, fr = held.empty() ? 0 : held[0].frame;
-      stop(dir, off, fr, "markers negotiated in this direction: marker removal is not implemented yet", true);
+      s.state = State::rejected;
+      if (!held.empty()) data(dir, held[0].offset, {held[0].bytes.data(), held[0].bytes.size()}, held[0].frame);
       continue;
     }
     s.state = State::fpdu;
-    for (auto& h : held) feed(dir, h.offset, {h.bytes.data(), h.bytes.size()}, h.frame);
+    if (markers) {
+      s.markers = true;
+      s.mk_base = s.logical = s.next_off;
+    }
+    for (auto& h : held) data(dir, h.offset, {h.bytes.data(), h.bytes.size()}, h.frame);
   }
 }
 
@@ -218,17 +387,26 @@ void MpaConnection::gap(int dir, std::uint64_t offset, std::uint64_t len, std::u
     s.state = State::not_mpa;  // never saw the start of this direction
     return;
   }
+  if (s.state == State::infer) {
+    infer(dir, frame, true);  // judge what came before the gap on its own
+    if (s.state != State::fpdu) {
+      s.state = State::not_mpa;
+      return;
+    }
+  }
   s.held.clear();
   stop(dir, offset, frame, fmt::format("capture gap of {} octets at stream offset {}", len, offset), true);
 }
 
 void MpaConnection::close(std::uint64_t frame) {
+  for (int dir = 0; dir < 2; ++dir)
+    if (d_[dir].state == State::infer) infer(dir, frame, true);
   for (int dir = 0; dir < 2; ++dir) {
     Dir& s = d_[dir];
     if (s.state == State::rr || s.state == State::fpdu) {
       if (!s.buf.empty()) {
         const std::size_t need = unit_size(dir, {s.buf.data(), s.buf.size()});
-        stop(dir, s.buf_off, frame,
+        stop(dir, s.buf_off + kMpaMarker.size * s.mk_done, frame,
              need ? fmt::format("stream ends inside a frame: {} of {} octets present", s.buf.size(), need)
                   : fmt::format("stream ends inside a frame header: {} octets present", s.buf.size()),
              true);

@@ -1,9 +1,19 @@
 #pragma once
 // MPA stream decoding for one TCP connection, both directions: the
-// Request/Reply exchange, then FPDUs with their pad and CRC, each decoded down
-// to DDP/RDMAP. A resumable state machine per direction (header, then the
-// rest); "need more octets" is a state. FPDUs a direction sends before the
-// negotiation is known are held and decoded once it is.
+// Request/Reply exchange, then FPDUs with their markers, pad and CRC, each
+// decoded down to DDP/RDMAP. A resumable state machine per direction (header,
+// then the rest); "need more octets" is a state. FPDUs a direction sends
+// before the negotiation is known are held and decoded once it is.
+//
+// Markers: where a direction carries them, the octets at every 512th stream
+// position counted from its first FPDU are taken out before framing and
+// reported with the FPDU they sit in; the CRC is computed over the FPDU as
+// sent, markers included.
+//
+// Mid-stream start: when the capture lacks a connection's SYN and a direction
+// does not start with an MPA key, the decoder looks for FPDU boundaries in its
+// first octets (see infer_alignment) and, when it finds a run of plausible
+// FPDUs, decodes from there with parameters marked as inferred.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -30,10 +40,13 @@ struct MpaSide {
 struct Negotiated {
   MpaSide req, rep;
   bool enhanced = false;  // both frames revision 2 with the IRD/ORD word
+  bool inferred = false;  // no Request/Reply in the capture: found from the FPDUs
+  bool crc_inferred = false;
+  std::uint64_t frame = 0;  // the frame that completed the exchange
   bool complete() const { return req.seen && rep.seen; }
   bool rejected() const { return rep.reject; }
   // CRC is used in both directions when either side asked (RFC 5044 §7.1.1).
-  bool crc() const { return req.crc || rep.crc; }
+  bool crc() const { return inferred ? crc_inferred : (req.crc || rep.crc); }
   // Markers go toward a receiver that asked for them: the initiator's M asks the
   // responder to send markers, the responder's M asks the initiator to.
   bool markers_from_initiator() const { return rep.markers; }
@@ -48,10 +61,21 @@ struct RrEvent {
   std::uint64_t first_frame = 0, last_frame = 0, offset = 0;
 };
 
+// A marker taken out of an FPDU.
+struct MarkerSeen {
+  std::uint64_t offset = 0;  // stream offset of its first octet
+  std::uint64_t frame = 0;
+  std::uint16_t rsvd = 0, fpduptr = 0;
+  std::uint16_t expected_ptr = 0;  // distance back to the start of its FPDU
+};
+
 struct FpduEvent {
   int dir = 0;
   bool from_initiator = true;
-  std::uint64_t first_frame = 0, last_frame = 0, offset = 0;
+  std::uint64_t first_frame = 0, last_frame = 0;
+  std::uint64_t offset = 0;            // stream offset of the FPDU's first octet (a leading marker's)
+  std::uint64_t wire_size = 0;         // octets on the wire, markers included
+  std::vector<MarkerSeen> markers;     // markers inside this FPDU, in stream order
   const FpduView* fpdu = nullptr;
   bool crc_in_use = false;
   std::uint32_t crc_computed = 0;      // valid when crc_in_use
@@ -65,8 +89,22 @@ struct StopEvent {
   int dir = 0;
   std::uint64_t offset = 0, frame = 0;
   bool gap = false;
+  bool after_reject = false;  // octets sent after a rejecting MPA Reply
   std::string reason;
 };
+
+// Mid-stream start: the first offset in `b` from which a run of plausible
+// FPDUs follows (at least three, or at the end of the capture one or more that
+// end exactly with it). An FPDU is plausible when its ULPDU is long enough for
+// a DDP header whose version, reserved bits, RDMAP version and opcode are
+// valid, whose buffer model fits the opcode, and whose queue number is one
+// RDMAP uses. CRC is taken to be in use when most of the run's CRC fields match.
+struct InferredAlignment {
+  std::size_t offset = 0;
+  std::size_t fpdus = 0;
+  bool crc = false;
+};
+std::optional<InferredAlignment> infer_alignment(Bytes b, bool at_end);
 
 class MpaListener {
  public:
@@ -84,13 +122,19 @@ class MpaConnection {
   // The capture ended or the connection closed: octets still buffered are reported.
   void close(std::uint64_t frame);
 
-  bool is_mpa() const { return initiator_dir_ >= 0; }
+  bool is_mpa() const { return initiator_dir_ >= 0 || neg_.inferred; }
   int initiator_dir() const { return initiator_dir_; }
   const Negotiated& negotiated() const { return neg_; }
   std::uint64_t fpdus(int dir) const { return d_[dir].fpdus; }
+  // Mid-stream start: where framing was found in each direction (-1: not inferred).
+  std::int64_t inferred_start(int dir) const { return d_[dir].inferred_at; }
+  bool markers(int dir) const { return d_[dir].markers; }
+  // This direction's FPDUs are not all in view: framing found mid-stream, or
+  // stopped at a capture gap. A reply with nothing to answer is then unjudgeable.
+  bool partial(int dir) const { return d_[dir].inferred_at >= 0 || d_[dir].gap_seen; }
 
  private:
-  enum class State { probe, rr, wait_negotiation, fpdu, stopped, not_mpa };
+  enum class State { probe, infer, rr, wait_negotiation, fpdu, rejected, stopped, not_mpa };
   struct Held {
     std::uint64_t offset, frame;
     std::vector<std::byte> bytes;
@@ -105,13 +149,35 @@ class MpaConnection {
     std::size_t held_bytes = 0;
     std::uint64_t fpdus = 0;
     std::uint64_t next_off = 0;
+    std::int64_t inferred_at = -1;
+    bool gap_seen = false;
+    // Markers: stream offsets are raw (as sent); framing works on the octets
+    // with markers removed ("logical" offsets, equal to raw ones before the
+    // first marker).
+    bool markers = false;
+    bool unmarking = false;          // feed_marked is handing marker-free octets to feed
+    std::uint64_t mk_base = 0;       // raw offset of the first FPDU
+    std::uint64_t raw = 0;           // raw offset of the next octet to take in
+    std::uint64_t logical = 0;       // logical offset of that octet
+    std::byte mk_part[4] = {};
+    std::size_t mk_have = 0;
+    std::uint64_t mk_frame = 0;
+    struct Pending {
+      MarkerSeen m;
+      std::uint64_t logical;  // logical offset of the octet that followed it
+    };
+    std::vector<Pending> mk_pending;  // removed, not yet given to an FPDU
+    std::uint64_t mk_done = 0;        // markers already given to FPDUs
+    FpduEvent event;                  // reused so its marker list keeps its capacity
   };
   void feed(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame);
+  void feed_marked(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame);
+  void infer(int dir, std::uint64_t frame, bool at_end);
   // Size of the unit at the front of `b` if it can be known, else 0.
   std::size_t unit_size(int dir, Bytes b) const;
   void unit(int dir, Bytes b, std::uint64_t offset, std::uint64_t first_frame, std::uint64_t last_frame);
   void on_rr(int dir, Bytes b, std::uint64_t offset, std::uint64_t first_frame, std::uint64_t last_frame);
-  void negotiation_done();
+  void negotiation_done(std::uint64_t frame);
   void stop(int dir, std::uint64_t offset, std::uint64_t frame, std::string reason, bool gap = false);
   bool from_initiator(int dir) const { return dir == initiator_dir_; }
 

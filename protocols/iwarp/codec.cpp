@@ -93,6 +93,41 @@ void encode_fpdu(std::vector<std::byte>& out, Bytes ulpdu, bool crc) {
   put_le32(f, crc_at, crc ? fpdu_crc(f.first(crc_at)) : 0);
 }
 
+void encode_fpdu_marked(std::vector<std::byte>& out, Bytes ulpdu, bool crc, std::uint64_t& pos) {
+  std::vector<std::byte> plain;
+  encode_fpdu(plain, ulpdu, false);
+  const std::size_t crc_at = plain.size() - kMpaCrcSize;
+  const std::size_t start = out.size();
+  const std::uint64_t fpdu_pos = pos;
+  auto copy = [&](std::size_t from, std::size_t to) {
+    while (from < to) {
+      if (is_marker_position(pos)) {
+        Header m(kMpaMarker);
+        m.set(MpaMarker::fpduptr, pos - fpdu_pos);
+        append(out, m);
+        pos += kMpaMarker.size;
+      }
+      const std::size_t n = std::min<std::uint64_t>(to - from, kMpaMarkerInterval - pos % kMpaMarkerInterval);
+      out.insert(out.end(), plain.begin() + static_cast<std::ptrdiff_t>(from), plain.begin() + static_cast<std::ptrdiff_t>(from + n));
+      from += n;
+      pos += n;
+    }
+  };
+  copy(0, crc_at);
+  // A marker due right before the CRC field is part of what the CRC covers.
+  if (is_marker_position(pos)) {
+    Header m(kMpaMarker);
+    m.set(MpaMarker::fpduptr, pos - fpdu_pos);
+    append(out, m);
+    pos += kMpaMarker.size;
+  }
+  const std::uint32_t c = crc ? fpdu_crc(Bytes(out).subspan(start)) : 0;
+  std::byte le[4];
+  put_le32(MutBytes{le, 4}, 0, c);
+  out.insert(out.end(), le, le + 4);
+  pos += 4;
+}
+
 namespace {
 
 // The RDMAP body that each untagged opcode carries.

@@ -56,6 +56,16 @@ std::uint32_t fpdu_crc(Bytes covered);
 // Appends length, ULPDU, zero pad and CRC (or zero when crc is off).
 void encode_fpdu(std::vector<std::byte>& out, Bytes ulpdu, bool crc);
 
+// Appends an FPDU to a stream that carries markers (RFC 5044 §4.3 (?)): a
+// 4-octet marker sits at every 512th octet counted from the first FPDU of the
+// direction, and its pointer gives the distance back to the start of the FPDU
+// it sits in. A marker that falls where an FPDU begins belongs to that FPDU
+// (pointer 0). `pos` is the stream position relative to the first FPDU and
+// advances; the CRC covers the markers inside the FPDU.
+void encode_fpdu_marked(std::vector<std::byte>& out, Bytes ulpdu, bool crc, std::uint64_t& pos);
+// Where markers sit: true when `pos` (relative to the first FPDU) is a marker position.
+constexpr bool is_marker_position(std::uint64_t pos) { return pos % kMpaMarkerInterval == 0; }
+
 // ---- DDP segment and RDMAP body (RFC 5041 §4, RFC 5040 §4, RFC 7306)
 struct DdpSegment {
   Header ddp;  // kDdpTagged or kDdpUntagged
