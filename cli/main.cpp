@@ -114,6 +114,10 @@ int main(int argc, char** argv) {
   bool cases_json = false;
   cases->add_flag("--json", cases_json, "print the catalog as JSON");
 
+  auto* fpdus = app.add_subcommand("fpdus", "list every FPDU decoded from a capture, one JSON object per line");
+  std::string fpdus_path;
+  fpdus->add_option("path", fpdus_path, "capture file")->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -121,7 +125,31 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : kExitUsage;
   }
 
+  if (*fpdus) {
+    conformance::CheckOptions o;
+    o.case_patterns = {"-"};  // no case runs: decoding only
+    o.on_fpdu = [](const conformance::iwarp::FpduEvent& e) {
+      nlohmann::json j = {{"frame", e.last_frame}, {"first_frame", e.first_frame}, {"dir", e.dir}, {"offset", e.offset},
+                          {"ulpdu_length", e.fpdu->ulpdu_len}, {"crc", e.fpdu->crc_wire}, {"markers", e.markers.size()}};
+      if (e.crc_in_use) j["crc_ok"] = e.fpdu->crc_wire == e.crc_computed;
+      if (e.ddp->ok()) {
+        const auto& s = **e.ddp;
+        j["ddp"] = s.ddp;
+        if (s.body) j["rdmap"] = *s.body;
+      }
+      std::cout << j.dump() << "\n";
+    };
+    const auto r = conformance::Checker(o).check_file(fpdus_path);
+    if (!r.error.empty()) {
+      std::cerr << "rdmaconf: " << r.error << "\n";
+      return kExitUsage;
+    }
+    return 0;
+  }
+
   if (*cases) {
+    std::size_t w = 0;
+    for (const auto* c : conformance::Catalog::get().all()) w = std::max(w, c->id.size());
     const auto all = conformance::Catalog::get().all();
     if (cases_json) {
       nlohmann::json j = nlohmann::json::array();
@@ -129,7 +157,7 @@ int main(int argc, char** argv) {
       std::cout << j.dump(2) << "\n";
     } else {
       for (const auto* c : all)
-        std::cout << fmt::format("{:<28} {:<6} {:<10} {:<22} {}\n", c->id, conformance::level_name(c->level), c->spec,
+        std::cout << fmt::format("{:<{}} {:<6} {:<10} {:<22} {}\n", c->id, w, conformance::level_name(c->level), c->spec,
                                  c->section, c->requirement);
     }
     return 0;

@@ -79,8 +79,9 @@ nlohmann::json negotiated_json(const iwarp::Negotiated& n) {
 
 class Run final : public TcpSink {
  public:
-  Run(const std::vector<const IwarpCase*>& iw, const std::vector<const RoceCase*>& rc, InputResult& out)
-      : iwarp_(iw), roce_(rc), out_(out) {}
+  Run(const std::vector<const IwarpCase*>& iw, const std::vector<const RoceCase*>& rc, InputResult& out,
+      const std::function<void(const iwarp::FpduEvent&)>& fpdu_hook)
+      : iwarp_(iw), roce_(rc), out_(out), fpdu_hook_(fpdu_hook) {}
 
   struct Conn final : iwarp::MpaListener {
     Run* run;
@@ -110,6 +111,7 @@ class Run final : public TcpSink {
       each([&](const IwarpCase& k, CaseCtx& c) { k.on_rr(c, view, e); });
     }
     void on_fpdu(const iwarp::FpduEvent& e) override {
+      if (run->fpdu_hook_) run->fpdu_hook_(e);
       each([&](const IwarpCase& k, CaseCtx& c) { k.on_fpdu(c, view, e); });
     }
     void on_stop(const iwarp::StopEvent& e) override {
@@ -234,6 +236,7 @@ class Run final : public TcpSink {
   const std::vector<const IwarpCase*>& iwarp_;
   const std::vector<const RoceCase*>& roce_;
   InputResult& out_;
+  const std::function<void(const iwarp::FpduEvent&)>& fpdu_hook_;
   std::map<std::uint64_t, std::unique_ptr<Conn>> conns_;
   std::map<std::uint64_t, ScopeResult> finished_;  // by connection number, for a stable order
   std::map<std::pair<Address, Address>, std::unique_ptr<RoceConv>> roce_conv_;
@@ -265,7 +268,7 @@ InputResult Checker::check_file(const std::string& path) const {
     out.sha256 = reader->sha256();
     return out;
   }
-  Run run(iwarp_, roce_, out);
+  Run run(iwarp_, roce_, out, opt_.on_fpdu);
   TcpReassembler tcp(run);
   std::uint64_t last = 0;
   while (auto f = reader->next()) {

@@ -17,6 +17,8 @@ struct CheckOptions {
   std::vector<std::uint16_t> roce_ports{protocols::ib::kRoceV2Port};
   // Called now and then with octets read so far and the file size.
   std::function<void(std::uint64_t, std::uint64_t)> progress;
+  // Called for every FPDU decoded (for `rdmaconf fpdus` and the tshark cross-check).
+  std::function<void(const iwarp::FpduEvent&)> on_fpdu;
 };
 
 class Checker {

@@ -72,88 +72,142 @@ Buf ddp_tagged(std::uint8_t opcode, std::uint32_t stag, std::uint64_t to, bool l
   return segment(h, payload);
 }
 
+// The messages of a conversation, before framing: the MPA frames' parameters
+// and each side's ULPDUs (DDP segments) in sending order.
+struct Traffic {
+  MpaRrParams req, rep;
+  std::vector<Buf> init, resp;
+};
+
 struct IwarpConfig {
   std::uint8_t revision = 2;
   bool enhanced = true;
   bool req_crc = true, rep_crc = false;
+  bool req_markers = false, rep_markers = false;  // M: asks the other side to send markers
+  bool p2p = false;                               // RFC 6581 peer-to-peer, zero-length Send RTR
+  bool omit_rtr = false;                          // p2p without the RTR message (fault)
   std::uint8_t req_reserved = 0;
   std::uint8_t req_revision_override = 0;
   std::size_t req_extra_pd = 0;
   std::string reply_key;             // replaces the Reply key when not empty
-  std::size_t mss = 1448;
+  std::string request_key;           // replaces the Request key when not empty
+  std::size_t mss = 1448;            // segment size the generator sends with
+  std::uint16_t advertised_mss = 1460;
   int corrupt_crc_at = -1;           // initiator FPDU index whose CRC is wrong
   int short_ulpdu_at = -1;           // initiator FPDU index replaced by a 10-octet ULPDU
+  int pad_fault_at = -1;             // initiator FPDU index with a non-zero pad octet (CRC still right)
+  bool zero_crc_from_responder = false;
   bool gap_in_initiator = false;     // drop the octets of one segment from the capture
   bool ipv6 = false;
+  bool reject = false, data_after_reject = false;
+  bool early_fpdu = false;           // the initiator's FPDUs go out before the Reply
+  bool responder_first = false;      // the responder's Send goes out before the initiator's FPDUs
+  std::size_t midstream_skip = 0;    // >0: no handshake or MPA frames, and this many initiator FPDU octets missing
+  std::int64_t marker_fault = -1;    // initiator marker number given a wrong pointer / reserved bits
+  std::uint16_t marker_ptr_xor = 0, marker_rsvd = 0;
+  std::string fault;                 // the one thing this capture does wrong, in words
+  std::function<void(Traffic&)> edit;  // message-level fault
 };
 
 nlohmann::json config_json(const IwarpConfig& c) {
-  return {{"mpa_revision", c.revision}, {"enhanced", c.enhanced}, {"initiator_crc", c.req_crc}, {"responder_crc", c.rep_crc},
-          {"mss", c.mss}, {"ipv6", c.ipv6}, {"corrupt_crc_at_fpdu", c.corrupt_crc_at}, {"short_ulpdu_at_fpdu", c.short_ulpdu_at},
-          {"request_reserved_bits", c.req_reserved}, {"request_revision_override", c.req_revision_override},
-          {"request_private_data", c.req_extra_pd + (c.revision == 2 && c.enhanced ? 4 : 0)},
-          {"reply_key", c.reply_key.empty() ? std::string(iwarp::kMpaReplyKey) : c.reply_key},
-          {"capture_gap_in_initiator_stream", c.gap_in_initiator}};
+  nlohmann::json j = {{"mpa_revision", c.revision}, {"enhanced", c.enhanced}, {"initiator_crc", c.req_crc},
+                      {"responder_crc", c.rep_crc}, {"initiator_markers", c.req_markers},
+                      {"responder_markers", c.rep_markers}, {"peer_to_peer", c.p2p}, {"segment_size", c.mss},
+                      {"advertised_mss", c.advertised_mss}, {"ipv6", c.ipv6}, {"reject", c.reject},
+                      {"request_private_data", c.req_extra_pd + (c.revision == 2 && c.enhanced ? 4 : 0)},
+                      {"capture_gap_in_initiator_stream", c.gap_in_initiator}, {"fault", c.fault.empty() ? "none" : c.fault}};
+  if (c.midstream_skip) j["capture_starts_mid_stream_after_initiator_octets"] = c.midstream_skip;
+  return j;
 }
 
-// Every RDMAP opcode, both directions: the initiator sends the four Sends,
-// both Immediate Data forms, a three-segment RDMA Write, a Read Request and an
-// Atomic Request; the responder answers with a three-segment Read Response,
-// an Atomic Response and a Send, and ends with a Terminate.
-void iwarp_conversation(const std::string& path, const IwarpConfig& c) {
-  PcapWriter w(path);
-  const Host a = c.ipv6 ? host_v6(1, 40001) : host_v4(192, 0, 2, 1, 40001);
-  const Host b = c.ipv6 ? host_v6(2, 4791 + 1) : host_v4(192, 0, 2, 2, 7174);
-  TcpConversation t(w, a, b);
-  t.handshake();
-  const bool crc = c.req_crc || c.rep_crc;
+// ---- message-level edits used by the fault scenarios
+// Sets a field of the DDP header (tagged or untagged, from the T bit) at the front of a ULPDU.
+void set_ddp(Buf& u, std::size_t field, std::uint64_t v) {
+  const HeaderDef& d = (static_cast<unsigned>(u[0]) & 0x80) ? iwarp::kDdpTagged : iwarp::kDdpUntagged;
+  Header h = *Header::decode(d, B(u));
+  h.set(field, v);
+  std::copy(h.bytes().begin(), h.bytes().end(), u.begin());
+}
+// Sets a field of the RDMAP header that follows an untagged DDP header.
+void set_body(Buf& u, const HeaderDef& def, std::size_t field, std::uint64_t v) {
+  Header h = *Header::decode(def, Bytes(u).subspan(iwarp::kDdpUntagged.size));
+  h.set(field, v);
+  std::copy(h.bytes().begin(), h.bytes().end(), u.begin() + iwarp::kDdpUntagged.size);
+}
 
-  MpaRrParams req;
-  req.kind = MpaFrameKind::request;
-  req.crc = c.req_crc;
-  req.revision = c.req_revision_override ? c.req_revision_override : c.revision;
-  req.enhanced = c.enhanced && c.revision == 2;
-  req.ird = 16;
-  req.ord = 16;
-  req.reserved_bits = c.req_reserved;
-  req.private_data = pattern(c.req_extra_pd, 1);
-  Buf r;
-  iwarp::encode_mpa_rr(r, req);
-  t.send(0, B(r), c.mss);
+Buf read_request(std::uint32_t msn, std::uint32_t size) {
+  Header rr(iwarp::kReadRequest);
+  rr.set(iwarp::ReadRequest::sink_stag, 0x1111);
+  rr.set(iwarp::ReadRequest::sink_to, 0x2000);
+  rr.set(iwarp::ReadRequest::size, size);
+  rr.set(iwarp::ReadRequest::src_stag, 0x2222);
+  rr.set(iwarp::ReadRequest::src_to, 0x8000);
+  return ddp_untagged(iwarp::kOpReadRequest, 1, msn, 0, true, rr.bytes());
+}
 
-  MpaRrParams rep = req;
-  rep.kind = MpaFrameKind::reply;
-  rep.crc = c.rep_crc;
-  rep.revision = c.revision;
-  rep.reserved_bits = 0;
-  rep.ird = 8;
-  rep.ord = 8;
-  rep.private_data = pattern(8, 2);
-  Buf p;
-  iwarp::encode_mpa_rr(p, rep);
-  if (!c.reply_key.empty()) std::copy_n(reinterpret_cast<const std::byte*>(c.reply_key.data()), 16, p.begin());
-  t.send(1, B(p), c.mss);
-
-  // Initiator's messages.
-  std::vector<Buf> init;
-  std::uint32_t msn0 = 1;
-  const Buf small = pattern(37, 3);
-  init.push_back(ddp_untagged(0x3, 0, msn0++, 0, true, B(small)));
-  init.push_back(ddp_untagged(0x4, 0, msn0++, 0, true, B(pattern(64, 4)), 0x1234));
-  init.push_back(ddp_untagged(0x5, 0, msn0++, 0, true, B(pattern(1, 5))));
-  init.push_back(ddp_untagged(0x6, 0, msn0++, 0, true, B(pattern(2, 6)), 0x5678));
-  init.push_back(ddp_untagged(0x8, 0, msn0++, 0, true, B(pattern(8, 7))));
-  init.push_back(ddp_untagged(0x9, 0, msn0++, 0, true, B(pattern(8, 8))));
-  for (int s = 0; s < 3; ++s) init.push_back(ddp_tagged(0x0, 0xabcd01, 0x10000 + s * 1000u, s == 2, B(pattern(1000, 9 + s))));
-  {
-    Header rr(iwarp::kReadRequest);
-    rr.set(iwarp::ReadRequest::sink_stag, 0x1111);
-    rr.set(iwarp::ReadRequest::sink_to, 0x2000);
-    rr.set(iwarp::ReadRequest::size, 2500);
-    rr.set(iwarp::ReadRequest::src_stag, 0x2222);
-    rr.set(iwarp::ReadRequest::src_to, 0x8000);
-    init.push_back(ddp_untagged(0x1, 1, 1, 0, true, rr.bytes()));
+// Terminate: layer/type/code, with the offending tagged DDP header copied when `copy`.
+Buf terminate(unsigned layer, unsigned etype, unsigned code, bool copy, bool announce_copy = true) {
+  Header tc(iwarp::kTerminate);
+  tc.set(iwarp::Terminate::layer, layer);
+  tc.set(iwarp::Terminate::etype, etype);
+  tc.set(iwarp::Terminate::ecode, code);
+  tc.set(iwarp::Terminate::m, announce_copy);
+  tc.set(iwarp::Terminate::d, announce_copy);
+  Buf body(tc.bytes().begin(), tc.bytes().end());
+  if (copy) {
+    Header sl(iwarp::kDdpSegLen);
+    sl.set(iwarp::DdpSegLen::len, 1014);
+    iwarp::append(body, sl);
+    iwarp::append(body, B(ddp_tagged(iwarp::kOpWrite, 0xdead, 0, true, {})));
   }
+  return ddp_untagged(iwarp::kOpTerminate, 2, 1, 0, true, B(body));
+}
+
+// Every RDMAP opcode, both directions: the initiator sends the four Sends, a
+// two-segment Send, both Immediate Data forms, a three-segment RDMA Write, a
+// Read Request and an Atomic Request; the responder answers with a
+// three-segment Read Response, an Atomic Response and a Send, and ends with a
+// Terminate.
+Traffic iwarp_traffic(const IwarpConfig& c) {
+  Traffic t;
+  t.req.kind = MpaFrameKind::request;
+  t.req.crc = c.req_crc;
+  t.req.markers = c.req_markers;
+  t.req.revision = c.req_revision_override ? c.req_revision_override : c.revision;
+  t.req.enhanced = c.enhanced && c.revision == 2;
+  t.req.ird = 16;
+  t.req.ord = 16;
+  t.req.p2p = c.p2p;
+  t.req.send_rtr = c.p2p;
+  t.req.write_rtr = c.p2p;
+  t.req.reserved_bits = c.req_reserved;
+  t.req.private_data = pattern(c.req_extra_pd, 1);
+
+  t.rep = t.req;
+  t.rep.kind = MpaFrameKind::reply;
+  t.rep.crc = c.rep_crc;
+  t.rep.markers = c.rep_markers;
+  t.rep.reject = c.reject;
+  t.rep.revision = c.revision;
+  t.rep.reserved_bits = 0;
+  t.rep.ird = 8;
+  t.rep.ord = 8;
+  t.rep.write_rtr = false;  // the responder selects the Send RTR
+  t.rep.private_data = pattern(8, 2);
+
+  std::uint32_t msn = 1;
+  if (c.p2p && !c.omit_rtr) t.init.push_back(ddp_untagged(iwarp::kOpSend, 0, msn++, 0, true, {}));
+  t.init.push_back(ddp_untagged(iwarp::kOpSend, 0, msn++, 0, true, B(pattern(37, 3))));
+  t.init.push_back(ddp_untagged(iwarp::kOpSendInvalidate, 0, msn++, 0, true, B(pattern(64, 4)), 0x1234));
+  t.init.push_back(ddp_untagged(iwarp::kOpSendSe, 0, msn++, 0, true, B(pattern(1, 5))));
+  t.init.push_back(ddp_untagged(iwarp::kOpSendSeInvalidate, 0, msn++, 0, true, B(pattern(2, 6)), 0x5678));
+  t.init.push_back(ddp_untagged(iwarp::kOpSend, 0, msn, 0, false, B(pattern(600, 12))));
+  t.init.push_back(ddp_untagged(iwarp::kOpSend, 0, msn++, 600, true, B(pattern(300, 13))));
+  t.init.push_back(ddp_untagged(iwarp::kOpImmediate, 0, msn++, 0, true, B(pattern(8, 7))));
+  t.init.push_back(ddp_untagged(iwarp::kOpImmediateSe, 0, msn++, 0, true, B(pattern(8, 8))));
+  for (int s = 0; s < 3; ++s)
+    t.init.push_back(ddp_tagged(iwarp::kOpWrite, 0xabcd01, 0x10000 + s * 1000u, s == 2, B(pattern(1000, 9 + s))));
+  t.init.push_back(read_request(1, 2500));
   {
     Header at(iwarp::kAtomicRequest);
     at.set(iwarp::AtomicRequest::op, 0);
@@ -162,58 +216,126 @@ void iwarp_conversation(const std::string& path, const IwarpConfig& c) {
     at.set(iwarp::AtomicRequest::to, 0x40);
     at.set(iwarp::AtomicRequest::add_swap, 5);
     at.set(iwarp::AtomicRequest::add_swap_mask, ~0ull);
-    init.push_back(ddp_untagged(0xA, 3, 1, 0, true, at.bytes()));
-  }
-  Buf stream;
-  for (std::size_t i = 0; i < init.size(); ++i) {
-    const int idx = static_cast<int>(i);
-    if (idx == c.short_ulpdu_at) init[i] = Buf(init[i].begin(), init[i].begin() + 10);
-    const std::size_t start = stream.size();
-    iwarp::encode_fpdu(stream, B(init[i]), crc);
-    if (idx == c.corrupt_crc_at) stream[stream.size() - 1] ^= std::byte{0x5a};
-    (void)start;
-  }
-  if (c.gap_in_initiator) {
-    // Send the first half, leave out one segment's worth, send the rest.
-    const std::size_t half = stream.size() / 2, hole = 300;
-    t.send(0, Bytes(stream).first(half), c.mss);
-    t.skip(0, hole);
-    t.send(0, Bytes(stream).subspan(half + hole), c.mss);
-  } else {
-    t.send(0, B(stream), c.mss);
+    t.init.push_back(ddp_untagged(iwarp::kOpAtomicRequest, 3, 1, 0, true, at.bytes()));
   }
 
-  // Responder's messages.
-  std::vector<Buf> resp;
   for (int s = 0; s < 3; ++s)
-    resp.push_back(ddp_tagged(0x2, 0x1111, 0x2000 + s * 1000u, s == 2, B(pattern(s == 2 ? 500 : 1000, 20 + s))));
+    t.resp.push_back(ddp_tagged(iwarp::kOpReadResponse, 0x1111, 0x2000 + s * 1000u, s == 2, B(pattern(s == 2 ? 500 : 1000, 20 + s))));
   {
     Header ar(iwarp::kAtomicResponse);
     ar.set(iwarp::AtomicResponse::req_id, 1);
     ar.set(iwarp::AtomicResponse::orig, 41);
-    resp.push_back(ddp_untagged(0xB, 4, 1, 0, true, ar.bytes()));
+    t.resp.push_back(ddp_untagged(iwarp::kOpAtomicResponse, 4, 1, 0, true, ar.bytes()));
   }
-  resp.push_back(ddp_untagged(0x3, 0, 1, 0, true, B(pattern(100, 30))));
-  {
-    // Terminate: DDP layer, tagged buffer error, invalid STag, with the offending DDP header copied.
-    Header tc(iwarp::kTerminate);
-    tc.set(iwarp::Terminate::layer, 1);
-    tc.set(iwarp::Terminate::etype, 1);
-    tc.set(iwarp::Terminate::ecode, 0);
-    tc.set(iwarp::Terminate::m, 1);
-    tc.set(iwarp::Terminate::d, 1);
-    Buf body(tc.bytes().begin(), tc.bytes().end());
-    Header sl(iwarp::kDdpSegLen);
-    sl.set(iwarp::DdpSegLen::len, 1014);
-    iwarp::append(body, sl);
-    const Buf offending = ddp_tagged(0x0, 0xdead, 0, true, {});
-    iwarp::append(body, B(offending));
-    resp.push_back(ddp_untagged(0x7, 2, 1, 0, true, B(body)));
+  t.resp.push_back(ddp_untagged(iwarp::kOpSend, 0, 1, 0, true, B(pattern(100, 30))));
+  // DDP layer, tagged buffer error, invalid STag, with the offending DDP header copied.
+  t.resp.push_back(terminate(1, 1, 0, true));
+  if (c.edit) c.edit(t);
+  return t;
+}
+
+// Frames one side's ULPDUs. With markers, `landings` counts where in an FPDU
+// each marker fell (from the positions the encoder used).
+Buf frame_stream(const std::vector<Buf>& msgs, bool crc, bool markers, const IwarpConfig& c, bool initiator,
+                 std::map<std::string, int>& landings) {
+  Buf out;
+  iwarp::MarkerStream ms;
+  if (initiator) {
+    ms.fault_index = c.marker_fault;
+    ms.fault_ptr_xor = c.marker_ptr_xor;
+    ms.fault_rsvd = c.marker_rsvd;
   }
-  Buf rstream;
-  for (const auto& m : resp) iwarp::encode_fpdu(rstream, B(m), crc);
+  for (std::size_t i = 0; i < msgs.size(); ++i) {
+    const int idx = static_cast<int>(i);
+    Buf m = msgs[i];
+    if (initiator && idx == c.short_ulpdu_at) m.resize(10);
+    if (markers) {
+      const std::uint64_t begin = ms.pos;
+      iwarp::encode_fpdu_marked(out, B(m), crc, ms);
+      // Classify each marker position inside this FPDU by the unmarked offset it interrupts.
+      std::uint64_t seen = 0;
+      for (std::uint64_t p = begin; p < ms.pos; ++p) {
+        if (!iwarp::is_marker_position(p)) continue;
+        const std::uint64_t at = p - begin - 4 * seen++;
+        const std::size_t hdr = (static_cast<unsigned>(m[0]) & 0x80) ? iwarp::kDdpTagged.size : iwarp::kDdpUntagged.size;
+        const std::size_t size = iwarp::fpdu_size(m.size());
+        landings[at == 0 ? "fpdu_start" : at < 2 + hdr ? "ddp_header" : at == size - 4 ? "before_crc" : "payload_or_pad"]++;
+      }
+      continue;
+    }
+    const std::size_t start = out.size();
+    iwarp::encode_fpdu(out, B(m), false);
+    MutBytes f{out.data() + start, out.size() - start};
+    if (initiator && idx == c.pad_fault_at) f[2 + m.size()] = std::byte{0x01};
+    const bool zero = !initiator && c.zero_crc_from_responder;
+    if (crc && !zero) put_le32(f, f.size() - 4, iwarp::fpdu_crc(f.first(f.size() - 4)));
+    if (initiator && idx == c.corrupt_crc_at) f[f.size() - 1] ^= std::byte{0x5a};
+  }
+  return out;
+}
+
+nlohmann::json iwarp_conversation(const std::string& path, const IwarpConfig& c) {
+  PcapWriter w(path);
+  const Host a = c.ipv6 ? host_v6(1, 40001) : host_v4(192, 0, 2, 1, 40001);
+  const Host b = c.ipv6 ? host_v6(2, 4791 + 1) : host_v4(192, 0, 2, 2, 7174);
+  TcpConversation t(w, a, b);
+  const Traffic m = iwarp_traffic(c);
+  const bool crc = m.req.crc || m.rep.crc;
+
+  Buf req, rep;
+  iwarp::encode_mpa_rr(req, m.req);
+  iwarp::encode_mpa_rr(rep, m.rep);
+  if (!c.reply_key.empty()) std::copy_n(reinterpret_cast<const std::byte*>(c.reply_key.data()), 16, rep.begin());
+  if (!c.request_key.empty()) std::copy_n(reinterpret_cast<const std::byte*>(c.request_key.data()), 16, req.begin());
+
+  std::map<std::string, int> landings;
+  // Markers go toward the side that asked: the Request's M asks the responder to send them.
+  const Buf istream = frame_stream(m.init, crc, m.rep.markers, c, true, landings);
+  Buf rstream = frame_stream(m.resp, crc, m.req.markers, c, false, landings);
+
+  if (c.midstream_skip) {
+    // The capture starts after the MPA exchange, inside the initiator's FPDUs.
+    t.skip(0, req.size() + c.midstream_skip);
+    t.skip(1, rep.size());
+    t.send(0, Bytes(istream).subspan(c.midstream_skip), c.mss);
+    t.send(1, B(rstream), c.mss);
+    t.close();
+    return landings.empty() ? nlohmann::json::object() : nlohmann::json(landings);
+  }
+  t.handshake(c.advertised_mss);
+  t.send(0, B(req), c.mss);
+  if (c.reject) {
+    t.send(1, B(rep), c.mss);
+    if (c.data_after_reject) t.send(0, B(istream), c.mss);
+    t.close();
+    return {};
+  }
+  if (c.early_fpdu) t.send(0, B(istream), c.mss);
+  t.send(1, B(rep), c.mss);
+  Buf first;  // the responder's Send, sent ahead of the initiator's FPDUs
+  if (c.responder_first) {
+    Buf one;
+    std::map<std::string, int> ignored;
+    one = frame_stream({m.resp[4]}, crc, false, c, false, ignored);
+    t.send(1, B(one), c.mss);
+    std::vector<Buf> rest = m.resp;
+    rest.erase(rest.begin() + 4);
+    rstream = frame_stream(rest, crc, m.req.markers, c, false, ignored);
+  }
+  if (!c.early_fpdu) {
+    if (c.gap_in_initiator) {
+      // Send the first half, leave out 300 octets, send the rest.
+      const std::size_t half = istream.size() / 2, hole = 300;
+      t.send(0, Bytes(istream).first(half), c.mss);
+      t.skip(0, hole);
+      t.send(0, Bytes(istream).subspan(half + hole), c.mss);
+    } else {
+      t.send(0, B(istream), c.mss);
+    }
+  }
   t.send(1, B(rstream), c.mss);
   t.close();
+  return landings.empty() ? nlohmann::json::object() : nlohmann::json(landings);
 }
 
 // ---- RoCEv2
@@ -323,10 +445,36 @@ struct Scenario {
   Expect expected;
 };
 
-Expect iwarp_clean(bool crc) {
-  return {{"iwarp.mpa.req.key", "PASS"}, {"iwarp.mpa.rep.key", "PASS"}, {"iwarp.mpa.rr.reserved", "PASS"},
-          {"iwarp.mpa.rr.revision", "PASS"}, {"iwarp.mpa.rr.pd_length", "PASS"},
-          {"iwarp.mpa.fpdu.crc", crc ? "PASS" : "NOT_APPLICABLE"}, {"iwarp.ddp.segment.header", "PASS"}};
+// What a conversation built from `c` without a fault must get, case by case,
+// from how it is built: which features it uses decides what is applicable.
+Expect iwarp_expect(const IwarpConfig& c) {
+  const bool crc = c.req_crc || c.rep_crc, enh = c.revision == 2 && c.enhanced, markers = c.req_markers || c.rep_markers;
+  const bool mid = c.midstream_skip > 0;
+  auto v = [](bool applies) { return std::string(applies ? "PASS" : "NOT_APPLICABLE"); };
+  Expect e;
+  for (const char* id : {"iwarp.mpa.req.key", "iwarp.mpa.rep.key", "iwarp.mpa.rr.reserved", "iwarp.mpa.rr.revision",
+                         "iwarp.mpa.rr.pd_length", "iwarp.mpa.rr.reject_flag", "iwarp.mpa.v2.reply_revision",
+                         "iwarp.mpa.fpdu.before_exchange", "iwarp.mpa.responder.first_fpdu", "iwarp.mpa.fpdu.ulpdu_max"})
+    e[id] = v(!mid);
+  e["iwarp.mpa.reject.close"] = "NOT_APPLICABLE";
+  e["iwarp.mpa.v2.enhanced"] = v(enh && !mid);
+  e["iwarp.mpa.v2.ird_ord"] = v(enh && !mid);
+  for (const char* id : {"iwarp.mpa.v2.p2p_echo", "iwarp.mpa.v2.rtr_type", "iwarp.mpa.v2.rtr_first"}) e[id] = v(c.p2p && enh);
+  e["iwarp.mpa.fpdu.crc"] = v(crc);
+  e["iwarp.mpa.crc.used"] = v(crc);
+  e["iwarp.mpa.fpdu.pad"] = "PASS";
+  e["iwarp.mpa.marker.fpduptr"] = v(markers);
+  e["iwarp.mpa.marker.reserved"] = v(markers);
+  for (const char* id : {"iwarp.ddp.segment.header", "iwarp.ddp.version", "iwarp.ddp.reserved", "iwarp.ddp.qn", "iwarp.ddp.msn",
+                         "iwarp.ddp.mo", "iwarp.ddp.last", "iwarp.ddp.tagged.stag", "iwarp.ddp.tagged.to",
+                         "iwarp.rdmap.version", "iwarp.rdmap.reserved", "iwarp.rdmap.opcode", "iwarp.rdmap.buffer_model",
+                         "iwarp.rdmap.queue", "iwarp.rdmap.read_request.format", "iwarp.rdmap.read_response.match",
+                         "iwarp.rdmap.inv_stag", "iwarp.rdmap.terminate.code", "iwarp.rdmap.terminate.headers",
+                         "iwarp.rdmap.terminate.last", "iwarp.rdmap.immediate.format", "iwarp.rdmap.atomic.format",
+                         "iwarp.rdmap.atomic.alignment", "iwarp.rdmap.atomic.response_match"})
+    e[id] = "PASS";
+  e["iwarp.rdmap.ird_ord"] = v(enh && !mid);
+  return e;
 }
 Expect with(Expect e, const std::string& id, const std::string& v) {
   e[id] = v;
@@ -337,9 +485,13 @@ Expect roce_clean() {
           {"ib.bth.opcode", "PASS"}, {"ib.bth.reserved", "PASS"}, {"ib.bth.padcnt", "PASS"}};
 }
 
-template <class C>
-std::function<nlohmann::json(const std::string&)> iw(C c) {
-  return [c](const std::string& p) { iwarp_conversation(p, c); return config_json(c); };
+std::function<nlohmann::json(const std::string&)> iw(IwarpConfig c) {
+  return [c](const std::string& p) {
+    auto j = config_json(c);
+    const auto landings = iwarp_conversation(p, c);
+    if (!landings.empty()) j["marker_landings"] = landings;
+    return j;
+  };
 }
 template <class C>
 std::function<nlohmann::json(const std::string&)> ro(C c) {
@@ -348,61 +500,252 @@ std::function<nlohmann::json(const std::string&)> ro(C c) {
 
 std::vector<Scenario> scenarios() {
   std::vector<Scenario> v;
-  IwarpConfig rev2crc;
-  v.push_back({"iwarp-rev2-crc", "MPA revision 2 (RFC 6581 IRD/ORD), CRC asked by the initiator, every RDMAP opcode, FPDUs coalesced into 1448-octet segments",
-               iw(rev2crc), iwarp_clean(true)});
+  // One iWARP scenario: its expectations are those of its configuration, with
+  // the verdicts its fault changes stated next to it.
+  auto iwarp = [&v](std::string name, std::string desc, IwarpConfig c, Expect changes = {}) {
+    Expect e = iwarp_expect(c);
+    for (auto& [id, verdict] : changes) e[id] = verdict;
+    if (!c.fault.empty()) desc += "; fault: " + c.fault;
+    v.push_back({std::move(name), std::move(desc), iw(c), e});
+  };
+  auto faulty = [](std::string fault, std::function<void(IwarpConfig&)> set = {}) {
+    IwarpConfig c;
+    c.fault = std::move(fault);
+    if (set) set(c);
+    return c;
+  };
+  auto edit = [&faulty](std::string fault, std::function<void(Traffic&)> f) {
+    return faulty(std::move(fault), [f](IwarpConfig& c) { c.edit = f; });
+  };
+  const std::string F = "FAIL", NA = "NOT_APPLICABLE", INC = "INCONCLUSIVE";
+
+  // ---- positive traffic
+  iwarp("iwarp-rev2-crc", "MPA revision 2 (RFC 6581 IRD/ORD), CRC asked by the initiator, every RDMAP opcode, FPDUs coalesced into 1448-octet segments", {});
   IwarpConfig rev1;
   rev1.revision = 1;
   rev1.enhanced = false;
   rev1.req_crc = false;
   rev1.mss = 100;
-  v.push_back({"iwarp-rev1-nocrc-split", "MPA revision 1 without CRC, FPDUs split across 100-octet segments",
-               iw(rev1), iwarp_clean(false)});
+  iwarp("iwarp-rev1-nocrc-split", "MPA revision 1 without CRC, FPDUs split across 100-octet segments", rev1);
   IwarpConfig rep_crc6;
   rep_crc6.req_crc = false;
   rep_crc6.rep_crc = true;
   rep_crc6.ipv6 = true;
   rep_crc6.mss = 333;
-  v.push_back({"iwarp-ipv6-reply-crc", "IPv6; only the responder asks for CRC, so both directions use it; 333-octet segments",
-               iw(rep_crc6), iwarp_clean(true)});
-  IwarpConfig bad_crc;
-  bad_crc.corrupt_crc_at = 3;
-  v.push_back({"iwarp-fault-crc", "as iwarp-rev2-crc, with the CRC of the initiator's fourth FPDU altered",
-               iw(bad_crc), with(iwarp_clean(true), "iwarp.mpa.fpdu.crc", "FAIL")});
-  IwarpConfig rsvd;
-  rsvd.req_reserved = 0x4;
-  v.push_back({"iwarp-fault-rr-reserved", "the MPA Request sets a reserved flag bit",
-               iw(rsvd), with(iwarp_clean(true), "iwarp.mpa.rr.reserved", "FAIL")});
-  IwarpConfig rev3;
-  rev3.req_revision_override = 3;
-  v.push_back({"iwarp-fault-rr-revision", "the MPA Request carries revision 3 (the Reply answers 2)",
-               iw(rev3), with(iwarp_clean(true), "iwarp.mpa.rr.revision", "FAIL")});
-  IwarpConfig pd;
-  pd.req_extra_pd = 600;
-  v.push_back({"iwarp-fault-rr-pd-length", "the MPA Request carries 604 octets of private data",
-               iw(pd), with(iwarp_clean(true), "iwarp.mpa.rr.pd_length", "FAIL")});
-  IwarpConfig key;
-  key.reply_key = "MPA ID Rep Frxme";
-  v.push_back({"iwarp-fault-rep-key", "the MPA Reply's key is misspelt; framing after it is not followed",
-               iw(key), [] {
-                 Expect e = iwarp_clean(true);
-                 e["iwarp.mpa.rep.key"] = "FAIL";
-                 e.erase("iwarp.mpa.rr.reserved");  // the misspelt Reply is not an MPA frame, so
-                 e.erase("iwarp.mpa.rr.revision");  // these cases see only the Request: PASS in
-                 e.erase("iwarp.mpa.rr.pd_length"); // practice, but not what this capture is for
-                 e["iwarp.mpa.fpdu.crc"] = "INCONCLUSIVE";
-                 e["iwarp.ddp.segment.header"] = "INCONCLUSIVE";
-                 return e;
-               }()});
-  IwarpConfig shortu;
-  shortu.short_ulpdu_at = 2;
-  v.push_back({"iwarp-fault-ddp-short", "the initiator's third FPDU carries a 10-octet ULPDU, too short for a DDP header",
-               iw(shortu), with(iwarp_clean(true), "iwarp.ddp.segment.header", "FAIL")});
-  IwarpConfig gap;
-  gap.gap_in_initiator = true;
-  gap.mss = 300;
-  v.push_back({"iwarp-gap", "300 octets of the initiator's FPDU stream are missing from the capture: what follows is inconclusive, not a violation",
-               iw(gap), with(with(iwarp_clean(true), "iwarp.mpa.fpdu.crc", "INCONCLUSIVE"), "iwarp.ddp.segment.header", "INCONCLUSIVE")});
+  iwarp("iwarp-ipv6-reply-crc", "IPv6; only the responder asks for CRC, so both directions use it; 333-octet segments", rep_crc6);
+  IwarpConfig mk;
+  mk.req_markers = mk.rep_markers = true;
+  mk.mss = 700;
+  iwarp("iwarp-markers-crc", "markers in both directions with CRC; markers fall at FPDU starts, in DDP headers, in payloads and right before CRC fields (see marker_landings); 700-octet segments", mk);
+  IwarpConfig mk1;
+  mk1.revision = 1;
+  mk1.enhanced = false;
+  mk1.req_crc = false;
+  mk1.rep_markers = true;
+  mk1.mss = 97;
+  iwarp("iwarp-markers-initiator-nocrc", "MPA revision 1, no CRC, markers from the initiator only (the responder asked), 97-octet segments so markers split across segments", mk1);
+  IwarpConfig p2p;
+  p2p.p2p = true;
+  iwarp("iwarp-p2p-send-rtr", "RFC 6581 peer-to-peer mode: the initiator offers Send and Write RTR, the responder selects Send, the initiator's first FPDU is a zero-length Send", p2p);
+  IwarpConfig mid;
+  mid.midstream_skip = 50;
+  iwarp("iwarp-midstream", "the capture starts after the MPA exchange and 50 octets into the initiator's first FPDU: framing and CRC use are inferred", mid);
+  IwarpConfig rej;
+  rej.reject = true;
+  {
+    Expect e = {{"iwarp.mpa.reject.close", "PASS"}};
+    for (const char* id : {"iwarp.mpa.fpdu.before_exchange", "iwarp.mpa.responder.first_fpdu", "iwarp.mpa.v2.ird_ord", "iwarp.mpa.fpdu.crc",
+                           "iwarp.mpa.crc.used", "iwarp.mpa.fpdu.pad", "iwarp.mpa.fpdu.ulpdu_max"})
+      e[id] = NA;
+    for (const auto& [id, want] : iwarp_expect({}))
+      if (id.rfind("iwarp.ddp.", 0) == 0 || id.rfind("iwarp.rdmap.", 0) == 0) e[id] = NA;  // no FPDU at all
+    iwarp("iwarp-reject", "the responder rejects the connection (R set) and both sides close", rej, e);
+  }
+
+  // ---- MPA faults
+  iwarp("iwarp-fault-crc", "as iwarp-rev2-crc", faulty("the CRC of the initiator's fourth FPDU is altered", [](auto& c) { c.corrupt_crc_at = 3; }),
+        {{"iwarp.mpa.fpdu.crc", F}});
+  iwarp("iwarp-fault-rr-reserved", "as iwarp-rev2-crc", faulty("the MPA Request sets a reserved flag bit", [](auto& c) { c.req_reserved = 0x4; }),
+        {{"iwarp.mpa.rr.reserved", F}});
+  iwarp("iwarp-fault-rr-revision", "as iwarp-rev2-crc", faulty("the MPA Request carries revision 3 (the Reply answers 2)", [](auto& c) { c.req_revision_override = 3; }),
+        {{"iwarp.mpa.rr.revision", F}, {"iwarp.mpa.v2.reply_revision", NA}, {"iwarp.mpa.v2.ird_ord", NA}, {"iwarp.rdmap.ird_ord", NA}});
+  iwarp("iwarp-fault-rr-pd-length", "as iwarp-rev2-crc", faulty("the MPA Request carries 604 octets of private data", [](auto& c) { c.req_extra_pd = 600; }),
+        {{"iwarp.mpa.rr.pd_length", F}});
+  iwarp("iwarp-fault-rr-reject-flag", "as iwarp-rev2-crc", edit("the MPA Request sets R, which only a Reply may", [](Traffic& t) { t.req.reject = true; }),
+        {{"iwarp.mpa.rr.reject_flag", F}});
+  {
+    Expect e;
+    e["iwarp.mpa.rep.key"] = F;
+    for (const char* id : {"iwarp.mpa.fpdu.before_exchange", "iwarp.mpa.responder.first_fpdu", "iwarp.mpa.v2.reply_revision", "iwarp.mpa.v2.ird_ord",
+                           "iwarp.mpa.fpdu.ulpdu_max"})
+      e[id] = NA;
+    for (const auto& [id, want] : iwarp_expect({}))
+      if (want == "PASS" && id.rfind("iwarp.ddp.", 0) == 0) e[id] = INC;
+    for (const auto& [id, want] : iwarp_expect({}))
+      if (want == "PASS" && id.rfind("iwarp.rdmap.", 0) == 0) e[id] = INC;  // the negotiation is unknown: ird_ord too
+    for (const char* id : {"iwarp.mpa.fpdu.crc", "iwarp.mpa.crc.used", "iwarp.mpa.fpdu.pad"}) e[id] = INC;
+    // The misspelt Reply is not an MPA frame, so the frame cases see only the Request.
+    iwarp("iwarp-fault-rep-key", "the responder's framing is not followed after it", faulty("the MPA Reply's key is misspelt", [](auto& c) { c.reply_key = "MPA ID Rep Frxme"; }), e);
+  }
+  {
+    // Only the Reply is an MPA frame; the responder's FPDUs wait for a negotiation that never completes.
+    Expect e = {{"iwarp.mpa.req.key", F}};
+    for (const char* id : {"iwarp.mpa.rr.reject_flag", "iwarp.mpa.v2.reply_revision", "iwarp.mpa.v2.ird_ord", "iwarp.mpa.fpdu.before_exchange",
+                           "iwarp.mpa.responder.first_fpdu", "iwarp.mpa.fpdu.ulpdu_max", "iwarp.mpa.fpdu.crc", "iwarp.mpa.crc.used"})
+      e[id] = NA;
+    for (const auto& [id, want] : iwarp_expect({}))
+      if (id.rfind("iwarp.ddp.", 0) == 0 || id.rfind("iwarp.rdmap.", 0) == 0) e[id] = INC;
+    e["iwarp.mpa.fpdu.pad"] = INC;
+    iwarp("iwarp-fault-req-key", "the initiator's framing is not followed", faulty("the MPA Request's key is misspelt", [](auto& c) { c.request_key = "MPA ID Req Frxme"; }), e);
+  }
+  {
+    Expect e = {{"iwarp.mpa.reject.close", F}};
+    for (const char* id : {"iwarp.mpa.fpdu.before_exchange", "iwarp.mpa.responder.first_fpdu", "iwarp.mpa.v2.ird_ord", "iwarp.mpa.fpdu.crc",
+                           "iwarp.mpa.crc.used", "iwarp.mpa.fpdu.pad", "iwarp.mpa.fpdu.ulpdu_max"})
+      e[id] = NA;
+    for (const auto& [id, want] : iwarp_expect({}))
+      if (id.rfind("iwarp.ddp.", 0) == 0 || id.rfind("iwarp.rdmap.", 0) == 0) e[id] = NA;
+    iwarp("iwarp-fault-data-after-reject", "as iwarp-reject", faulty("the initiator sends its FPDUs after the rejecting Reply", [](auto& c) { c.reject = c.data_after_reject = true; }), e);
+  }
+  iwarp("iwarp-fault-early-fpdu", "as iwarp-rev2-crc", faulty("the initiator sends its FPDUs before the Reply arrives", [](auto& c) { c.early_fpdu = true; }),
+        {{"iwarp.mpa.fpdu.before_exchange", F}});
+  iwarp("iwarp-fault-responder-first", "as iwarp-rev2-crc", faulty("the responder sends a Send before the initiator's first FPDU", [](auto& c) { c.responder_first = true; }),
+        {{"iwarp.mpa.responder.first_fpdu", F}});
+  iwarp("iwarp-fault-zero-crc", "as iwarp-rev2-crc", faulty("the responder leaves the CRC field zero although the initiator asked for CRCs", [](auto& c) { c.zero_crc_from_responder = true; }),
+        {{"iwarp.mpa.crc.used", F}});
+  iwarp("iwarp-fault-pad", "as iwarp-rev2-crc", faulty("the first FPDU's pad has a non-zero octet (its CRC covers it)", [](auto& c) { c.pad_fault_at = 0; }),
+        {{"iwarp.mpa.fpdu.pad", F}});
+  iwarp("iwarp-fault-ulpdu-max", "as iwarp-rev2-crc", faulty("both SYNs advertise an MSS of 536 while FPDUs of up to 1020 octets are sent", [](auto& c) { c.advertised_mss = 536; }),
+        {{"iwarp.mpa.fpdu.ulpdu_max", F}});
+  iwarp("iwarp-fault-marker-ptr", "as iwarp-markers-crc", faulty("the initiator's third marker points 8 octets off", [&mk](auto& c) {
+          c = IwarpConfig{mk};
+          c.fault = "the initiator's third marker points 8 octets off";
+          c.marker_fault = 2;
+          c.marker_ptr_xor = 8;
+        }),
+        {{"iwarp.mpa.marker.fpduptr", F}, {"iwarp.mpa.marker.reserved", "PASS"}, {"iwarp.mpa.fpdu.crc", "PASS"}});
+  iwarp("iwarp-fault-marker-reserved", "as iwarp-markers-crc", faulty("the initiator's second marker sets reserved bits", [&mk](auto& c) {
+          c = IwarpConfig{mk};
+          c.fault = "the initiator's second marker sets reserved bits";
+          c.marker_fault = 1;
+          c.marker_rsvd = 0x8000;
+        }),
+        {{"iwarp.mpa.marker.reserved", F}});
+  iwarp("iwarp-fault-v2-enhanced", "as iwarp-rev2-crc, but the Reply is revision 2 without enhanced setup",
+        edit("the Request sets the enhanced bit without the IRD/ORD word", [](Traffic& t) {
+          t.req.omit_v2 = true;
+          t.rep.enhanced = false;
+        }),
+        {{"iwarp.mpa.v2.enhanced", F}, {"iwarp.mpa.v2.ird_ord", NA}, {"iwarp.rdmap.ird_ord", NA}});
+  iwarp("iwarp-fault-v2-reply-revision", "as iwarp-rev2-crc, with a revision 1 Request",
+        edit("the responder answers a revision 1 Request with an enhanced revision 2 Reply", [](Traffic& t) {
+          t.req.revision = 1;
+          t.req.enhanced = false;
+        }),
+        {{"iwarp.mpa.v2.reply_revision", F}, {"iwarp.mpa.v2.ird_ord", NA}, {"iwarp.rdmap.ird_ord", NA}});
+  iwarp("iwarp-fault-v2-ird-ord", "as iwarp-rev2-crc", edit("the Reply's ORD (32) exceeds the Request's IRD (16)", [](Traffic& t) { t.rep.ord = 32; }),
+        {{"iwarp.mpa.v2.ird_ord", F}});
+  {
+    IwarpConfig c = p2p;
+    c.fault = "the Reply does not echo the initiator's peer-to-peer flag";
+    c.edit = [](Traffic& t) { t.rep.p2p = false; t.rep.send_rtr = false; };
+    iwarp("iwarp-fault-v2-p2p-echo", "as iwarp-p2p-send-rtr", c, {{"iwarp.mpa.v2.p2p_echo", F}, {"iwarp.mpa.v2.rtr_type", NA}, {"iwarp.mpa.v2.rtr_first", NA}});
+    c.fault = "the Reply selects two RTR types (Send and Write)";
+    c.edit = [](Traffic& t) { t.rep.write_rtr = true; };
+    iwarp("iwarp-fault-v2-rtr-type", "as iwarp-p2p-send-rtr", c, {{"iwarp.mpa.v2.rtr_type", F}, {"iwarp.mpa.v2.rtr_first", NA}});
+    c = p2p;
+    c.fault = "the initiator's first FPDU is a Send with data instead of the zero-length Send RTR";
+    c.omit_rtr = true;
+    iwarp("iwarp-fault-v2-rtr-first", "as iwarp-p2p-send-rtr", c, {{"iwarp.mpa.v2.rtr_first", F}});
+  }
+
+  // ---- DDP faults (initiator message numbers: 0-3 the four Sends, 4-5 a two-segment Send,
+  // 6-7 Immediate Data, 8-10 a three-segment Write, 11 Read Request, 12 Atomic Request)
+  iwarp("iwarp-fault-ddp-short", "as iwarp-rev2-crc", faulty("the initiator's third FPDU carries a 10-octet ULPDU, too short for a DDP header", [](auto& c) { c.short_ulpdu_at = 2; }),
+        {{"iwarp.ddp.segment.header", F}});
+  iwarp("iwarp-fault-ddp-version", "as iwarp-rev2-crc", edit("the first Send carries DDP version 2", [](Traffic& t) { set_ddp(t.init[0], iwarp::DdpUntagged::dv, 2); }),
+        {{"iwarp.ddp.version", F}});
+  iwarp("iwarp-fault-ddp-reserved", "as iwarp-rev2-crc", edit("the first Send sets a DDP reserved bit", [](Traffic& t) { set_ddp(t.init[0], iwarp::DdpUntagged::rsvd, 0x2); }),
+        {{"iwarp.ddp.reserved", F}});
+  iwarp("iwarp-fault-ddp-qn", "as iwarp-rev2-crc", edit("the Immediate Data with SE goes to queue 5", [](Traffic& t) { set_ddp(t.init[7], iwarp::DdpUntagged::qn, 5); }),
+        {{"iwarp.ddp.qn", F}});
+  iwarp("iwarp-fault-ddp-msn", "as iwarp-rev2-crc", edit("the Immediate Data with SE skips an MSN (8 instead of 7)", [](Traffic& t) { set_ddp(t.init[7], iwarp::DdpUntagged::msn, 8); }),
+        {{"iwarp.ddp.msn", F}});
+  iwarp("iwarp-fault-ddp-mo", "as iwarp-rev2-crc", edit("the second segment of the two-segment Send has MO 604 instead of 600", [](Traffic& t) { set_ddp(t.init[5], iwarp::DdpUntagged::mo, 604); }),
+        {{"iwarp.ddp.mo", F}});
+  iwarp("iwarp-fault-ddp-last", "as iwarp-rev2-crc", edit("the two-segment Send never sets L; the next message starts anyway", [](Traffic& t) { set_ddp(t.init[5], iwarp::DdpUntagged::l, 0); }),
+        {{"iwarp.ddp.last", F}});
+  iwarp("iwarp-fault-ddp-stag", "as iwarp-rev2-crc", edit("the third segment of the RDMA Write changes STag", [](Traffic& t) { set_ddp(t.init[10], iwarp::DdpTagged::stag, 0xabcd02); }),
+        {{"iwarp.ddp.tagged.stag", F}});
+  iwarp("iwarp-fault-ddp-to", "as iwarp-rev2-crc", edit("the third segment of the RDMA Write skips 8 octets of tagged offset", [](Traffic& t) { set_ddp(t.init[10], iwarp::DdpTagged::to, 0x10000 + 2008); }),
+        {{"iwarp.ddp.tagged.to", F}});
+
+  // ---- RDMAP faults
+  iwarp("iwarp-fault-rdmap-version", "as iwarp-rev2-crc", edit("the first Send carries RDMAP version 2", [](Traffic& t) { set_ddp(t.init[0], iwarp::DdpUntagged::rv, 2); }),
+        {{"iwarp.rdmap.version", F}});
+  iwarp("iwarp-fault-rdmap-reserved", "as iwarp-rev2-crc", edit("the first Send sets an RDMAP reserved bit", [](Traffic& t) { set_ddp(t.init[0], iwarp::DdpUntagged::rdmap_rsvd, 1); }),
+        {{"iwarp.rdmap.reserved", F}});
+  iwarp("iwarp-fault-rdmap-opcode", "as iwarp-rev2-crc", edit("the Send with SE carries the undefined opcode 0xC", [](Traffic& t) { set_ddp(t.init[2], iwarp::DdpUntagged::opcode, 0xC); }),
+        {{"iwarp.rdmap.opcode", F}});
+  iwarp("iwarp-fault-rdmap-buffer-model", "as iwarp-rev2-crc", edit("the initiator ends with a Send sent as a tagged segment", [](Traffic& t) {
+          t.init.push_back(ddp_tagged(iwarp::kOpSend, 0x4444, 0, true, B(pattern(16, 40))));
+        }),
+        {{"iwarp.rdmap.buffer_model", F}});
+  iwarp("iwarp-fault-rdmap-queue", "as iwarp-rev2-crc", edit("the responder's Terminate goes to queue 1 (Read Request) instead of 2", [](Traffic& t) { set_ddp(t.resp[5], iwarp::DdpUntagged::qn, 1); }),
+        {{"iwarp.rdmap.queue", F}});
+  iwarp("iwarp-fault-read-request-format", "as iwarp-rev2-crc", edit("the Read Request carries 4 octets after its header", [](Traffic& t) {
+          t.init[11].resize(t.init[11].size() + 4);
+        }),
+        {{"iwarp.rdmap.read_request.format", F}});
+  iwarp("iwarp-fault-read-response", "as iwarp-rev2-crc", edit("the Read Response ends 4 octets short of the 2500 requested", [](Traffic& t) {
+          t.resp[2].resize(t.resp[2].size() - 4);
+        }),
+        {{"iwarp.rdmap.read_response.match", F}});
+  iwarp("iwarp-fault-ird", "as iwarp-rev2-crc", edit("the responder announces IRD 1 and the initiator has two Read Requests outstanding", [](Traffic& t) {
+          t.rep.ird = 1;
+          t.init.insert(t.init.begin() + 12, read_request(2, 0));
+        }),
+        {{"iwarp.rdmap.ird_ord", F}});
+  iwarp("iwarp-fault-inv-stag", "as iwarp-rev2-crc", edit("the Send with Invalidate names STag 0", [](Traffic& t) { set_ddp(t.init[1], iwarp::DdpUntagged::rsvd_ulp, 0); }),
+        {{"iwarp.rdmap.inv_stag", F}});
+  iwarp("iwarp-fault-terminate-code", "as iwarp-rev2-crc", edit("the Terminate names DDP tagged-buffer error code 0x07, which is not defined", [](Traffic& t) {
+          t.resp[5] = terminate(1, 1, 7, true);
+        }),
+        {{"iwarp.rdmap.terminate.code", F}});
+  iwarp("iwarp-fault-terminate-headers", "as iwarp-rev2-crc", edit("the Terminate sets M and D but carries no copied header", [](Traffic& t) {
+          t.resp[5] = terminate(1, 1, 0, false, true);
+        }),
+        {{"iwarp.rdmap.terminate.headers", F}});
+  iwarp("iwarp-fault-terminate-last", "as iwarp-rev2-crc", edit("the responder sends a Send after its Terminate", [](Traffic& t) {
+          t.resp.push_back(ddp_untagged(iwarp::kOpSend, 0, 2, 0, true, B(pattern(20, 41))));
+        }),
+        {{"iwarp.rdmap.terminate.last", F}});
+  iwarp("iwarp-fault-immediate", "as iwarp-rev2-crc", edit("the Immediate Data message carries 12 octets", [](Traffic& t) { t.init[6].resize(t.init[6].size() + 4); }),
+        {{"iwarp.rdmap.immediate.format", F}});
+  iwarp("iwarp-fault-atomic-format", "as iwarp-rev2-crc", edit("the Atomic Request names operation 2, which is not defined", [](Traffic& t) {
+          set_body(t.init[12], iwarp::kAtomicRequest, iwarp::AtomicRequest::op, 2);
+        }),
+        {{"iwarp.rdmap.atomic.format", F}});
+  iwarp("iwarp-fault-atomic-alignment", "as iwarp-rev2-crc", edit("the Atomic Request's tagged offset is 0x44", [](Traffic& t) {
+          set_body(t.init[12], iwarp::kAtomicRequest, iwarp::AtomicRequest::to, 0x44);
+        }),
+        {{"iwarp.rdmap.atomic.alignment", F}});
+  iwarp("iwarp-fault-atomic-response", "as iwarp-rev2-crc", edit("the Atomic Response names request 9, which was never sent", [](Traffic& t) {
+          set_body(t.resp[3], iwarp::kAtomicResponse, iwarp::AtomicResponse::req_id, 9);
+        }),
+        {{"iwarp.rdmap.atomic.response_match", F}});
+
+  {
+    IwarpConfig gap;
+    gap.gap_in_initiator = true;
+    gap.mss = 300;
+    Expect e;
+    for (const auto& [id, want] : iwarp_expect(gap))
+      if (want == "PASS" && (id.rfind("iwarp.ddp.", 0) == 0 || id.rfind("iwarp.rdmap.", 0) == 0 || id == "iwarp.mpa.fpdu.crc" ||
+                             id == "iwarp.mpa.crc.used" || id == "iwarp.mpa.fpdu.pad"))
+        e[id] = INC;
+    iwarp("iwarp-gap", "300 octets of the initiator's FPDU stream are missing from the capture: what follows is inconclusive, not a violation", gap, e);
+  }
 
   v.push_back({"roce-v4", "RoCEv2 over IPv4: RC Write/Send/Read/Atomics/ACKs, Send with Invalidate, UD Send, CNP", ro(RoceConfig{}), roce_clean()});
   RoceConfig v6;

@@ -90,14 +90,29 @@ BuiltIwarpCase& on_segments(BuiltIwarpCase& c, F f) {
       .stop([](CaseCtx& ctx, const IwarpConn&, const iwarp::StopEvent& e) { inconclusive_on_gap(ctx, e); });
 }
 
-// An answer (Read Response, Atomic Response) with no request to match: a
-// violation, unless the other direction is only partly in the capture.
+// Answers (Read Response, Atomic Response) with no request to match. They are
+// violations unless the other direction turns out to be only partly in the
+// capture (a gap may be found only at its end), so they are settled at close.
+struct Orphans : CaseState {
+  std::vector<std::pair<int, Evidence>> v;  // direction, evidence
+};
 template <class Event>
-void unmatched(CaseCtx& ctx, const IwarpConn& c, const Event& e, std::string expected) {
-  if (!c.mpa->partial(1 - e.dir)) return fail_at(ctx, e, std::move(expected), "none");
+void unmatched(CaseCtx& ctx, Orphans& o, const Event& e, std::string expected) {
   Evidence ev = evidence_at(e, ctx.side(e.dir));
-  ev.detail = "the other direction is not wholly in the capture: its request may be missing";
-  ctx.tally.inconclusive(std::move(ev));
+  ev.expected = std::move(expected);
+  ev.actual = "none";
+  o.v.emplace_back(e.dir, std::move(ev));
+}
+template <class State>
+void settle_orphans(CaseCtx& ctx, const IwarpConn& c) {
+  for (auto& [dir, ev] : ctx.state<State>().v) {
+    if (!c.mpa->partial(1 - dir)) {
+      ctx.tally.fail(std::move(ev));
+      continue;
+    }
+    ev.detail = "the other direction is not wholly in the capture: the request may be missing";
+    ctx.tally.inconclusive(std::move(ev));
+  }
 }
 
 inline BuiltIwarpCase& add(Catalog& k, CaseInfo i) {

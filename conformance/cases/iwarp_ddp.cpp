@@ -44,7 +44,7 @@ void each_untagged(BuiltIwarpCase& c, F f) {
     if (e.index != st.next_index[e.dir])
       for (auto& [qn, q] : st.q[e.dir]) q.synced = false;
     st.next_index[e.dir] = e.index + 1;
-    if (g.tagged()) return;
+    if (g.tagged() || g.qn() > 4) return;  // a queue RDMAP does not use: iwarp.ddp.qn's finding
     auto& q = st.q[e.dir][g.qn()];
     if (q.synced || (q.msn == 0 && k.mpa->inferred_start(e.dir) < 0)) f(ctx, e, g, q);
     q.synced = true;

@@ -116,7 +116,8 @@ void add_iwarp_mpa_enhanced_cases(Catalog& k) {
       })
       .fpdu([](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e) {
         auto& o = ctx.state<Offer>();
-        if (!e.from_initiator || o.rtr_checked || o.selected == 0) return;
+        const bool one = o.selected == 1 || o.selected == 2 || o.selected == 4;  // else iwarp.mpa.v2.rtr_type's finding
+        if (!e.from_initiator || o.rtr_checked || !one) return;
         o.rtr_checked = true;
         const auto* s = segment_of(e);
         bool ok = false;

@@ -41,7 +41,7 @@ bool term_code_defined(unsigned layer, unsigned etype, unsigned code) {
 }
 
 // RDMA Read Requests a side has sent and not yet seen answered, oldest first.
-struct Reads : CaseState {
+struct Reads : Orphans {
   struct Req {
     std::uint32_t stag;
     std::uint64_t to;
@@ -52,6 +52,11 @@ struct Reads : CaseState {
   bool active[2] = {false, false};
   Req cur[2]{};
   std::uint64_t got[2] = {0, 0};
+};
+
+// Atomic Requests a side has sent and not yet seen answered, by identifier.
+struct AtomicIds : Orphans {
+  std::multiset<std::uint64_t> open[2];
 };
 
 // Keeps the outstanding-Read bookkeeping; returns the segment's role.
@@ -127,13 +132,13 @@ void add_iwarp_rdmap_cases(Catalog& k) {
                       "Each RDMA Read Response answers the oldest outstanding Read Request of the other side: it "
                       "writes to that Request's data sink STag from its sink tagged offset, contiguously, and carries "
                       "exactly the requested number of octets."}),
-              [](CaseCtx& ctx, const IwarpConn& c, const iwarp::FpduEvent& e, const Seg& g) {
+              [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
                 auto& r = ctx.state<Reads>();
                 if (track_reads(r, e, g, g.s) != ReadRole::response) return;
                 const int d = e.dir;
                 auto& pending = r.outstanding[1 - d];
                 if (!r.active[d]) {
-                  if (pending.empty()) return unmatched(ctx, c, e, "an outstanding Read Request from the other side");
+                  if (pending.empty()) return unmatched(ctx, r, e, "an outstanding Read Request from the other side");
                   r.cur[d] = pending.front();
                   pending.pop_front();
                   r.active[d] = true;
@@ -151,7 +156,8 @@ void add_iwarp_rdmap_cases(Catalog& k) {
                   return fail_at(ctx, e, fmt::format("{} octets in all", q.size),
                                  fmt::format("{} octets{}", r.got[d], g.last() ? "" : " so far"));
                 ctx.tally.pass();
-              });
+              })
+      .close(settle_orphans<Reads>);
 
   on_segments(add(k, {"iwarp.rdmap.ird_ord", "RFC 6581", "§9.1; RFC 5040 §5.2", Level::must, Family::iwarp,
                       "A side never has more RDMA Read Requests outstanding than the IRD its peer announced in "
@@ -258,21 +264,19 @@ void add_iwarp_rdmap_cases(Catalog& k) {
   on_segments(add(k, {"iwarp.rdmap.atomic.response_match", "RFC 7306", "§6", Level::must, Family::iwarp,
                       "An Atomic Response carries the request identifier of an Atomic Request the other side sent "
                       "and has not yet seen answered."}),
-              [](CaseCtx& ctx, const IwarpConn& c, const iwarp::FpduEvent& e, const Seg& g) {
-                struct Ids : CaseState {
-                  std::multiset<std::uint64_t> open[2];
-                };
+              [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
                 if (g.tagged() || !g.s.body) return;
-                auto& ids = ctx.state<Ids>();
+                auto& ids = ctx.state<AtomicIds>();
                 if (g.opcode() == kOpAtomicRequest) ids.open[e.dir].insert(g.s.body->get(AtomicRequest::req_id));
                 if (g.opcode() != kOpAtomicResponse) return;
                 auto& pending = ids.open[1 - e.dir];
                 const auto id = g.s.body->get(AtomicResponse::req_id);
                 const auto it = pending.find(id);
-                if (it == pending.end()) return unmatched(ctx, c, e, fmt::format("an outstanding Atomic Request with identifier {}", id));
+                if (it == pending.end()) return unmatched(ctx, ids, e, fmt::format("an outstanding Atomic Request with identifier {}", id));
                 pending.erase(it);
                 ctx.tally.pass();
-              });
+              })
+      .close(settle_orphans<AtomicIds>);
 }
 
 }  // namespace rdmaconf::conformance

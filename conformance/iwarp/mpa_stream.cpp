@@ -215,7 +215,11 @@ void MpaConnection::feed(int dir, std::uint64_t offset, Bytes data, std::uint64_
           s.buf.clear();
           stop(dir, s.buf_off, frame, from_initiator(dir) ? "initiator did not send an MPA Request" : "responder did not send an MPA Reply");
         } else {
+          // Not MPA, unless the other side turns out to speak it: keep the first octets as evidence.
           s.state = State::not_mpa;
+          s.not_mpa_head.assign(probe.begin(), probe.end());
+          s.not_mpa_off = s.buf_off;
+          s.not_mpa_frame = s.buf_frame;
           s.buf.clear();
         }
         return;
@@ -227,6 +231,15 @@ void MpaConnection::feed(int dir, std::uint64_t offset, Bytes data, std::uint64_
       // The whole key is here: keep the octets buffered and parse the frame.
       if (req && initiator_dir_ < 0) initiator_dir_ = dir;
       if (rep && initiator_dir_ < 0) initiator_dir_ = 1 - dir;
+      if (Dir& o = d_[1 - dir]; o.state == State::not_mpa && !o.not_mpa_head.empty()) {
+        // The other side spoke first, and not MPA.
+        const Bytes h{o.not_mpa_head.data(), o.not_mpa_head.size()};
+        RrEvent e{1 - dir, from_initiator(1 - dir), nullptr, h, o.not_mpa_frame, o.not_mpa_frame, o.not_mpa_off};
+        l_.on_rr(e);
+        o.state = State::probe;  // so that stop reports it
+        stop(1 - dir, o.not_mpa_off, o.not_mpa_frame,
+             from_initiator(1 - dir) ? "initiator did not send an MPA Request" : "responder did not send an MPA Reply");
+      }
       s.state = State::rr;
       // Fall through with the probe octets still in s.buf (they are the frame's start).
       s.buf.assign(probe.begin(), probe.end() - static_cast<std::ptrdiff_t>(take));

@@ -150,6 +150,8 @@ class MpaConnection {
     std::uint64_t fpdus = 0;
     std::uint64_t next_off = 0;
     std::int64_t inferred_at = -1;
+    std::vector<std::byte> not_mpa_head;  // first octets of a direction judged not MPA
+    std::uint64_t not_mpa_off = 0, not_mpa_frame = 0;
     bool gap_seen = false;
     // Markers: stream offsets are raw (as sent); framing works on the octets
     // with markers removed ("logical" offsets, equal to raw ones before the

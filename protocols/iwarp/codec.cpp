@@ -50,7 +50,7 @@ void encode_mpa_rr(std::vector<std::byte>& out, const MpaRrParams& p) {
   h.set(MpaRr::enhanced, p.enhanced);
   h.set(MpaRr::rsvd, p.reserved_bits);
   h.set(MpaRr::rev, p.revision);
-  const bool with_v2 = p.revision == 2 && p.enhanced;
+  const bool with_v2 = p.revision == 2 && p.enhanced && !p.omit_v2;
   h.set(MpaRr::pd_len, (with_v2 ? kMpaV2.size : 0) + p.private_data.size());
   append(out, h);
   if (with_v2) {
@@ -93,39 +93,38 @@ void encode_fpdu(std::vector<std::byte>& out, Bytes ulpdu, bool crc) {
   put_le32(f, crc_at, crc ? fpdu_crc(f.first(crc_at)) : 0);
 }
 
-void encode_fpdu_marked(std::vector<std::byte>& out, Bytes ulpdu, bool crc, std::uint64_t& pos) {
+void encode_fpdu_marked(std::vector<std::byte>& out, Bytes ulpdu, bool crc, MarkerStream& st) {
   std::vector<std::byte> plain;
   encode_fpdu(plain, ulpdu, false);
   const std::size_t crc_at = plain.size() - kMpaCrcSize;
   const std::size_t start = out.size();
-  const std::uint64_t fpdu_pos = pos;
-  auto copy = [&](std::size_t from, std::size_t to) {
-    while (from < to) {
-      if (is_marker_position(pos)) {
-        Header m(kMpaMarker);
-        m.set(MpaMarker::fpduptr, pos - fpdu_pos);
-        append(out, m);
-        pos += kMpaMarker.size;
-      }
-      const std::size_t n = std::min<std::uint64_t>(to - from, kMpaMarkerInterval - pos % kMpaMarkerInterval);
-      out.insert(out.end(), plain.begin() + static_cast<std::ptrdiff_t>(from), plain.begin() + static_cast<std::ptrdiff_t>(from + n));
-      from += n;
-      pos += n;
-    }
-  };
-  copy(0, crc_at);
-  // A marker due right before the CRC field is part of what the CRC covers.
-  if (is_marker_position(pos)) {
+  const std::uint64_t fpdu_pos = st.pos;
+  auto marker = [&] {
     Header m(kMpaMarker);
-    m.set(MpaMarker::fpduptr, pos - fpdu_pos);
+    std::uint16_t ptr = static_cast<std::uint16_t>(st.pos - fpdu_pos);
+    if (static_cast<std::int64_t>(st.written) == st.fault_index) {
+      ptr ^= st.fault_ptr_xor;
+      m.set(MpaMarker::rsvd, st.fault_rsvd);
+    }
+    m.set(MpaMarker::fpduptr, ptr);
     append(out, m);
-    pos += kMpaMarker.size;
+    st.pos += kMpaMarker.size;
+    ++st.written;
+  };
+  for (std::size_t from = 0; from < crc_at;) {
+    if (is_marker_position(st.pos)) marker();
+    const std::size_t n = std::min<std::uint64_t>(crc_at - from, kMpaMarkerInterval - st.pos % kMpaMarkerInterval);
+    out.insert(out.end(), plain.begin() + static_cast<std::ptrdiff_t>(from), plain.begin() + static_cast<std::ptrdiff_t>(from + n));
+    from += n;
+    st.pos += n;
   }
+  // A marker due right before the CRC field is part of what the CRC covers.
+  if (is_marker_position(st.pos)) marker();
   const std::uint32_t c = crc ? fpdu_crc(Bytes(out).subspan(start)) : 0;
   std::byte le[4];
   put_le32(MutBytes{le, 4}, 0, c);
   out.insert(out.end(), le, le + 4);
-  pos += 4;
+  st.pos += kMpaCrcSize;
 }
 
 namespace {

@@ -33,6 +33,7 @@ struct MpaRrParams {
   std::uint16_t ird = 0, ord = 0;
   std::vector<std::byte> private_data;  // after the IRD/ORD word
   std::uint8_t reserved_bits = 0;       // for fault injection only
+  bool omit_v2 = false;                 // fault injection: enhanced bit without the IRD/ORD word
 };
 void encode_mpa_rr(std::vector<std::byte>& out, const MpaRrParams& p);
 
@@ -62,7 +63,15 @@ void encode_fpdu(std::vector<std::byte>& out, Bytes ulpdu, bool crc);
 // it sits in. A marker that falls where an FPDU begins belongs to that FPDU
 // (pointer 0). `pos` is the stream position relative to the first FPDU and
 // advances; the CRC covers the markers inside the FPDU.
-void encode_fpdu_marked(std::vector<std::byte>& out, Bytes ulpdu, bool crc, std::uint64_t& pos);
+struct MarkerStream {
+  std::uint64_t pos = 0;      // stream position relative to the first FPDU
+  std::uint64_t written = 0;  // markers written so far
+  // Fault injection: the marker with this number gets its pointer XORed and
+  // its reserved bits set (the CRC still covers what was sent).
+  std::int64_t fault_index = -1;
+  std::uint16_t fault_ptr_xor = 0, fault_rsvd = 0;
+};
+void encode_fpdu_marked(std::vector<std::byte>& out, Bytes ulpdu, bool crc, MarkerStream& st);
 // Where markers sit: true when `pos` (relative to the first FPDU) is a marker position.
 constexpr bool is_marker_position(std::uint64_t pos) { return pos % kMpaMarkerInterval == 0; }
 
