@@ -20,6 +20,7 @@ struct Log : cf::iwarp::MpaListener {
   void on_fpdu(const cf::iwarp::FpduEvent& e) override {
     ev.push_back(fmt::format("fpdu d{} off{} len{} crc{} ok{} ddp{}", e.dir, e.offset, e.fpdu->ulpdu_len,
                              e.crc_in_use ? e.fpdu->crc_wire == e.crc_computed : -1, e.index, e.ddp->ok()));
+    for (const auto& m : e.markers) ev.push_back(fmt::format("marker off{} ptr{} want{}", m.offset, m.fpduptr, m.expected_ptr));
   }
   void on_stop(const cf::iwarp::StopEvent& e) override { ev.push_back(fmt::format("stop d{} {}", e.dir, e.reason)); }
 };
@@ -117,6 +118,81 @@ BOOST_AUTO_TEST_CASE(non_mpa_connection_is_ignored) {
   c.close(2);
   BOOST_TEST(!c.is_mpa());
   BOOST_TEST(log.ev.empty());
+}
+
+// Markers: the initiator sends them (the Reply's M asks for it). FPDUs of
+// varied sizes put markers at FPDU starts, inside headers and payloads and
+// before CRC fields; every cut of the stream gives the same events, every
+// marker points where it should, and the CRC (which covers the markers) holds.
+BOOST_AUTO_TEST_CASE(markers_are_removed_and_checked_at_every_split) {
+  std::vector<std::byte> s;
+  MpaRrParams p;
+  p.crc = true;
+  encode_mpa_rr(s, p);
+  const std::size_t req = s.size();
+  MarkerStream ms;
+  for (int i = 0; i < 12; ++i) {
+    Header h(kDdpUntagged);
+    h.set(DdpUntagged::l, 1);
+    h.set(DdpUntagged::dv, 1);
+    h.set(DdpUntagged::rv, 1);
+    h.set(DdpUntagged::opcode, 3);
+    h.set(DdpUntagged::msn, i + 1);
+    std::vector<std::byte> u(h.bytes().begin(), h.bytes().end());
+    u.resize(u.size() + static_cast<std::size_t>(i * 97 % 700), std::byte{0x5c});
+    encode_fpdu_marked(s, u, true, ms);
+  }
+  BOOST_TEST_REQUIRE(ms.written >= 8u);
+  std::vector<std::byte> r;
+  MpaRrParams q;
+  q.kind = MpaFrameKind::reply;
+  q.markers = true;
+  encode_mpa_rr(r, q);
+  auto events = [&](std::size_t cut) {
+    Log log;
+    rdmaconf::conformance::capture::TcpStreamInfo info;
+    cf::iwarp::MpaConnection c(info, log);
+    c.data(0, 0, Bytes(s).first(req), 1);
+    c.data(1, 0, r, 2);
+    c.data(0, req, Bytes(s).subspan(req, cut - req), 3);
+    c.data(0, cut, Bytes(s).subspan(cut), 4);
+    c.close(5);
+    return log.ev;
+  };
+  const auto ref = events(req);
+  std::size_t markers = 0, fpdus = 0;
+  for (const auto& e : ref) {
+    if (e.starts_with("marker")) {
+      ++markers;
+      const auto ptr = e.substr(e.find(" ptr") + 4, e.find(" want") - e.find(" ptr") - 4);
+      BOOST_TEST(ptr == e.substr(e.find(" want") + 5), e);
+    }
+    if (e.starts_with("fpdu")) {
+      ++fpdus;
+      BOOST_TEST(e.find("crc1") != std::string::npos, e);
+      BOOST_TEST(e.find("ddptrue") != std::string::npos, e);
+    }
+  }
+  BOOST_TEST(markers == ms.written);
+  BOOST_TEST(fpdus == 12u);
+  for (std::size_t cut = req; cut <= s.size(); ++cut) BOOST_TEST_REQUIRE((events(cut) == ref), "cut " << cut);
+}
+
+// Mid-stream start: FPDU boundaries are found after a partial FPDU, and CRC use is recognised.
+BOOST_AUTO_TEST_CASE(alignment_is_inferred_mid_stream) {
+  for (bool crc : {false, true}) {
+    const auto s = initiator_stream(crc);
+    // Start 7 octets into the first FPDU: the next FPDU begins after it.
+    const std::size_t first = kReq + fpdu_size(18);
+    const auto found = cf::iwarp::infer_alignment(Bytes(s).subspan(kReq + 7), true);
+    BOOST_TEST_REQUIRE(found.has_value());
+    BOOST_TEST(found->offset == first - kReq - 7);
+    BOOST_TEST(found->fpdus == 4u);
+    BOOST_TEST(found->crc == crc);
+  }
+  // Text is not FPDUs.
+  const std::string text(4000, 'a');
+  BOOST_TEST(!cf::iwarp::infer_alignment(as_bytes(text.data(), text.size()), true).has_value());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
