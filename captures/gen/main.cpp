@@ -776,9 +776,37 @@ std::vector<Scenario> scenarios() {
 
 }  // namespace
 
+// A large capture for bench/: one MPA revision 2 connection with CRC, the
+// initiator sending 1 KiB-payload RDMA Writes until `megabytes` of FPDUs are written.
+int bench_capture(const std::string& path, std::size_t megabytes) {
+  PcapWriter w(path);
+  TcpConversation t(w, host_v4(192, 0, 2, 1, 40001), host_v4(192, 0, 2, 2, 7174));
+  t.handshake();
+  IwarpConfig c;
+  const Traffic m = iwarp_traffic(c);
+  Buf req, rep;
+  iwarp::encode_mpa_rr(req, m.req);
+  iwarp::encode_mpa_rr(rep, m.rep);
+  t.send(0, B(req));
+  t.send(1, B(rep));
+  const Buf payload = pattern(1024 - iwarp::kDdpTagged.size, 7);
+  Buf batch;
+  std::uint64_t to = 0, written = 0;
+  while (written < megabytes * 1000000) {
+    batch.clear();
+    for (int i = 0; i < 64; ++i, to += payload.size())
+      iwarp::encode_fpdu(batch, B(ddp_tagged(iwarp::kOpWrite, 0x77, to, (i % 8) == 7, B(payload))), true);
+    t.send(0, B(batch), 1448);
+    written += batch.size();
+  }
+  t.close();
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 4 && std::string(argv[1]) == "--bench") return bench_capture(argv[2], std::stoul(argv[3]));
   if (argc < 2) {
-    std::cerr << "usage: rdmaconf-gen OUTDIR [SCENARIO...]\n";
+    std::cerr << "usage: rdmaconf-gen OUTDIR [SCENARIO...]\n       rdmaconf-gen --bench FILE MEGABYTES\n";
     return 2;
   }
   const fs::path out = argv[1];

@@ -53,12 +53,9 @@ void fail_at(CaseCtx& ctx, const Event& e, std::string expected, std::string act
   ev.detail = std::move(detail);
   ctx.tally.fail(std::move(ev));
 }
-// Passes when `ok`, else fails with the given texts.
-template <class Event>
-void judge(CaseCtx& ctx, const Event& e, bool ok, std::string expected, std::string actual, std::string detail = {}) {
-  if (ok) return ctx.tally.pass();
-  fail_at(ctx, e, std::move(expected), std::move(actual), std::move(detail));
-}
+// Passes when `ok`, else fails with the given texts, which are only built
+// on failure (this runs for every FPDU and case, so formatting must not).
+#define RDMACONF_JUDGE(ctx, e, ok, ...) ((ok) ? (ctx).tally.pass() : fail_at((ctx), (e), __VA_ARGS__))
 
 // The decoded DDP segment of an FPDU, or null when it did not decode.
 inline const protocols::iwarp::DdpSegment* segment_of(const iwarp::FpduEvent& e) { return e.ddp->ok() ? &**e.ddp : nullptr; }

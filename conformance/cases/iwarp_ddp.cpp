@@ -73,7 +73,7 @@ void add_iwarp_ddp_cases(Catalog& k) {
           "Every ULPDU is a DDP segment that holds its whole DDP header (14 octets tagged, 18 untagged) and the "
           "RDMAP header its opcode calls for (Read Request, Terminate, Immediate, Atomic)."})
       .fpdu([](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e) {
-        judge(ctx, e, e.ddp->ok(), "a complete DDP/RDMAP header", e.ddp->ok() ? "" : e.ddp->error().message(),
+        RDMACONF_JUDGE(ctx, e, e.ddp->ok(), "a complete DDP/RDMAP header", e.ddp->ok() ? "" : e.ddp->error().message(),
               fmt::format("ULPDU length {}", e.fpdu->ulpdu_len));
       })
       .stop([](CaseCtx& ctx, const IwarpConn&, const iwarp::StopEvent& e) { inconclusive_on_gap(ctx, e); });
@@ -81,13 +81,13 @@ void add_iwarp_ddp_cases(Catalog& k) {
   on_segments(add(k, {"iwarp.ddp.version", "RFC 5041", "§4.1", Level::must, Family::iwarp,
                       "Every DDP segment carries DDP version 1 (DV = 01b)."}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
-                judge(ctx, e, g.get(DdpTagged::dv) == 1, "DV 1", fmt::format("DV {}", g.get(DdpTagged::dv)));
+                RDMACONF_JUDGE(ctx, e, g.get(DdpTagged::dv) == 1, "DV 1", fmt::format("DV {}", g.get(DdpTagged::dv)));
               });
 
   on_segments(add(k, {"iwarp.ddp.reserved", "RFC 5041", "§4.1", Level::must, Family::iwarp,
                       "The four reserved bits of the DDP control field are sent as zero."}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
-                judge(ctx, e, g.get(DdpTagged::rsvd) == 0, "0", fmt::format("0x{:x}", g.get(DdpTagged::rsvd)));
+                RDMACONF_JUDGE(ctx, e, g.get(DdpTagged::rsvd) == 0, "0", fmt::format("0x{:x}", g.get(DdpTagged::rsvd)));
               });
 
   on_segments(add(k, {"iwarp.ddp.qn", "RFC 5041", "§4.3; RFC 5040 §5; RFC 7306", Level::must, Family::iwarp,
@@ -95,7 +95,7 @@ void add_iwarp_ddp_cases(Catalog& k) {
                       "(Terminate), or the queues RFC 7306 adds for atomic operations (3, 4)."}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
                 if (g.tagged()) return;
-                judge(ctx, e, g.qn() <= 4, "QN 0 to 4", fmt::format("QN {}", g.qn()),
+                RDMACONF_JUDGE(ctx, e, g.qn() <= 4, "QN 0 to 4", fmt::format("QN {}", g.qn()),
                       fmt::format("opcode 0x{:x}, MSN {}", g.opcode(), g.msn()));
               });
 
@@ -105,7 +105,7 @@ void add_iwarp_ddp_cases(Catalog& k) {
                 [](CaseCtx& ctx, const iwarp::FpduEvent& e, const Seg& g, const Queues::Q& q) {
                   const std::uint32_t next = q.msn + 1;
                   const bool ok = g.msn() == next || (q.msn != 0 && g.msn() == q.msn);
-                  judge(ctx, e, ok, q.msn == 0 ? std::string("MSN 1") : fmt::format("MSN {} or {}", q.msn, next),
+                  RDMACONF_JUDGE(ctx, e, ok, q.msn == 0 ? std::string("MSN 1") : fmt::format("MSN {} or {}", q.msn, next),
                         fmt::format("MSN {}", g.msn()), fmt::format("queue {}", g.qn()));
                 });
 
@@ -115,7 +115,7 @@ void add_iwarp_ddp_cases(Catalog& k) {
                 [](CaseCtx& ctx, const iwarp::FpduEvent& e, const Seg& g, const Queues::Q& q) {
                   const bool continuation = q.open && g.msn() == q.msn;
                   const std::uint64_t want = continuation ? q.next_mo : 0;
-                  judge(ctx, e, g.mo() == want, fmt::format("MO {}", want), fmt::format("MO {}", g.mo()),
+                  RDMACONF_JUDGE(ctx, e, g.mo() == want, fmt::format("MO {}", want), fmt::format("MO {}", g.mo()),
                         fmt::format("queue {}, MSN {}", g.qn(), g.msn()));
                 });
 
@@ -136,7 +136,7 @@ void add_iwarp_ddp_cases(Catalog& k) {
   each_tagged(add(k, {"iwarp.ddp.tagged.stag", "RFC 5041", "§5.2", Level::must, Family::iwarp,
                       "All segments of one tagged message carry the same STag."}),
               [](CaseCtx& ctx, const iwarp::FpduEvent& e, const Seg& g, const Tagged::T& t) {
-                judge(ctx, e, g.stag() == t.stag, fmt::format("STag 0x{:x}", t.stag), fmt::format("STag 0x{:x}", g.stag()));
+                RDMACONF_JUDGE(ctx, e, g.stag() == t.stag, fmt::format("STag 0x{:x}", t.stag), fmt::format("STag 0x{:x}", g.stag()));
               });
 
   each_tagged(add(k, {"iwarp.ddp.tagged.to", "RFC 5041", "§5.2", Level::must, Family::iwarp,
@@ -144,7 +144,7 @@ void add_iwarp_ddp_cases(Catalog& k) {
                       "plus the previous segment's payload."}),
               [](CaseCtx& ctx, const iwarp::FpduEvent& e, const Seg& g, const Tagged::T& t) {
                 if (g.stag() != t.stag) return;  // iwarp.ddp.tagged.stag's finding
-                judge(ctx, e, g.to() == t.next_to, fmt::format("TO 0x{:x}", t.next_to), fmt::format("TO 0x{:x}", g.to()),
+                RDMACONF_JUDGE(ctx, e, g.to() == t.next_to, fmt::format("TO 0x{:x}", t.next_to), fmt::format("TO 0x{:x}", g.to()),
                       fmt::format("STag 0x{:x}", g.stag()));
               });
 }

@@ -58,7 +58,7 @@ void add_iwarp_mpa_enhanced_cases(Catalog& k) {
       .rr([](CaseCtx& ctx, const IwarpConn&, const iwarp::RrEvent& e) {
         if (!e.frame || e.frame->hdr.get(MpaRr::rev) != 2 || !e.frame->hdr.get(MpaRr::enhanced)) return;
         const auto n = e.frame->hdr.get(MpaRr::pd_len);
-        judge(ctx, e, n >= kMpaV2.size, "private data length of at least 4", fmt::format("{}", n));
+        RDMACONF_JUDGE(ctx, e, n >= kMpaV2.size, "private data length of at least 4", fmt::format("{}", n));
       });
 
   add(k, {"iwarp.mpa.v2.reply_revision", "RFC 6581", "§9", Level::must, Family::iwarp,
@@ -70,7 +70,7 @@ void add_iwarp_mpa_enhanced_cases(Catalog& k) {
         if (!e.frame || e.from_initiator || !o.seen || o.rev < 1 || o.rev > 2) return;  // else iwarp.mpa.rr.revision's
         const auto rev = e.frame->hdr.get(MpaRr::rev);
         const bool enh = e.frame->hdr.get(MpaRr::enhanced);
-        judge(ctx, e, rev <= o.rev && (!enh || o.enhanced || e.frame->hdr.get(MpaRr::r)),
+        RDMACONF_JUDGE(ctx, e, rev <= o.rev && (!enh || o.enhanced || e.frame->hdr.get(MpaRr::r)),
               fmt::format("revision at most {}{}", o.rev, o.enhanced ? "" : ", no enhanced bit"),
               fmt::format("revision {}{}", rev, enh ? " with the enhanced bit" : ""));
       });
@@ -83,7 +83,7 @@ void add_iwarp_mpa_enhanced_cases(Catalog& k) {
         if (!f) return;
         const auto ord = f->v2->get(MpaV2::ord);
         const auto ird = ctx.state<Offer>().ird;
-        judge(ctx, e, ord <= ird, fmt::format("ORD at most {} (initiator's IRD)", ird), fmt::format("ORD {}", ord));
+        RDMACONF_JUDGE(ctx, e, ord <= ird, fmt::format("ORD at most {} (initiator's IRD)", ird), fmt::format("ORD {}", ord));
       });
 
   add(k, {"iwarp.mpa.v2.p2p_echo", "RFC 6581", "§9.2", Level::must, Family::iwarp,
@@ -91,7 +91,7 @@ void add_iwarp_mpa_enhanced_cases(Catalog& k) {
       .rr([](CaseCtx& ctx, const IwarpConn&, const iwarp::RrEvent& e) {
         const MpaRrFrame* f = enhanced_reply(ctx, e);
         if (!f || !ctx.state<Offer>().p2p) return;
-        judge(ctx, e, f->v2->get(MpaV2::p2p), "A = 1 (echoing the initiator)", "A = 0");
+        RDMACONF_JUDGE(ctx, e, f->v2->get(MpaV2::p2p), "A = 1 (echoing the initiator)", "A = 0");
       });
 
   add(k, {"iwarp.mpa.v2.rtr_type", "RFC 6581", "§9.2", Level::must, Family::iwarp,
@@ -104,7 +104,7 @@ void add_iwarp_mpa_enhanced_cases(Catalog& k) {
         const unsigned sel = rtr_types(*f);
         o.selected = sel;
         const bool one = sel == 1 || sel == 2 || sel == 4;
-        judge(ctx, e, one && (sel & o.types), fmt::format("one of {}", rtr_names(o.types)), rtr_names(sel));
+        RDMACONF_JUDGE(ctx, e, one && (sel & o.types), fmt::format("one of {}", rtr_names(o.types)), rtr_names(sel));
       });
 
   add(k, {"iwarp.mpa.v2.rtr_first", "RFC 6581", "§9.2", Level::must, Family::iwarp,
@@ -133,7 +133,7 @@ void add_iwarp_mpa_enhanced_cases(Catalog& k) {
             default: break;
           }
         }
-        judge(ctx, e, ok, fmt::format("zero-length {} RTR", rtr_names(o.selected)), actual);
+        RDMACONF_JUDGE(ctx, e, ok, fmt::format("zero-length {} RTR", rtr_names(o.selected)), actual);
       });
 }
 

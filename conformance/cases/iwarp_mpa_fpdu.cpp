@@ -48,7 +48,7 @@ void add_iwarp_mpa_fpdu_cases(Catalog& k) {
           "length field, ULPDU, pad and markers."})
       .fpdu([](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e) {
         if (!e.crc_in_use || crc_not_computed(e)) return;
-        judge(ctx, e, e.fpdu->crc_wire == e.crc_computed, fmt::format("0x{:08x}", e.crc_computed),
+        RDMACONF_JUDGE(ctx, e, e.fpdu->crc_wire == e.crc_computed, fmt::format("0x{:08x}", e.crc_computed),
               fmt::format("0x{:08x}", e.fpdu->crc_wire),
               fmt::format("FPDU #{} of this direction, ULPDU length {}", e.index, e.fpdu->ulpdu_len));
       })
@@ -60,7 +60,7 @@ void add_iwarp_mpa_fpdu_cases(Catalog& k) {
       .fpdu([](CaseCtx& ctx, const IwarpConn& c, const iwarp::FpduEvent& e) {
         if (!e.crc_in_use) return;
         const auto& n = c.mpa->negotiated();
-        judge(ctx, e, !crc_not_computed(e), "a computed CRC", "CRC field 0",
+        RDMACONF_JUDGE(ctx, e, !crc_not_computed(e), "a computed CRC", "CRC field 0",
               n.inferred ? std::string("CRC use inferred from the traffic")
                          : fmt::format("initiator C={}, responder C={}", n.req.crc, n.rep.crc));
       })
@@ -74,7 +74,7 @@ void add_iwarp_mpa_fpdu_cases(Catalog& k) {
         const protocols::Bytes pad{e.fpdu->ulpdu.data() + e.fpdu->ulpdu.size(), e.fpdu->pad};
         unsigned v = 0;
         for (auto b : pad) v = (v << 8) | static_cast<unsigned>(b);
-        judge(ctx, e, v == 0, "zero pad", fmt::format("pad 0x{:0{}x}", v, 2 * pad.size()),
+        RDMACONF_JUDGE(ctx, e, v == 0, "zero pad", fmt::format("pad 0x{:0{}x}", v, 2 * pad.size()),
               fmt::format("ULPDU length {}, {} pad octets", e.fpdu->ulpdu_len, e.fpdu->pad));
       })
       .stop([](CaseCtx& ctx, const IwarpConn&, const iwarp::StopEvent& e) { inconclusive_on_gap(ctx, e); });
@@ -85,7 +85,7 @@ void add_iwarp_mpa_fpdu_cases(Catalog& k) {
       .fpdu([](CaseCtx& ctx, const IwarpConn& c, const iwarp::FpduEvent& e) {
         const std::uint16_t mss = c.info->mss[1 - e.dir];  // advertised by the receiver
         if (mss == 0) return;
-        judge(ctx, e, e.wire_size <= mss, fmt::format("at most {} octets (peer's MSS)", mss),
+        RDMACONF_JUDGE(ctx, e, e.wire_size <= mss, fmt::format("at most {} octets (peer's MSS)", mss),
               fmt::format("{} octets", e.wire_size), fmt::format("ULPDU length {}", e.fpdu->ulpdu_len));
       });
 

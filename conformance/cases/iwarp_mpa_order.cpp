@@ -39,7 +39,7 @@ void add_iwarp_mpa_order_cases(Catalog& k) {
       .fpdu([](CaseCtx& ctx, const IwarpConn& c, const iwarp::FpduEvent& e) {
         const auto& n = c.mpa->negotiated();
         if (n.inferred) return;
-        judge(ctx, e, e.first_frame > n.frame, fmt::format("FPDU after frame {} (which completed the exchange)", n.frame),
+        RDMACONF_JUDGE(ctx, e, e.first_frame > n.frame, fmt::format("FPDU after frame {} (which completed the exchange)", n.frame),
               fmt::format("FPDU starting in frame {}", e.first_frame), fmt::format("FPDU #{} of this direction", e.index));
       });
 

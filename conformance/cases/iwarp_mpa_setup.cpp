@@ -90,7 +90,7 @@ void add_iwarp_mpa_setup_cases(Catalog& k) {
           "Only a Reply can reject a connection: an MPA Request sends the R (rejected) bit as zero."})
       .rr([](CaseCtx& ctx, const IwarpConn&, const iwarp::RrEvent& e) {
         if (!e.frame || e.frame->kind() != MpaFrameKind::request) return;
-        judge(ctx, e, !e.frame->hdr.get(MpaRr::r), "R = 0 in a Request", "R = 1");
+        RDMACONF_JUDGE(ctx, e, !e.frame->hdr.get(MpaRr::r), "R = 0 in a Request", "R = 1");
       });
 }
 

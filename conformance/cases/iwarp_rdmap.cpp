@@ -78,20 +78,20 @@ void add_iwarp_rdmap_cases(Catalog& k) {
   on_segments(add(k, {"iwarp.rdmap.version", "RFC 5040", "§4.1", Level::must, Family::iwarp,
                       "Every RDMAP message carries RDMAP version 1 (RV = 01b)."}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
-                judge(ctx, e, g.get(DdpTagged::rv) == 1, "RV 1", fmt::format("RV {}", g.get(DdpTagged::rv)));
+                RDMACONF_JUDGE(ctx, e, g.get(DdpTagged::rv) == 1, "RV 1", fmt::format("RV {}", g.get(DdpTagged::rv)));
               });
 
   on_segments(add(k, {"iwarp.rdmap.reserved", "RFC 5040", "§4.1", Level::must, Family::iwarp,
                       "The two reserved bits of the RDMAP control field are sent as zero."}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
                 const auto v = g.get(DdpTagged::rdmap_rsvd);
-                judge(ctx, e, v == 0, "0", fmt::format("0x{:x}", v));
+                RDMACONF_JUDGE(ctx, e, v == 0, "0", fmt::format("0x{:x}", v));
               });
 
   on_segments(add(k, {"iwarp.rdmap.opcode", "RFC 5040", "§4.1; RFC 7306 §4", Level::must, Family::iwarp,
                       "The RDMAP opcode is one RFC 5040 (0x0 to 0x7) or RFC 7306 (0x8 to 0xB) defines."}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
-                judge(ctx, e, g.opcode() <= kOpAtomicResponse, "opcode 0x0 to 0xB", fmt::format("opcode 0x{:x}", g.opcode()));
+                RDMACONF_JUDGE(ctx, e, g.opcode() <= kOpAtomicResponse, "opcode 0x0 to 0xB", fmt::format("opcode 0x{:x}", g.opcode()));
               });
 
   on_segments(add(k, {"iwarp.rdmap.buffer_model", "RFC 5040", "§4.2, §5", Level::must, Family::iwarp,
@@ -100,7 +100,7 @@ void add_iwarp_rdmap_cases(Catalog& k) {
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
                 if (g.opcode() > kOpAtomicResponse) return;
                 const bool want = g.opcode() == kOpWrite || g.opcode() == kOpReadResponse;
-                judge(ctx, e, g.tagged() == want, want ? "tagged" : "untagged", g.tagged() ? "tagged" : "untagged",
+                RDMACONF_JUDGE(ctx, e, g.tagged() == want, want ? "tagged" : "untagged", g.tagged() ? "tagged" : "untagged",
                       fmt::format("opcode 0x{:x}", g.opcode()));
               });
 
@@ -114,7 +114,7 @@ void add_iwarp_rdmap_cases(Catalog& k) {
                 if (g.opcode() == kOpReadRequest) want = 1;
                 if (g.opcode() == kOpTerminate) want = 2;
                 if (want < 0) return;
-                judge(ctx, e, g.qn() == static_cast<std::uint32_t>(want), fmt::format("QN {}", want),
+                RDMACONF_JUDGE(ctx, e, g.qn() == static_cast<std::uint32_t>(want), fmt::format("QN {}", want),
                       fmt::format("QN {}", g.qn()), fmt::format("opcode 0x{:x}", g.opcode()));
               });
 
@@ -124,7 +124,7 @@ void add_iwarp_rdmap_cases(Catalog& k) {
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
                 if (g.tagged() || g.opcode() != kOpReadRequest) return;
                 const auto n = g.ddp_payload(e);
-                judge(ctx, e, n == kReadRequest.size && g.last() && g.mo() == 0, "28 octets, L = 1, MO 0",
+                RDMACONF_JUDGE(ctx, e, n == kReadRequest.size && g.last() && g.mo() == 0, "28 octets, L = 1, MO 0",
                       fmt::format("{} octets, L = {}, MO {}", n, g.last(), g.mo()));
               });
 
@@ -172,7 +172,7 @@ void add_iwarp_rdmap_cases(Catalog& k) {
                 if (role != ReadRole::request) return;
                 const std::uint16_t ird = e.from_initiator ? n.rep.ird.value_or(0) : n.req.ird.value_or(0);
                 const std::size_t out = r.outstanding[e.dir].size();
-                judge(ctx, e, out <= ird, fmt::format("at most {} outstanding (peer's IRD)", ird),
+                RDMACONF_JUDGE(ctx, e, out <= ird, fmt::format("at most {} outstanding (peer's IRD)", ird),
                       fmt::format("{} outstanding", out));
               });
 
@@ -182,8 +182,8 @@ void add_iwarp_rdmap_cases(Catalog& k) {
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
                 if (g.tagged()) return;
                 const auto v = g.get(DdpUntagged::rsvd_ulp);
-                if (is_invalidate(g.opcode())) return judge(ctx, e, v != 0, "an Invalidate STag", "0");
-                judge(ctx, e, v == 0, "0", fmt::format("0x{:x}", v), fmt::format("opcode 0x{:x}", g.opcode()));
+                if (is_invalidate(g.opcode())) return RDMACONF_JUDGE(ctx, e, v != 0, "an Invalidate STag", "0");
+                RDMACONF_JUDGE(ctx, e, v == 0, "0", fmt::format("0x{:x}", v), fmt::format("opcode 0x{:x}", g.opcode()));
               });
 
   on_segments(add(k, {"iwarp.rdmap.terminate.code", "RFC 5040", "§4.8, §7.2; RFC 5044 §8", Level::must, Family::iwarp,
@@ -196,7 +196,7 @@ void add_iwarp_rdmap_cases(Catalog& k) {
                                et = static_cast<unsigned>(t.get(Terminate::etype)),
                                ec = static_cast<unsigned>(t.get(Terminate::ecode));
                 const auto rsvd = t.get(Terminate::rsvd);
-                judge(ctx, e, term_code_defined(l, et, ec) && rsvd == 0, "a defined layer/type/code, reserved 0",
+                RDMACONF_JUDGE(ctx, e, term_code_defined(l, et, ec) && rsvd == 0, "a defined layer/type/code, reserved 0",
                       fmt::format("layer {}, type {}, code 0x{:02x}, reserved 0x{:x}", l, et, ec, rsvd));
               });
 
@@ -205,7 +205,7 @@ void add_iwarp_rdmap_cases(Catalog& k) {
                       "its DDP header and, for an untagged one, its RDMAP header."}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
                 if (g.tagged() || g.opcode() != kOpTerminate || !g.s.body) return;
-                judge(ctx, e, !g.s.term_incomplete, "every announced copied header", "some missing",
+                RDMACONF_JUDGE(ctx, e, !g.s.term_incomplete, "every announced copied header", "some missing",
                       fmt::format("M={} D={} R={}", g.s.body->get(Terminate::m), g.s.body->get(Terminate::d),
                                   g.s.body->get(Terminate::r)));
               });
@@ -231,7 +231,7 @@ void add_iwarp_rdmap_cases(Catalog& k) {
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
                 if (g.tagged() || (g.opcode() != kOpImmediate && g.opcode() != kOpImmediateSe)) return;
                 const auto n = g.ddp_payload(e);
-                judge(ctx, e, n == kImmediate.size && g.last() && g.mo() == 0, "8 octets, L = 1, MO 0",
+                RDMACONF_JUDGE(ctx, e, n == kImmediate.size && g.last() && g.mo() == 0, "8 octets, L = 1, MO 0",
                       fmt::format("{} octets, L = {}, MO {}", n, g.last(), g.mo()));
               });
 
@@ -244,12 +244,12 @@ void add_iwarp_rdmap_cases(Catalog& k) {
                 const auto n = g.ddp_payload(e);
                 if (g.opcode() == kOpAtomicRequest) {
                   const auto op = g.s.body->get(AtomicRequest::op), rsvd = g.s.body->get(AtomicRequest::rsvd);
-                  return judge(ctx, e, n == kAtomicRequest.size && g.last() && op <= 1 && rsvd == 0,
+                  return RDMACONF_JUDGE(ctx, e, n == kAtomicRequest.size && g.last() && op <= 1 && rsvd == 0,
                                "52 octets, L = 1, operation 0 or 1, reserved 0",
                                fmt::format("{} octets, L = {}, operation {}, reserved 0x{:x}", n, g.last(), op, rsvd));
                 }
                 if (g.opcode() == kOpAtomicResponse)
-                  judge(ctx, e, n == kAtomicResponse.size && g.last(), "12 octets, L = 1",
+                  RDMACONF_JUDGE(ctx, e, n == kAtomicResponse.size && g.last(), "12 octets, L = 1",
                         fmt::format("{} octets, L = {}", n, g.last()));
               });
 
@@ -258,7 +258,7 @@ void add_iwarp_rdmap_cases(Catalog& k) {
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
                 if (g.tagged() || g.opcode() != kOpAtomicRequest || !g.s.body) return;
                 const auto to = g.s.body->get(AtomicRequest::to);
-                judge(ctx, e, to % 8 == 0, "a multiple of 8", fmt::format("TO 0x{:x}", to));
+                RDMACONF_JUDGE(ctx, e, to % 8 == 0, "a multiple of 8", fmt::format("TO 0x{:x}", to));
               });
 
   on_segments(add(k, {"iwarp.rdmap.atomic.response_match", "RFC 7306", "§6", Level::must, Family::iwarp,

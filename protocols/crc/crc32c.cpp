@@ -55,10 +55,14 @@ std::uint32_t sliced_update(std::uint32_t crc, const unsigned char* p, std::size
 }
 
 #if defined(__x86_64__)
+// Asked once: CPUID is slow (under a hypervisor it traps), and this is on the per-FPDU path.
 bool cpu_has_sse42() {
-  unsigned a, b, c, d;
-  if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
-  return (c & bit_SSE4_2) != 0;
+  static const bool has = [] {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+    return (c & bit_SSE4_2) != 0;
+  }();
+  return has;
 }
 
 __attribute__((target("sse4.2"))) std::uint32_t sse42_update(std::uint32_t crc, const unsigned char* p,
