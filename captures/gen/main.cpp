@@ -536,6 +536,8 @@ std::vector<Scenario> scenarios() {
   IwarpConfig mk;
   mk.req_markers = mk.rep_markers = true;
   mk.mss = 700;
+  // A 205-octet first Send shifts the initiator's FPDUs so that its markers land in every part of an FPDU.
+  mk.edit = [](Traffic& t) { t.init[0] = ddp_untagged(iwarp::kOpSend, 0, 1, 0, true, B(pattern(205, 3))); };
   iwarp("iwarp-markers-crc", "markers in both directions with CRC; markers fall at FPDU starts, in DDP headers, in payloads and right before CRC fields (see marker_landings); 700-octet segments", mk);
   IwarpConfig mk1;
   mk1.revision = 1;

@@ -80,6 +80,13 @@ BOOST_AUTO_TEST_CASE(check_agrees_with_every_manifest) {
   fs::remove_all(dir);
 }
 
+// The marker capture puts markers in every part of an FPDU (as its generator recorded them).
+BOOST_AUTO_TEST_CASE(markers_land_in_every_part_of_an_fpdu) {
+  const auto m = nlohmann::json::parse(slurp(fs::path(kGolden) / "iwarp-markers-crc.manifest.json"));
+  for (const char* part : {"fpdu_start", "ddp_header", "payload_or_pad", "before_crc"})
+    BOOST_TEST(m["config"]["marker_landings"].value(part, 0) > 0, part);
+}
+
 // Each iWARP case has a negative capture that makes it FAIL (one per requirement).
 BOOST_AUTO_TEST_CASE(every_iwarp_case_has_a_failing_capture) {
   std::set<std::string> failing;
