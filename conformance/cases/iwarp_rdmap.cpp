@@ -17,29 +17,6 @@ namespace {
 bool is_send(std::uint8_t op) { return op >= kOpSend && op <= kOpSendSeInvalidate; }
 bool is_invalidate(std::uint8_t op) { return op == kOpSendInvalidate || op == kOpSendSeInvalidate; }
 
-// Terminate layer / error type / error code combinations the RFCs define
-// (RFC 5040 §7.2 for RDMA and DDP layers; RFC 5044 §8 and RFC 6581 §9 for the LLP layer).
-struct TermCode {
-  unsigned layer, etype;
-  std::initializer_list<unsigned> codes;
-};
-const TermCode kTermCodes[] = {
-    {0, 0, {0x00}},                                           // RDMA: local catastrophic
-    {0, 1, {0x00, 0x01, 0x02, 0x03, 0x04, 0x09, 0xff}},       // RDMA: remote protection error
-    {0, 2, {0x05, 0x06, 0x07, 0x08, 0x09, 0xff}},             // RDMA: remote operation error
-    {1, 0, {0x00}},                                           // DDP: local catastrophic
-    {1, 1, {0x00, 0x01, 0x02, 0x03, 0x04}},                   // DDP: tagged buffer error
-    {1, 2, {0x01, 0x02, 0x03, 0x04, 0x05, 0x06}},             // DDP: untagged buffer error
-    {2, 0, {0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07}},       // LLP (MPA/TCP)
-};
-bool term_code_defined(unsigned layer, unsigned etype, unsigned code) {
-  for (const auto& t : kTermCodes)
-    if (t.layer == layer && t.etype == etype)
-      for (unsigned c : t.codes)
-        if (c == code) return true;
-  return false;
-}
-
 // RDMA Read Requests a side has sent and not yet seen answered, oldest first.
 struct Reads : Orphans {
   struct Req {
@@ -196,7 +173,7 @@ void add_iwarp_rdmap_cases(Catalog& k) {
                                et = static_cast<unsigned>(t.get(Terminate::etype)),
                                ec = static_cast<unsigned>(t.get(Terminate::ecode));
                 const auto rsvd = t.get(Terminate::rsvd);
-                RDMACONF_JUDGE(ctx, e, term_code_defined(l, et, ec) && rsvd == 0, "a defined layer/type/code, reserved 0",
+                RDMACONF_JUDGE(ctx, e, terminate_code_defined(l, et, ec) && rsvd == 0, "a defined layer/type/code, reserved 0",
                       fmt::format("layer {}, type {}, code 0x{:02x}, reserved 0x{:x}", l, et, ec, rsvd));
               });
 

@@ -23,15 +23,21 @@ constexpr std::size_t kInferMinRun = 3;         // FPDUs in a row that must look
 bool plausible_ulpdu(std::uint16_t len, Bytes u) {
   if (len < kDdpTagged.size) return false;
   if (u.size() < 2) return true;
-  const auto c = static_cast<unsigned>(u[0]), r = static_cast<unsigned>(u[1]);
-  const bool tagged = c & 0x80;
-  if ((c & 0x3c) != 0 || (c & 0x03) != 1) return false;  // DDP reserved bits, DV = 1
-  if ((r >> 6) != 1 || (r & 0x30) != 0) return false;    // RV = 1, RDMAP reserved bits
-  const unsigned op = r & 0x0f;
+  // Both layouts share the control rows; read them through the table.
+  auto field = [&](std::size_t i) {
+    const FieldDef& f = kDdpUntagged.fields[i];
+    return read_bits(u, f.bit_offset, f.bit_width);
+  };
+  const bool tagged = field(DdpUntagged::t);
+  if (field(DdpUntagged::rsvd) != 0 || field(DdpUntagged::dv) != 1) return false;
+  if (field(DdpUntagged::rv) != 1 || field(DdpUntagged::rdmap_rsvd) != 0) return false;
+  const auto op = field(DdpUntagged::opcode);
   if (op > kOpAtomicResponse) return false;
   if (tagged != (op == kOpWrite || op == kOpReadResponse)) return false;
   if (!tagged && len < kDdpUntagged.size) return false;
-  if (!tagged && u.size() >= 10 && be32(u, 6) > 4) return false;  // QN: RDMAP's 0-2, RFC 7306's 3-4
+  const FieldDef& qn = kDdpUntagged.fields[DdpUntagged::qn];
+  if (!tagged && u.size() * 8 >= qn.bit_offset + qn.bit_width && read_bits(u, qn.bit_offset, qn.bit_width) > 4)
+    return false;  // QN: RDMAP's 0-2, RFC 7306's 3-4
   return true;
 }
 
@@ -154,9 +160,9 @@ void MpaConnection::feed_marked(int dir, std::uint64_t offset, Bytes data, std::
         MarkerSeen m;
         m.offset = offset - kMpaMarker.size;
         m.frame = s.mk_frame;
-        const Bytes mb{s.mk_part, kMpaMarker.size};
-        m.rsvd = be16(mb, 0);
-        m.fpduptr = be16(mb, 2);
+        const Header mh = *Header::decode(kMpaMarker, {s.mk_part, kMpaMarker.size});
+        m.rsvd = static_cast<std::uint16_t>(mh.get(MpaMarker::rsvd));
+        m.fpduptr = static_cast<std::uint16_t>(mh.get(MpaMarker::fpduptr));
         s.mk_pending.push_back({m, s.logical});
       }
       continue;

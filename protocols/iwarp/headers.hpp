@@ -2,6 +2,7 @@
 // iWARP wire headers: MPA (RFC 5044, RFC 6581), DDP (RFC 5041), RDMAP
 // (RFC 5040, RFC 7306). Section numbers are those of the RFCs; see
 // docs/spec-references.md for which ones are confirmed against the text.
+#include <initializer_list>
 #include <iterator>
 
 #include "protocols/core/field.hpp"
@@ -126,6 +127,30 @@ inline constexpr FieldDef kTerminateFields[] = {
     {"rdmap.term.rsvd", "Reserved", 19, 13, Display::hex, {}, true, "RFC 5040 §4.8"},
 };
 inline constexpr HeaderDef kTerminate{"rdmap.term", "RDMAP Terminate control", "RFC 5040 §4.8", 4, kTerminateFields};
+
+// Layer / error type / error code combinations a Terminate may carry
+// (RFC 5040 §7.2 for the RDMA and DDP layers; RFC 5044 §8 and RFC 6581 §9
+// for the LLP layer). Section numbers to be confirmed: docs/spec-references.md.
+struct TerminateCodes {
+  unsigned layer, etype;
+  std::initializer_list<unsigned> codes;
+};
+inline constexpr TerminateCodes kTerminateCodes[] = {
+    {0, 0, {0x00}},                                      // RDMA: local catastrophic
+    {0, 1, {0x00, 0x01, 0x02, 0x03, 0x04, 0x09, 0xff}},  // RDMA: remote protection error
+    {0, 2, {0x05, 0x06, 0x07, 0x08, 0x09, 0xff}},        // RDMA: remote operation error
+    {1, 0, {0x00}},                                      // DDP: local catastrophic
+    {1, 1, {0x00, 0x01, 0x02, 0x03, 0x04}},              // DDP: tagged buffer error
+    {1, 2, {0x01, 0x02, 0x03, 0x04, 0x05, 0x06}},        // DDP: untagged buffer error
+    {2, 0, {0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07}},  // LLP (MPA/TCP)
+};
+constexpr bool terminate_code_defined(unsigned layer, unsigned etype, unsigned code) {
+  for (const auto& t : kTerminateCodes)
+    if (t.layer == layer && t.etype == etype)
+      for (unsigned c : t.codes)
+        if (c == code) return true;
+  return false;
+}
 
 struct DdpSegLen { enum : std::size_t { len, count_ }; };
 inline constexpr FieldDef kDdpSegLenFields[] = {

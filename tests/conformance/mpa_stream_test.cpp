@@ -25,6 +25,19 @@ struct Log : cf::iwarp::MpaListener {
   void on_stop(const cf::iwarp::StopEvent& e) override { ev.push_back(fmt::format("stop d{} {}", e.dir, e.reason)); }
 };
 
+// A one-segment Send with `extra` payload octets of value `fill`.
+std::vector<std::byte> send_ulpdu(std::uint32_t msn, std::size_t extra, std::byte fill) {
+  Header h(kDdpUntagged);
+  h.set(DdpUntagged::l, 1);
+  h.set(DdpUntagged::dv, 1);
+  h.set(DdpUntagged::rv, 1);
+  h.set(DdpUntagged::opcode, kOpSend);
+  h.set(DdpUntagged::msn, msn);
+  std::vector<std::byte> u(h.bytes().begin(), h.bytes().end());
+  u.resize(u.size() + extra, fill);
+  return u;
+}
+
 std::vector<std::byte> initiator_stream(bool crc) {
   std::vector<std::byte> b;
   MpaRrParams p;
@@ -34,14 +47,7 @@ std::vector<std::byte> initiator_stream(bool crc) {
   p.ird = p.ord = 4;
   encode_mpa_rr(b, p);
   for (int i = 0; i < 5; ++i) {
-    Header h(kDdpUntagged);
-    h.set(DdpUntagged::l, 1);
-    h.set(DdpUntagged::dv, 1);
-    h.set(DdpUntagged::rv, 1);
-    h.set(DdpUntagged::opcode, 3);
-    h.set(DdpUntagged::msn, i + 1);
-    std::vector<std::byte> u(h.bytes().begin(), h.bytes().end());
-    u.resize(u.size() + static_cast<std::size_t>(i * 7), std::byte{0x33});
+    const auto u = send_ulpdu(static_cast<std::uint32_t>(i + 1), static_cast<std::size_t>(i * 7), std::byte{0x33});
     encode_fpdu(b, u, crc);
   }
   return b;
@@ -132,14 +138,7 @@ BOOST_AUTO_TEST_CASE(markers_are_removed_and_checked_at_every_split) {
   const std::size_t req = s.size();
   MarkerStream ms;
   for (int i = 0; i < 12; ++i) {
-    Header h(kDdpUntagged);
-    h.set(DdpUntagged::l, 1);
-    h.set(DdpUntagged::dv, 1);
-    h.set(DdpUntagged::rv, 1);
-    h.set(DdpUntagged::opcode, 3);
-    h.set(DdpUntagged::msn, i + 1);
-    std::vector<std::byte> u(h.bytes().begin(), h.bytes().end());
-    u.resize(u.size() + static_cast<std::size_t>(i * 97 % 700), std::byte{0x5c});
+    const auto u = send_ulpdu(static_cast<std::uint32_t>(i + 1), static_cast<std::size_t>(i * 97 % 700), std::byte{0x5c});
     encode_fpdu_marked(s, u, true, ms);
   }
   BOOST_TEST_REQUIRE(ms.written >= 8u);
