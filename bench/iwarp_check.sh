@@ -3,6 +3,10 @@
 # against tshark on the same file, measured in the same run, plus our peak
 # memory at two capture sizes (it must not grow with the capture).
 #   bench/iwarp_check.sh [BUILD_DIR] [MB_LARGE] [MB_SMALL]
+# rdmaconf is timed both as `check` and as `check --json` (the JSON report
+# carries each capture's SHA-256, computed on a second thread); each figure is
+# the median of three runs. tshark runs once, on the large file, with full
+# MPA/DDP/RDMAP dissection and its CRC check (it takes a few seconds).
 set -euo pipefail
 build=${1:-build}
 large=${2:-120}
@@ -11,30 +15,48 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 gen=$build/captures/rdmaconf-gen
 bin=$build/cli/rdmaconf
-
-measure() {  # file -> "seconds peak_kib"
-  /usr/bin/time -f "%e %M" -o "$tmp/t" "$bin" check --quiet "$1" >/dev/null || true
-  cat "$tmp/t"
-}
 for mb in "$small" "$large"; do
   "$gen" --bench "$tmp/c$mb.pcap" "$mb"
 done
-size_large=$(stat -c %s "$tmp/c$large.pcap")
-size_small=$(stat -c %s "$tmp/c$small.pcap")
-read -r t_large m_large < <(measure "$tmp/c$large.pcap")
-read -r t_small m_small < <(measure "$tmp/c$small.pcap")
-# tshark with MPA/DDP/RDMAP dissection and CRC check on the smaller file (it is slow), same run.
-/usr/bin/time -f "%e" -o "$tmp/ts" tshark -r "$tmp/c$small.pcap" -o tcp.desegment_tcp_streams:TRUE -Y iwarp_mpa >/dev/null 2>&1 || true
-t_tshark=$(cat "$tmp/ts")
-python3 - "$size_large" "$t_large" "$m_large" "$size_small" "$t_small" "$m_small" "$t_tshark" <<'PY'
-import sys
-sl, tl, ml, ss, ts, ms, tt = sys.argv[1:]
-sl, ss = int(sl), int(ss)
-tl, ts, tt = max(float(tl), 0.01), max(float(ts), 0.01), max(float(tt), 0.01)
-ours = sl / tl / 1e9
-ours_small = ss / ts / 1e9
-shark = ss / tt / 1e9
-print(f"capture {sl/1e6:.0f} MB: rdmaconf {ours:.2f} GB/s, peak {int(ml)/1024:.1f} MiB")
-print(f"capture {ss/1e6:.0f} MB: rdmaconf {ours_small:.2f} GB/s, peak {int(ms)/1024:.1f} MiB; tshark {shark*1000:.1f} MB/s")
-print(f"ratio rdmaconf/tshark: {ours_small/shark:.0f}x")
+sync  # the fresh files' writeback must not compete with the timed runs
+python3 - "$bin" "$tmp" "$tmp/c$large.pcap" "$tmp/c$small.pcap" <<'PY'
+import os, statistics, subprocess, sys, time
+
+rdmaconf, tmp, large, small = sys.argv[1:]
+
+mem = os.path.join(tmp, "mem")
+
+def run(argv):
+    """Wall seconds and peak RSS (MiB) of one run of argv. GNU time reports
+    the peak, as Python's own RSS would leak into the child's ru_maxrss."""
+    t = time.perf_counter()
+    rc = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", mem, *argv],
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+    wall = time.perf_counter() - t
+    if rc not in (0, 1):
+        sys.exit(f"{' '.join(argv)} failed with status {rc}")
+    with open(mem) as f:
+        return wall, int(f.read().split()[-1]) / 1024
+
+def ours(path, *extra):
+    run([rdmaconf, "check", "--quiet", path])  # warm the page cache
+    runs = [run([rdmaconf, "check", "--quiet", *extra, path]) for _ in range(3)]
+    return statistics.median(r[0] for r in runs), max(r[1] for r in runs)
+
+report = os.path.join(tmp, "r.json")
+size = {p: os.path.getsize(p) for p in (large, small)}
+rows = {}
+for path in (large, small):
+    rows[path, "check"] = ours(path)
+    rows[path, "check --json"] = ours(path, "--json", report)
+t_shark, m_shark = run(["tshark", "-r", large, "-o", "tcp.desegment_tcp_streams:TRUE", "-Y", "iwarp_mpa"])
+shark = size[large] / t_shark / 1e9
+for path in (large, small):
+    for mode in ("check", "check --json"):
+        t, m = rows[path, mode]
+        print(f"capture {size[path]/1e6:4.0f} MB  rdmaconf {mode:<13} {size[path]/t/1e9:5.2f} GB/s  peak {m:5.1f} MiB")
+print(f"capture {size[large]/1e6:4.0f} MB  tshark                {shark*1000:6.1f} MB/s  peak {m_shark:5.1f} MiB")
+for mode in ("check", "check --json"):
+    t, _ = rows[large, mode]
+    print(f"ratio rdmaconf {mode} / tshark (same {size[large]/1e6:.0f} MB file): {size[large]/t/1e9/shark:.0f}x")
 PY

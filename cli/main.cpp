@@ -128,6 +128,7 @@ int main(int argc, char** argv) {
   if (*fpdus) {
     conformance::CheckOptions o;
     o.case_patterns = {"-"};  // no case runs: decoding only
+    o.hash = false;
     o.on_fpdu = [](const conformance::iwarp::FpduEvent& e) {
       nlohmann::json j = {{"frame", e.last_frame}, {"first_frame", e.first_frame}, {"dir", e.dir}, {"offset", e.offset},
                           {"ulpdu_length", e.fpdu->ulpdu_len}, {"crc", e.fpdu->crc_wire}, {"markers", e.markers.size()}};
@@ -177,6 +178,7 @@ int main(int argc, char** argv) {
   conformance::CheckOptions opt;
   opt.case_patterns = split_patterns(patterns);
   opt.strict = strict;
+  opt.hash = !json_out.empty();  // only the JSON report carries it
   if (!roce_ports.empty()) opt.roce_ports = roce_ports;
   const bool tty = isatty(STDERR_FILENO) && !quiet;
   std::string current;

@@ -32,8 +32,11 @@ struct IwarpConn {
 
 class IwarpCase {
  public:
+  // The events a case handles; the checker calls a case only for those.
+  enum Event : unsigned { rr = 1, fpdu = 2, stop = 4, close = 8, all = 15 };
   virtual ~IwarpCase() = default;
   virtual const CaseInfo& info() const = 0;
+  virtual unsigned events() const { return all; }
   virtual void on_rr(CaseCtx&, const IwarpConn&, const iwarp::RrEvent&) const {}
   virtual void on_fpdu(CaseCtx&, const IwarpConn&, const iwarp::FpduEvent&) const {}
   virtual void on_stop(CaseCtx&, const IwarpConn&, const iwarp::StopEvent&) const {}

@@ -3,6 +3,8 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <map>
 #include <memory>
 
@@ -81,7 +83,11 @@ class Run final : public TcpSink {
  public:
   Run(const std::vector<const IwarpCase*>& iw, const std::vector<const RoceCase*>& rc, InputResult& out,
       const std::function<void(const iwarp::FpduEvent&)>& fpdu_hook)
-      : iwarp_(iw), roce_(rc), out_(out), fpdu_hook_(fpdu_hook) {}
+      : iwarp_(iw), roce_(rc), out_(out), fpdu_hook_(fpdu_hook) {
+    for (std::size_t i = 0; i < iw.size(); ++i)
+      for (unsigned b = 0; b < handlers_.size(); ++b)
+        if (iw[i]->events() & (1u << b)) handlers_[b].push_back(i);
+  }
 
   struct Conn final : iwarp::MpaListener {
     Run* run;
@@ -92,9 +98,10 @@ class Run final : public TcpSink {
     std::uint64_t first_frame = 0, last_frame = 0;
     Conn(Run* r, const TcpStreamInfo& i)
         : run(r), info(i), mpa(info, *this), scope(r->iwarp_.size()), view{&info, &mpa} {}
+    // Calls f on every case that handles `event`.
     template <class F>
-    void each(F f) {
-      for (std::size_t i = 0; i < run->iwarp_.size(); ++i) {
+    void each(IwarpCase::Event event, F f) {
+      for (std::size_t i : run->handlers_[static_cast<unsigned>(std::countr_zero(static_cast<unsigned>(event)))]) {
         CaseCtx c = scope.ctx(i);
         f(*run->iwarp_[i], c);
       }
@@ -108,15 +115,15 @@ class Run final : public TcpSink {
     }
     void on_rr(const iwarp::RrEvent& e) override {
       label();
-      each([&](const IwarpCase& k, CaseCtx& c) { k.on_rr(c, view, e); });
+      each(IwarpCase::rr, [&](const IwarpCase& k, CaseCtx& c) { k.on_rr(c, view, e); });
     }
     void on_fpdu(const iwarp::FpduEvent& e) override {
       if (run->fpdu_hook_) run->fpdu_hook_(e);
-      each([&](const IwarpCase& k, CaseCtx& c) { k.on_fpdu(c, view, e); });
+      each(IwarpCase::fpdu, [&](const IwarpCase& k, CaseCtx& c) { k.on_fpdu(c, view, e); });
     }
     void on_stop(const iwarp::StopEvent& e) override {
       label();
-      each([&](const IwarpCase& k, CaseCtx& c) { k.on_stop(c, view, e); });
+      each(IwarpCase::stop, [&](const IwarpCase& k, CaseCtx& c) { k.on_stop(c, view, e); });
     }
   };
 
@@ -141,7 +148,7 @@ class Run final : public TcpSink {
     k.mpa.close(frame);
     if (k.mpa.is_mpa()) {
       ++out_.stats.iwarp_connections;
-      k.each([&](const IwarpCase& cs, CaseCtx& ctx) { cs.on_close(ctx, k.view); });
+      k.each(IwarpCase::close, [&](const IwarpCase& cs, CaseCtx& ctx) { cs.on_close(ctx, k.view); });
       ScopeResult r;
       r.family = Family::iwarp;
       r.id = fmt::format("tcp/{}", c.id);
@@ -237,6 +244,7 @@ class Run final : public TcpSink {
   const std::vector<const RoceCase*>& roce_;
   InputResult& out_;
   const std::function<void(const iwarp::FpduEvent&)>& fpdu_hook_;
+  std::array<std::vector<std::size_t>, 4> handlers_;  // case indices per event bit
   std::map<std::uint64_t, std::unique_ptr<Conn>> conns_;
   std::map<std::uint64_t, ScopeResult> finished_;  // by connection number, for a stable order
   std::map<std::pair<Address, Address>, std::unique_ptr<RoceConv>> roce_conv_;
@@ -256,7 +264,7 @@ InputResult Checker::check_file(const std::string& path) const {
   InputResult out;
   out.path = path;
   std::string err;
-  auto reader = PcapReader::open(path, err);
+  auto reader = PcapReader::open(path, err, opt_.hash);
   if (!reader) {
     out.error = err;
     return out;

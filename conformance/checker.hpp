@@ -19,6 +19,8 @@ struct CheckOptions {
   std::function<void(std::uint64_t, std::uint64_t)> progress;
   // Called for every FPDU decoded (for `rdmaconf fpdus` and the tshark cross-check).
   std::function<void(const iwarp::FpduEvent&)> on_fpdu;
+  // Compute each capture's SHA-256 (for the JSON report), on a second thread.
+  bool hash = true;
 };
 
 class Checker {

@@ -1,6 +1,6 @@
 #pragma once
 // Streams frames out of a pcap or pcapng file through libpcap, one at a time,
-// hashing the file (SHA-256) as libpcap reads it so the input is read once.
+// while a second thread computes the file's SHA-256 for the report.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -20,8 +20,9 @@ struct Frame {
 
 class PcapReader {
  public:
-  // Opens `path`; on failure returns nullptr and sets `error`.
-  static std::unique_ptr<PcapReader> open(const std::string& path, std::string& error);
+  // Opens `path`; on failure returns nullptr and sets `error`. With `hash`
+  // false, sha256() is empty and no second thread runs.
+  static std::unique_ptr<PcapReader> open(const std::string& path, std::string& error, bool hash = true);
   ~PcapReader();
   PcapReader(const PcapReader&) = delete;
   PcapReader& operator=(const PcapReader&) = delete;
@@ -32,7 +33,9 @@ class PcapReader {
   const std::string& error() const { return error_; }
   std::uint64_t bytes_read() const;
   std::uint64_t file_size() const { return file_size_; }
-  // Hex SHA-256 of the whole file; reads any rest libpcap did not need.
+  // Hex SHA-256 of the whole file (waits for the hashing thread); empty
+  // when not asked for, or
+  // when the file could not be read to its end.
   std::string sha256();
 
   struct Impl;

@@ -1,6 +1,7 @@
 #include "conformance/capture/tcp_reassembly.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 namespace rdmaconf::conformance::capture {
 
@@ -26,15 +27,22 @@ struct TcpReassembler::Conn {
   } dir[2];
 };
 
+// Eight octets at a time with a multiply-xorshift mix: this runs once per
+// TCP segment, and an octet-wise hash showed in profiles.
 std::size_t TcpReassembler::KeyHash::operator()(const Key& k) const {
-  std::size_t h = 1469598103934665603ull;
-  auto mix = [&](const Endpoint& e) {
-    for (auto x : e.addr) h = (h ^ x) * 1099511628211ull;
-    h = (h ^ e.port) * 1099511628211ull;
+  std::uint64_t h = 0x9e3779b97f4a7c15ull;
+  auto word = [&](std::uint64_t w) {
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
   };
-  mix(k.lo);
-  mix(k.hi);
-  return h;
+  for (const Endpoint* e : {&k.lo, &k.hi}) {
+    std::uint64_t w[2];
+    std::memcpy(w, e->addr.data(), sizeof w);
+    word(w[0]);
+    word(w[1]);
+    word(e->port);
+  }
+  return static_cast<std::size_t>(h);
 }
 
 TcpReassembler::TcpReassembler(TcpSink& sink, ReassemblyLimits limits) : sink_(sink), limits_(limits) {}

@@ -19,6 +19,9 @@ class BuiltIwarpCase final : public IwarpCase {
   BuiltIwarpCase& fpdu(Fpdu f) { fpdu_ = std::move(f); return *this; }
   BuiltIwarpCase& stop(Stop f) { stop_ = std::move(f); return *this; }
   const CaseInfo& info() const override { return info_; }
+  unsigned events() const override {
+    return (rr_ ? Event::rr : 0u) | (fpdu_ ? Event::fpdu : 0u) | (stop_ ? Event::stop : 0u) | (close_ ? Event::close : 0u);
+  }
   void on_rr(CaseCtx& c, const IwarpConn& k, const iwarp::RrEvent& e) const override { if (rr_) rr_(c, k, e); }
   void on_fpdu(CaseCtx& c, const IwarpConn& k, const iwarp::FpduEvent& e) const override { if (fpdu_) fpdu_(c, k, e); }
   void on_stop(CaseCtx& c, const IwarpConn& k, const iwarp::StopEvent& e) const override { if (stop_) stop_(c, k, e); }

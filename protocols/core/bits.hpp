@@ -45,6 +45,13 @@ inline void put_le32(MutBytes b, std::size_t off, std::uint32_t v) {
 // The caller guarantees the bits lie inside `b`.
 constexpr std::uint64_t read_bits(Bytes b, std::size_t bit_off, unsigned width) {
   const std::size_t first = bit_off / 8;
+  const unsigned lead = static_cast<unsigned>(bit_off % 8);
+  if (lead + width <= 64 && first + 8 <= b.size()) {
+    // The common case: the field lies in one 8-octet window.
+    const std::uint64_t w = be64(b, first);
+    const std::uint64_t v = w >> (64 - lead - width);
+    return width == 64 ? v : v & ((std::uint64_t{1} << width) - 1);
+  }
   const std::size_t last = (bit_off + width - 1) / 8;
   unsigned __int128 acc = 0;
   for (std::size_t i = first; i <= last; ++i) acc = (acc << 8) | u8(b, i);

@@ -41,12 +41,6 @@ Result<Header> Header::decode(const HeaderDef& def, Bytes in) {
   return h;
 }
 
-std::uint64_t Header::get(std::size_t field) const {
-  const FieldDef& f = def_->fields[field];
-  if (f.is_wide()) return 0;
-  return read_bits(bytes(), f.bit_offset, f.bit_width);
-}
-
 void Header::set(std::size_t field, std::uint64_t v) {
   const FieldDef& f = def_->fields[field];
   if (f.is_wide()) return;

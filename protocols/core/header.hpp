@@ -29,7 +29,10 @@ class Header {
   Bytes bytes() const { return {raw_.data(), def_->size}; }
   MutBytes mutable_bytes() { return {raw_.data(), def_->size}; }
 
-  std::uint64_t get(std::size_t field) const;
+  [[gnu::always_inline]] std::uint64_t get(std::size_t field) const {
+    const FieldDef& f = def_->fields[field];
+    return f.is_wide() ? 0 : read_bits(bytes(), f.bit_offset, f.bit_width);
+  }
   void set(std::size_t field, std::uint64_t v);
   // For byte-aligned fields of any width (addresses, keys).
   Bytes field_bytes(std::size_t field) const;

@@ -108,4 +108,25 @@ BOOST_AUTO_TEST_CASE(pretty_printer_and_json_use_table_names) {
   for (const auto& f : x.def().fields) BOOST_TEST(t.find(std::string(f.name)) != std::string::npos);
 }
 
+// read_bits has a one-window fast path and a byte loop; both must agree with
+// a bit-by-bit reading at every offset and width, near the end of the span too.
+BOOST_AUTO_TEST_CASE(read_bits_agrees_with_bitwise_reading) {
+  std::mt19937 rng(11);
+  std::vector<std::byte> buf(20);
+  for (auto& b : buf) b = std::byte(rng() & 0xff);
+  const Bytes all(buf);
+  for (std::size_t size = 9; size <= buf.size(); ++size) {
+    const Bytes b = all.first(size);
+    for (std::size_t off = 0; off < size * 8; ++off)
+      for (unsigned w = 1; w <= 64 && off + w <= size * 8; ++w) {
+        std::uint64_t want = 0;
+        for (unsigned i = 0; i < w; ++i) {
+          const std::size_t bit = off + i;
+          want = (want << 1) | ((static_cast<unsigned>(b[bit / 8]) >> (7 - bit % 8)) & 1u);
+        }
+        BOOST_REQUIRE_MESSAGE(read_bits(b, off, w) == want, "size " << size << " offset " << off << " width " << w);
+      }
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
