@@ -26,22 +26,35 @@ def put(target, name, blob):
         f.write(blob)
 
 
+def engine_seed(role, stream):
+    """fuzz_engine input: role/config octet, then the stream in chunks of <= 255."""
+    out = bytes([role])
+    for at in range(0, len(stream), 200):
+        piece = stream[at:at + 200]
+        out += bytes([len(piece)]) + piece
+    return out
+
+
 for cap in sorted(os.listdir(golden)):
     if not cap.endswith(".pcap"):
         continue
     path = os.path.join(golden, cap)
+    streams = {}
     put("fuzz_capture", cap, open(path, "rb").read())
     for i, frame in enumerate(records(path)):
-        if i % 3:
-            continue
-        put("fuzz_link", "%s-%d" % (cap, i), b"\x00" + frame)
         if len(frame) < 14 + 20:
             continue
         ipv6 = frame[12:14] == b"\x86\xdd"
         l4 = 14 + (40 if ipv6 else 20)
         proto = frame[14 + 6] if ipv6 else frame[14 + 9]
-        if proto == 6:
+        if proto == 6 and len(frame) > l4 + 12:
             payload = frame[l4 + (frame[l4 + 12] >> 4) * 4:]
+            src = frame[14 + 8:14 + 24] if ipv6 else frame[14 + 12:14 + 16]
+            streams[src] = streams.get(src, b"") + payload
+        if i % 3:
+            continue
+        put("fuzz_link", "%s-%d" % (cap, i), b"\x00" + frame)
+        if proto == 6:
             if payload:
                 put("fuzz_mpa", "%s-%d" % (cap, i), payload)
                 put("fuzz_mpa_stream", "%s-%d" % (cap, i), bytes([0, min(255, len(payload))]) + payload[:255])
@@ -49,3 +62,8 @@ for cap in sorted(os.listdir(golden)):
         elif proto == 17:
             put("fuzz_ib", "%s-%d" % (cap, i), frame[l4 + 8:])
             put("fuzz_headers", "%s-%d" % (cap, i), bytes([23]) + frame[l4 + 8:])
+    # Whole streams for the engine: what the initiator (first sender) sent, to
+    # our responder (CRC asked), and what the responder sent, to our initiator.
+    for n, (src, stream) in enumerate(streams.items()):
+        if n < 2:
+            put("fuzz_engine", "%s-%d" % (cap, n), engine_seed(2 if n == 0 else 3, stream[:20000]))

@@ -37,39 +37,17 @@ Buf pattern(std::size_t n, unsigned seed) {
 }
 
 // ---- iWARP message encoders (DDP segment = DDP header + RDMAP body + payload)
-// Both DDP layouts start with the same control rows (headers.hpp asserts the indices match).
-Header ddp_header(bool tagged, std::uint8_t opcode, bool last) {
-  Header h(tagged ? iwarp::kDdpTagged : iwarp::kDdpUntagged);
-  h.set(iwarp::DdpTagged::t, tagged);
-  h.set(iwarp::DdpTagged::l, last);
-  h.set(iwarp::DdpTagged::dv, 1);
-  h.set(iwarp::DdpTagged::rv, 1);
-  h.set(iwarp::DdpTagged::opcode, opcode);
-  return h;
-}
-
-Buf segment(const Header& h, Bytes rest) {
+Buf ddp_untagged(std::uint8_t opcode, std::uint32_t qn, std::uint32_t msn, std::uint32_t mo, bool last, Bytes rest,
+                 std::uint32_t rsvd_ulp = 0) {
   Buf b;
-  iwarp::append(b, h);
-  iwarp::append(b, rest);
+  iwarp::encode_ddp_untagged(b, opcode, qn, msn, mo, last, rest, rsvd_ulp);
   return b;
 }
 
-Buf ddp_untagged(std::uint8_t opcode, std::uint32_t qn, std::uint32_t msn, std::uint32_t mo, bool last, Bytes rest,
-                 std::uint32_t rsvd_ulp = 0) {
-  Header h = ddp_header(false, opcode, last);
-  h.set(iwarp::DdpUntagged::rsvd_ulp, rsvd_ulp);
-  h.set(iwarp::DdpUntagged::qn, qn);
-  h.set(iwarp::DdpUntagged::msn, msn);
-  h.set(iwarp::DdpUntagged::mo, mo);
-  return segment(h, rest);
-}
-
 Buf ddp_tagged(std::uint8_t opcode, std::uint32_t stag, std::uint64_t to, bool last, Bytes payload) {
-  Header h = ddp_header(true, opcode, last);
-  h.set(iwarp::DdpTagged::stag, stag);
-  h.set(iwarp::DdpTagged::to, to);
-  return segment(h, payload);
+  Buf b;
+  iwarp::encode_ddp_tagged(b, opcode, stag, to, last, payload);
+  return b;
 }
 
 // The messages of a conversation, before framing: the MPA frames' parameters

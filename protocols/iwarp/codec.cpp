@@ -204,4 +204,34 @@ Result<DdpSegment> decode_ddp(Bytes ulpdu) {
   return s;
 }
 
+Header ddp_header(bool tagged, std::uint8_t opcode, bool last) {
+  Header h(tagged ? kDdpTagged : kDdpUntagged);
+  h.set(DdpTagged::t, tagged);
+  h.set(DdpTagged::l, last);
+  h.set(DdpTagged::dv, 1);
+  h.set(DdpTagged::rv, 1);
+  h.set(DdpTagged::opcode, opcode);
+  return h;
+}
+
+void encode_ddp_untagged(std::vector<std::byte>& out, std::uint8_t opcode, std::uint32_t qn, std::uint32_t msn,
+                         std::uint32_t mo, bool last, Bytes rest, std::uint32_t rsvd_ulp) {
+  Header h = ddp_header(false, opcode, last);
+  h.set(DdpUntagged::rsvd_ulp, rsvd_ulp);
+  h.set(DdpUntagged::qn, qn);
+  h.set(DdpUntagged::msn, msn);
+  h.set(DdpUntagged::mo, mo);
+  append(out, h);
+  append(out, rest);
+}
+
+void encode_ddp_tagged(std::vector<std::byte>& out, std::uint8_t opcode, std::uint32_t stag, std::uint64_t to,
+                       bool last, Bytes payload) {
+  Header h = ddp_header(true, opcode, last);
+  h.set(DdpTagged::stag, stag);
+  h.set(DdpTagged::to, to);
+  append(out, h);
+  append(out, payload);
+}
+
 }  // namespace rdmaconf::protocols::iwarp

@@ -89,6 +89,16 @@ struct DdpSegment {
 };
 Result<DdpSegment> decode_ddp(Bytes ulpdu);
 
+// A DDP header with DV 1, RV 1, the opcode and L set (both layouts share
+// these control rows); the caller fills STag/TO or QN/MSN/MO.
+Header ddp_header(bool tagged, std::uint8_t opcode, bool last);
+// Appends a whole untagged / tagged DDP segment: header, then `rest` (the
+// RDMAP body and payload).
+void encode_ddp_untagged(std::vector<std::byte>& out, std::uint8_t opcode, std::uint32_t qn, std::uint32_t msn,
+                         std::uint32_t mo, bool last, Bytes rest, std::uint32_t rsvd_ulp = 0);
+void encode_ddp_tagged(std::vector<std::byte>& out, std::uint8_t opcode, std::uint32_t stag, std::uint64_t to,
+                       bool last, Bytes payload);
+
 // Appends a header's octets.
 void append(std::vector<std::byte>& out, const Header& h);
 void append(std::vector<std::byte>& out, Bytes b);

@@ -1,0 +1,945 @@
+#include "engines/iwarp/qp.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "protocols/crc/crc32c.hpp"
+#include "protocols/iwarp/codec.hpp"
+
+namespace rdmaconf::engine::iwarp {
+
+namespace pi = protocols::iwarp;
+using protocols::Header;
+using protocols::MutBytes;
+
+namespace {
+
+// Terminate layers and error types (RFC 5040 §7.2 (?), RFC 5044 §8 (?)).
+constexpr unsigned kLayerRdma = 0, kLayerDdp = 1, kLayerLlp = 2;
+constexpr unsigned kRdmaProtection = 1, kRdmaOperation = 2;
+constexpr unsigned kDdpTaggedErr = 1, kDdpUntaggedErr = 2;
+constexpr std::size_t kHighWater = 512 * 1024;  // transmit backlog before pump() stops segmenting
+
+bool is_send_family(std::uint8_t op) {
+  return op == pi::kOpSend || op == pi::kOpSendInvalidate || op == pi::kOpSendSe || op == pi::kOpSendSeInvalidate;
+}
+
+// The untagged queue each untagged opcode travels on (RFC 5040 §5, RFC 7306).
+int queue_of(std::uint8_t op) {
+  if (is_send_family(op) || op == pi::kOpImmediate || op == pi::kOpImmediateSe) return 0;
+  if (op == pi::kOpReadRequest) return 1;
+  if (op == pi::kOpTerminate) return 2;
+  if (op == pi::kOpAtomicRequest) return 3;
+  if (op == pi::kOpAtomicResponse) return 4;
+  return -1;
+}
+
+Bytes B(const std::vector<std::byte>& v) { return {v.data(), v.size()}; }
+
+}  // namespace
+
+std::string_view qp_state_name(QpState s) {
+  switch (s) {
+    case QpState::idle: return "idle";
+    case QpState::connecting: return "connecting";
+    case QpState::connected: return "connected";
+    case QpState::terminated: return "terminated";
+    case QpState::closed: return "closed";
+    case QpState::error: return "error";
+  }
+  return "?";
+}
+
+QueuePair::QueuePair(ProtectionDomain& pd, CompletionQueue& send_cq, CompletionQueue& recv_cq, QpConfig cfg)
+    : pd_(pd), scq_(send_cq), rcq_(recv_cq), cfg_(std::move(cfg)) {
+  cfg_.mulpdu = std::clamp<std::size_t>(cfg_.mulpdu, 64, 0xffff);
+  if (cfg_.revision != 2) cfg_.enhanced = false;
+  if (!cfg_.enhanced) cfg_.p2p = false;
+  stage_.reserve(0x10000 + 16);
+}
+
+// ------------------------------------------------------------------ setup
+
+void QueuePair::connect() {
+  if (state_ != QpState::idle) return;
+  state_ = QpState::connecting;
+  started_ms_ = now_ms_;
+  if (!cfg_.initiator) return;
+  pi::MpaRrParams p;
+  p.kind = pi::MpaFrameKind::request;
+  p.markers = cfg_.markers;
+  p.crc = cfg_.crc;
+  p.revision = cfg_.revision;
+  p.enhanced = cfg_.enhanced;
+  p.p2p = cfg_.p2p;
+  p.send_rtr = cfg_.p2p && cfg_.rtr == Rtr::send;
+  p.write_rtr = cfg_.p2p && cfg_.rtr == Rtr::write;
+  p.read_rtr = cfg_.p2p && cfg_.rtr == Rtr::read;
+  p.ird = cfg_.ird;
+  p.ord = cfg_.ord;
+  p.private_data = cfg_.private_data;
+  pi::encode_mpa_rr(tx_, p);
+  if (cfg_.faults.fpdu_before_reply) {
+    // Framed as if CRC were on, right behind the Request.
+    std::vector<std::byte> seg;
+    pi::encode_ddp_untagged(seg, pi::kOpSend, 0, 1, 0, true, {});
+    pi::encode_fpdu(tx_, B(seg), cfg_.crc);
+  }
+}
+
+void QueuePair::on_rr(Bytes frame) {
+  auto f = pi::decode_mpa_rr(frame);
+  if (!f) return fail("undecodable MPA frame");
+  const Header& h = f->hdr;
+  const auto kind = f->kind();
+  const unsigned rev = static_cast<unsigned>(h.get(pi::MpaRr::rev));
+  peer_pd_.assign(f->private_data.begin(), f->private_data.end());
+  const bool enhanced = rev == 2 && h.get(pi::MpaRr::enhanced) && f->v2;
+  if (enhanced) peer_pd_.erase(peer_pd_.begin(), peer_pd_.begin() + pi::kMpaV2.size);
+  if (cfg_.initiator) {
+    if (kind != pi::MpaFrameKind::reply) return fail("expected an MPA Reply key");
+    if (h.get(pi::MpaRr::r)) {
+      error_ = "the responder rejected the connection";
+      state_ = QpState::closed;
+      rx_ = Rx::dead;
+      flush_queues();
+      return;
+    }
+    if (rev < 1 || rev > cfg_.revision) return fail(fmt::format("Reply revision {} (we asked for {})", rev, cfg_.revision));
+    crc_ = cfg_.crc || h.get(pi::MpaRr::c);
+    rx_markers_ = cfg_.markers;
+    tx_markers_ = h.get(pi::MpaRr::m);
+    ord_eff_ = cfg_.ord;
+    ird_eff_ = cfg_.ird;
+    rx_ = Rx::fpdu_length;
+    if (cfg_.enhanced && enhanced) {
+      const Header& v = *f->v2;
+      ord_eff_ = static_cast<std::uint16_t>(std::min<std::uint64_t>(cfg_.ord, v.get(pi::MpaV2::ird)));
+      if (cfg_.p2p) {
+        const bool match = (cfg_.rtr == Rtr::send && v.get(pi::MpaV2::send_rtr)) ||
+                           (cfg_.rtr == Rtr::write && v.get(pi::MpaV2::write_rtr)) ||
+                           (cfg_.rtr == Rtr::read && v.get(pi::MpaV2::read_rtr));
+        if (!v.get(pi::MpaV2::p2p) || !match) {
+          established();
+          return terminate(kLayerLlp, 0, 0x07, "the Reply does not accept our peer-to-peer RTR type");
+        }
+        p2p_ = true;
+        rtr_ = cfg_.rtr;
+      }
+      if (v.get(pi::MpaV2::ord) > cfg_.ird) {
+        established();
+        return terminate(kLayerLlp, 0, 0x06,
+                         fmt::format("the responder's ORD {} exceeds our IRD {}", v.get(pi::MpaV2::ord), cfg_.ird));
+      }
+    }
+    established();
+    return;
+  }
+  // Responder.
+  if (kind != pi::MpaFrameKind::request) return fail("expected an MPA Request key");
+  if (rev < 1 || rev > 2) return fail(fmt::format("Request revision {}", rev));
+  pi::MpaRrParams p;
+  p.kind = pi::MpaFrameKind::reply;
+  p.revision = static_cast<std::uint8_t>(std::min<unsigned>(rev, cfg_.revision));
+  p.markers = cfg_.markers;
+  p.crc = cfg_.crc;
+  p.private_data = cfg_.private_data;
+  p.enhanced = p.revision == 2 && cfg_.enhanced && enhanced;
+  ord_eff_ = cfg_.ord;
+  ird_eff_ = cfg_.ird;
+  if (p.enhanced) {
+    const Header& v = *f->v2;
+    if (v.get(pi::MpaV2::p2p)) {
+      // RFC 6581: the responder echoes the peer-to-peer flag and picks one offered RTR type.
+      p.p2p = true;
+      p2p_ = true;
+      rtr_ = v.get(pi::MpaV2::send_rtr) ? Rtr::send : v.get(pi::MpaV2::write_rtr) ? Rtr::write
+             : v.get(pi::MpaV2::read_rtr) ? Rtr::read : Rtr::none;
+      p.send_rtr = rtr_ == Rtr::send;
+      p.write_rtr = rtr_ == Rtr::write;
+      p.read_rtr = rtr_ == Rtr::read;
+    }
+    ord_eff_ = static_cast<std::uint16_t>(std::min<std::uint64_t>(cfg_.ord, v.get(pi::MpaV2::ird)));
+    p.ird = cfg_.ird;
+    p.ord = ord_eff_;
+  }
+  if (cfg_.reject) {
+    p.reject = true;
+    pi::encode_mpa_rr(tx_, p);
+    state_ = QpState::closed;
+    error_ = "rejected the Request (configured to)";
+    close_after_flush_ = true;
+    rx_ = Rx::dead;
+    return;
+  }
+  pi::encode_mpa_rr(tx_, p);
+  crc_ = cfg_.crc || h.get(pi::MpaRr::c);
+  tx_markers_ = h.get(pi::MpaRr::m);
+  rx_markers_ = cfg_.markers;
+  rx_ = Rx::fpdu_length;
+  established();
+}
+
+void QueuePair::established() {
+  state_ = QpState::connected;
+  if (cfg_.initiator) {
+    may_send_ = true;
+    if (p2p_) {  // the RTR goes first (RFC 6581 §9 (?))
+      std::vector<std::byte> seg;
+      if (rtr_ == Rtr::send) {
+        send_untagged(pi::kOpSend, 0, next_msn_[0]++, {}, {}, 0, 0);
+      } else if (rtr_ == Rtr::write) {
+        send_tagged(pi::kOpWrite, 0, 0, {});
+      } else if (rtr_ == Rtr::read) {
+        Header rr(pi::kReadRequest);
+        send_untagged(pi::kOpReadRequest, 1, next_msn_[1]++, rr.bytes(), {}, 0, 0);
+        reads_.push_back({~0ull, 0, 0, 0, 0, false, WcOpcode::rdma_read, 0, true});
+      }
+    }
+  } else {
+    // RFC 5044 §7.1.2: the responder waits for the initiator's first FPDU
+    // (in peer-to-peer mode that is the RTR).
+    may_send_ = false;
+    awaiting_rtr_ = p2p_;
+  }
+  pump();
+}
+
+void QueuePair::tick(std::uint64_t now_ms) {
+  now_ms_ = now_ms;
+  if (state_ == QpState::connecting && now_ms_ - started_ms_ > cfg_.setup_timeout_ms)
+    fail(fmt::format("MPA setup did not complete within {} ms", cfg_.setup_timeout_ms));
+}
+
+void QueuePair::peer_closed() {
+  if (state_ == QpState::connected || state_ == QpState::connecting) {
+    error_ = "the peer closed the connection";
+    state_ = QpState::closed;
+  }
+  rx_ = Rx::dead;
+  flush_queues();
+}
+
+// --------------------------------------------------------------- transmit
+
+void QueuePair::consume(std::size_t n) {
+  n = std::min(n, tx_.size() - tx_head_);
+  tx_head_ += n;
+  tx_consumed_ += n;
+  while (!release_marks_.empty() && release_marks_.front() <= tx_consumed_) {
+    release_marks_.pop_front();
+    if (inbound_reads_) --inbound_reads_;
+  }
+  if (tx_head_ == tx_.size()) {
+    tx_.clear();
+    tx_head_ = 0;
+  } else if (tx_head_ > (1u << 20) && tx_head_ * 2 > tx_.size()) {
+    tx_.erase(tx_.begin(), tx_.begin() + static_cast<std::ptrdiff_t>(tx_head_));
+    tx_head_ = 0;
+  }
+  pump();
+}
+
+void QueuePair::send_fpdu(Bytes head, Bytes payload) {
+  ++fpdus_sent_;
+  const std::size_t len = head.size() + payload.size();
+  const bool bad_crc = cfg_.faults.corrupt_crc_fpdu == fpdus_sent_;
+  const bool oversize = cfg_.faults.oversize_length_fpdu == fpdus_sent_;
+  if (tx_markers_) {
+    scratch_.assign(head.begin(), head.end());
+    scratch_.insert(scratch_.end(), payload.begin(), payload.end());
+    ms_.fault_index = cfg_.faults.wrong_marker ? static_cast<std::int64_t>(cfg_.faults.wrong_marker - 1) : -1;
+    ms_.fault_ptr_xor = 0x0101;
+    const std::size_t at = tx_.size();
+    pi::encode_fpdu_marked(tx_, B(scratch_), crc_, ms_);
+    if (oversize) protocols::put_be16(MutBytes(tx_).subspan(at), 0, static_cast<std::uint16_t>(len + 64));
+    if (bad_crc) tx_.back() ^= std::byte{0x5a};
+    return;
+  }
+  // Written in place: length, headers, payload, zero pad, CRC.
+  const std::size_t at = tx_.size(), pad = pi::mpa_pad(len);
+  tx_.resize(at + 2 + len + pad + pi::kMpaCrcSize);
+  MutBytes f = MutBytes(tx_).subspan(at);
+  protocols::put_be16(f, 0, static_cast<std::uint16_t>(oversize ? len + 64 : len));
+  std::memcpy(f.data() + 2, head.data(), head.size());
+  if (!payload.empty()) std::memcpy(f.data() + 2 + head.size(), payload.data(), payload.size());
+  std::memset(f.data() + 2 + len, 0, pad);
+  std::uint32_t c = crc_ ? pi::fpdu_crc(Bytes(f).first(2 + len + pad)) : 0;
+  if (bad_crc) c ^= 0x5a5a5a5a;
+  protocols::put_le32(f, 2 + len + pad, c);
+}
+
+void QueuePair::send_untagged(std::uint8_t opcode, std::uint32_t qn, std::uint32_t msn, Bytes body, Bytes payload,
+                              std::uint32_t rsvd_ulp, std::size_t mo) {
+  Header h = pi::ddp_header(false, opcode, true);
+  h.set(pi::DdpUntagged::rsvd_ulp, rsvd_ulp);
+  h.set(pi::DdpUntagged::qn, qn);
+  h.set(pi::DdpUntagged::msn, msn);
+  h.set(pi::DdpUntagged::mo, mo);
+  std::byte head[pi::kDdpUntagged.size + 64];
+  std::memcpy(head, h.bytes().data(), pi::kDdpUntagged.size);
+  std::memcpy(head + pi::kDdpUntagged.size, body.data(), body.size());
+  send_fpdu(Bytes(head, pi::kDdpUntagged.size + body.size()), payload);
+}
+
+void QueuePair::send_tagged(std::uint8_t opcode, std::uint32_t stag, std::uint64_t to, Bytes payload) {
+  Header h = pi::ddp_header(true, opcode, true);
+  h.set(pi::DdpTagged::stag, stag);
+  h.set(pi::DdpTagged::to, to);
+  send_fpdu(h.bytes(), payload);
+}
+
+bool QueuePair::post_send(const SendWr& wr) {
+  if (state_ != QpState::connected && state_ != QpState::connecting && state_ != QpState::idle) {
+    scq_.push({wr.wr_id, WcOpcode::send, WcStatus::flushed});
+    return false;
+  }
+  sq_.push_back({wr, 0});
+  pump();
+  return true;
+}
+
+bool QueuePair::post_recv(const RecvWr& wr) {
+  if (state_ == QpState::terminated || state_ == QpState::closed || state_ == QpState::error) {
+    rcq_.push({wr.wr_id, WcOpcode::recv, WcStatus::flushed});
+    return false;
+  }
+  rq_.push_back(wr);
+  return true;
+}
+
+namespace {
+
+WcOpcode wc_of(WrOpcode op) {
+  switch (op) {
+    case WrOpcode::send:
+    case WrOpcode::send_invalidate: return WcOpcode::send;
+    case WrOpcode::write: return WcOpcode::rdma_write;
+    case WrOpcode::read: return WcOpcode::rdma_read;
+    case WrOpcode::immediate: return WcOpcode::immediate;
+    case WrOpcode::atomic_fetch_add: return WcOpcode::atomic_fetch_add;
+    case WrOpcode::atomic_compare_swap: return WcOpcode::atomic_compare_swap;
+  }
+  return WcOpcode::send;
+}
+
+}  // namespace
+
+// Segments (part of) the head work request; false when it has to wait.
+bool QueuePair::start_wr(const SendWr& wr) {
+  PendingWr& p = sq_.front();
+  const bool needs_local = wr.op != WrOpcode::immediate && (wr.local.length > 0 || wr.op == WrOpcode::read ||
+                                                            wr.op == WrOpcode::atomic_fetch_add ||
+                                                            wr.op == WrOpcode::atomic_compare_swap);
+  MemoryRegion* mr = needs_local ? pd_.find(wr.local.stag) : nullptr;
+  const std::uint32_t local_len = (wr.op == WrOpcode::atomic_fetch_add || wr.op == WrOpcode::atomic_compare_swap)
+                                      ? 8u : wr.local.length;
+  if (needs_local && (!mr || !mr->valid || wr.local.offset + local_len > mr->buf.size() ||
+                      ((wr.op == WrOpcode::read || local_len == 8) && wr.op != WrOpcode::send &&
+                       wr.op != WrOpcode::write && !(mr->access & kLocalWrite)))) {
+    scq_.push({wr.wr_id, wc_of(wr.op), WcStatus::local_protection_error});
+    sq_.pop_front();
+    return true;
+  }
+  const Bytes src = mr ? Bytes(mr->buf).subspan(wr.local.offset, local_len) : Bytes{};
+  switch (wr.op) {
+    case WrOpcode::send:
+    case WrOpcode::send_invalidate:
+    case WrOpcode::immediate: {
+      std::uint8_t op;
+      std::byte imm[8];
+      Bytes data = src;
+      if (wr.op == WrOpcode::immediate) {
+        op = wr.solicited ? pi::kOpImmediateSe : pi::kOpImmediate;
+        for (int i = 0; i < 8; ++i) imm[i] = std::byte((wr.imm >> (56 - 8 * i)) & 0xff);
+        data = Bytes(imm, 8);
+      } else if (wr.op == WrOpcode::send_invalidate) {
+        op = wr.solicited ? pi::kOpSendSeInvalidate : pi::kOpSendInvalidate;
+      } else {
+        op = wr.solicited ? pi::kOpSendSe : pi::kOpSend;
+      }
+      if (p.sent == 0) {
+        ++send_messages_;
+        if (cfg_.faults.skip_msn_message == send_messages_) ++next_msn_[0];
+        if (cfg_.faults.repeat_msn_message == send_messages_ && next_msn_[0] > 1) --next_msn_[0];
+      }
+      const std::size_t room = cfg_.mulpdu - pi::kDdpUntagged.size;
+      const std::size_t n = std::min<std::size_t>(room, data.size() - p.sent);
+      const bool last = p.sent + n == data.size();
+      Header h = pi::ddp_header(false, op, last);
+      h.set(pi::DdpUntagged::rsvd_ulp, wr.op == WrOpcode::send_invalidate ? wr.invalidate_stag : 0);
+      h.set(pi::DdpUntagged::qn, 0);
+      h.set(pi::DdpUntagged::msn, next_msn_[0]);
+      h.set(pi::DdpUntagged::mo, p.sent);
+      send_fpdu(h.bytes(), data.subspan(p.sent, n));
+      p.sent += n;
+      if (!last) return true;
+      ++next_msn_[0];
+      scq_.push({wr.wr_id, wc_of(wr.op), WcStatus::success, static_cast<std::uint32_t>(data.size())});
+      sq_.pop_front();
+      return true;
+    }
+    case WrOpcode::write: {
+      const std::size_t room = cfg_.mulpdu - pi::kDdpTagged.size;
+      const std::size_t n = std::min<std::size_t>(room, src.size() - p.sent);
+      const bool last = p.sent + n == src.size();
+      Header h = pi::ddp_header(true, pi::kOpWrite, last);
+      h.set(pi::DdpTagged::stag, wr.remote_stag);
+      h.set(pi::DdpTagged::to, wr.remote_to + p.sent);
+      send_fpdu(h.bytes(), src.subspan(p.sent, n));
+      p.sent += n;
+      if (!last) return true;
+      scq_.push({wr.wr_id, WcOpcode::rdma_write, WcStatus::success, static_cast<std::uint32_t>(src.size())});
+      sq_.pop_front();
+      return true;
+    }
+    case WrOpcode::read:
+    case WrOpcode::atomic_fetch_add:
+    case WrOpcode::atomic_compare_swap: {
+      if (reads_.size() >= ord_eff_ && !cfg_.faults.ignore_ord) return false;  // ORD reached: wait
+      const bool atomic = wr.op != WrOpcode::read;
+      if (!atomic) {
+        Header rr(pi::kReadRequest);
+        rr.set(pi::ReadRequest::sink_stag, wr.local.stag);
+        rr.set(pi::ReadRequest::sink_to, mr->base_to + wr.local.offset);
+        rr.set(pi::ReadRequest::size, wr.local.length);
+        rr.set(pi::ReadRequest::src_stag, wr.remote_stag);
+        rr.set(pi::ReadRequest::src_to, wr.remote_to);
+        send_untagged(pi::kOpReadRequest, 1, next_msn_[1]++, rr.bytes(), {}, 0, 0);
+        reads_.push_back({wr.wr_id, wr.local.stag, mr->base_to + wr.local.offset, wr.local.length, 0, false,
+                          WcOpcode::rdma_read, 0, false});
+      } else {
+        const std::uint32_t id = next_atomic_id_++;
+        Header a(pi::kAtomicRequest);
+        a.set(pi::AtomicRequest::op, wr.op == WrOpcode::atomic_fetch_add ? 0 : 1);
+        a.set(pi::AtomicRequest::req_id, id);
+        a.set(pi::AtomicRequest::stag, wr.remote_stag);
+        a.set(pi::AtomicRequest::to, wr.remote_to);
+        a.set(pi::AtomicRequest::add_swap, wr.add_swap);
+        a.set(pi::AtomicRequest::add_swap_mask, ~0ull);
+        a.set(pi::AtomicRequest::compare, wr.compare);
+        a.set(pi::AtomicRequest::compare_mask, ~0ull);
+        send_untagged(pi::kOpAtomicRequest, 3, next_msn_[3]++, a.bytes(), {}, 0, 0);
+        reads_.push_back({wr.wr_id, wr.local.stag, mr->base_to + wr.local.offset, 8, 0, true, wc_of(wr.op), id, false});
+      }
+      sq_.pop_front();
+      return true;
+    }
+  }
+  return false;
+}
+
+void QueuePair::pump() {
+  if (state_ != QpState::connected || !may_send_) return;
+  while (tx_.size() - tx_head_ < kHighWater && state_ == QpState::connected) {
+    if (!owed_.empty()) {
+      OwedResponse& o = owed_.front();
+      if (o.atomic) {
+        Header a(pi::kAtomicResponse);
+        a.set(pi::AtomicResponse::req_id, o.req_id);
+        a.set(pi::AtomicResponse::orig, o.original);
+        send_untagged(pi::kOpAtomicResponse, 4, next_msn_[4]++, a.bytes(), {}, 0, 0);
+        owed_.pop_front();
+        release_marks_.push_back(tx_consumed_ + (tx_.size() - tx_head_));
+        continue;
+      }
+      const std::size_t room = cfg_.mulpdu - pi::kDdpTagged.size;
+      const std::uint32_t n = static_cast<std::uint32_t>(std::min<std::size_t>(room, o.length - o.sent));
+      Bytes data;
+      if (n) {
+        MemoryRegion* mr = pd_.find(o.src_stag);
+        if (!mr || !mr->valid) {  // invalidated since the request was accepted
+          return terminate(kLayerRdma, kRdmaProtection, 0x00, "source STag invalidated before the Read Response");
+        }
+        data = Bytes(mr->buf).subspan(o.src_to - mr->base_to + o.sent, n);
+      }
+      const bool last = o.sent + n == o.length;
+      Header h = pi::ddp_header(true, pi::kOpReadResponse, last);
+      h.set(pi::DdpTagged::stag, o.sink_stag);
+      h.set(pi::DdpTagged::to, o.sink_to + o.sent);
+      send_fpdu(h.bytes(), data);
+      o.sent += n;
+      if (last) {
+        owed_.pop_front();
+        // The Read Request's IRD slot frees once the last Response octet has gone out.
+        release_marks_.push_back(tx_consumed_ + (tx_.size() - tx_head_));
+      }
+      continue;
+    }
+    if (sq_.empty()) break;
+    if (!start_wr(sq_.front().wr)) break;
+  }
+}
+
+// ---------------------------------------------------------------- receive
+
+void QueuePair::receive(Bytes in) {
+  if (rx_ == Rx::dead || in.empty()) return;
+  if (state_ == QpState::idle) connect();
+  // A responder that is handed the Request together with more octets: those
+  // were sent before the initiator could have seen our Reply.
+  const bool responder_waiting = !cfg_.initiator && state_ == QpState::connecting;
+  rx_bytes(in);
+  if (responder_waiting && state_ == QpState::connected && rx_early_) {
+    fail("the initiator sent FPDU octets before it could have received our MPA Reply (RFC 5044 §7.1.2)");
+  }
+  pump();
+}
+
+void QueuePair::rx_bytes(Bytes in) {
+  while (!in.empty()) {
+    switch (rx_) {
+      case Rx::dead: return;
+      case Rx::rr_header:
+      case Rx::rr_private: {
+        const std::size_t n = std::min(need_ - stage_.size(), in.size());
+        stage_.insert(stage_.end(), in.begin(), in.begin() + static_cast<std::ptrdiff_t>(n));
+        in = in.subspan(n);
+        if (stage_.size() < need_) break;
+        if (rx_ == Rx::rr_header) {
+          const auto want = cfg_.initiator ? pi::MpaFrameKind::reply : pi::MpaFrameKind::request;
+          if (!pi::looks_like_mpa_key(B(stage_), want))
+            return fail(cfg_.initiator ? "the peer's first octets are not an MPA Reply key"
+                                       : "the peer's first octets are not an MPA Request key");
+          const std::size_t pd = protocols::be16(B(stage_), 18);
+          if (pd > pi::kMpaMaxPrivateData)
+            return fail(fmt::format("MPA private data length {} exceeds 512 (RFC 5044 §7.1.1)", pd));
+          need_ = pi::kMpaRr.size + pd;
+          rx_ = Rx::rr_private;
+          if (stage_.size() < need_) break;
+        }
+        rr_.swap(stage_);
+        stage_.clear();
+        need_ = 2;
+        on_rr(B(rr_));
+        // Anything after a Request that we answered in this same call came early.
+        if (!cfg_.initiator && !in.empty() && rx_ == Rx::fpdu_length) rx_early_ = true;
+        break;
+      }
+      case Rx::fpdu_length:
+      case Rx::fpdu_body: {
+        if (rx_ == Rx::fpdu_length && stage_.empty() && marker_got_ == 0 && !fpdu_open_) {
+          fpdu_open_ = true;
+          fpdu_start_ = rx_pos_;
+          rx_crc_ = protocols::crc::kCrc32cInit;
+          // Fast path: a whole marker-free FPDU in the input, decoded in place.
+          if (!rx_markers_ && in.size() >= 2) {
+            const std::size_t total = pi::fpdu_size(protocols::be16(in, 0));
+            if (in.size() >= total) {
+              const Bytes f = in.first(total);
+              in = in.subspan(total);
+              rx_pos_ += total;
+              fpdu_open_ = false;
+              on_fpdu(f, crc_ ? pi::fpdu_crc(f.first(total - pi::kMpaCrcSize)) : 0);
+              break;
+            }
+          }
+        }
+        // A marker is due at every 512th octet of the peer's stream.
+        if (rx_markers_ && (marker_got_ > 0 || rx_pos_ % pi::kMpaMarkerInterval == 0)) {
+          const std::size_t n = std::min<std::size_t>(4 - marker_got_, in.size());
+          std::memcpy(marker_ + marker_got_, in.data(), n);
+          if (crc_) rx_crc_ = protocols::crc::crc32c_update(rx_crc_, in.first(n));
+          marker_got_ += n;
+          rx_pos_ += n;
+          in = in.subspan(n);
+          if (marker_got_ < 4) break;
+          marker_got_ = 0;
+          const std::uint64_t at = rx_pos_ - 4;
+          const std::uint16_t ptr = protocols::be16(Bytes(marker_, 4), 2);
+          if (ptr != at - fpdu_start_ || protocols::be16(Bytes(marker_, 4), 0) != 0) {
+            return terminate(kLayerLlp, 0, 0x03,
+                             fmt::format("marker at stream offset {} points {} back; the FPDU started {} back", at,
+                                         ptr, at - fpdu_start_));
+          }
+          break;
+        }
+        std::size_t n = std::min(need_ - stage_.size(), in.size());
+        if (rx_markers_) n = std::min<std::size_t>(n, pi::kMpaMarkerInterval - rx_pos_ % pi::kMpaMarkerInterval);
+        const std::size_t before = stage_.size();
+        stage_.insert(stage_.end(), in.begin(), in.begin() + static_cast<std::ptrdiff_t>(n));
+        rx_pos_ += n;
+        in = in.subspan(n);
+        if (rx_ == Rx::fpdu_length) {
+          if (crc_) rx_crc_ = protocols::crc::crc32c_update(rx_crc_, Bytes(stage_).subspan(before));
+          if (stage_.size() < 2) break;
+          need_ = pi::fpdu_size(protocols::be16(B(stage_), 0));
+          rx_ = Rx::fpdu_body;
+          break;
+        }
+        // CRC over everything but the CRC field.
+        const std::size_t crc_end = need_ - pi::kMpaCrcSize;
+        if (crc_ && before < crc_end)
+          rx_crc_ = protocols::crc::crc32c_update(rx_crc_, Bytes(stage_).subspan(before, std::min(stage_.size(), crc_end) - before));
+        if (stage_.size() < need_) break;
+        fpdu_open_ = false;
+        rx_ = Rx::fpdu_length;
+        need_ = 2;
+        on_fpdu(B(stage_), protocols::crc::crc32c_final(rx_crc_));
+        stage_.clear();
+        break;
+      }
+    }
+  }
+}
+
+void QueuePair::on_fpdu(Bytes f, std::uint32_t crc) {
+  ++fpdus_received_;
+  const std::size_t len = protocols::be16(f, 0);
+  const std::uint32_t wire = protocols::le32(f, f.size() - pi::kMpaCrcSize);
+  if (crc_ && wire != crc) {
+    return terminate(kLayerLlp, 0, 0x02,
+                     fmt::format("FPDU {} CRC 0x{:08x}, computed 0x{:08x}", fpdus_received_, wire, crc));
+  }
+  if (awaiting_rtr_ && !is_rtr(f.subspan(2, len)))
+    return terminate(kLayerLlp, 0, 0x07, "the first FPDU is not the negotiated peer-to-peer RTR", f.subspan(2, len));
+  if (!may_send_ && !cfg_.initiator && !awaiting_rtr_) may_send_ = true;
+  on_ulpdu(f.subspan(2, len));
+  if (state_ == QpState::connected && !awaiting_rtr_) may_send_ = true;
+}
+
+// Is this ULPDU the RTR negotiated (RFC 6581 §9 (?)): a zero-length Send
+// (MSN 1), a zero-length RDMA Write, or a zero-length RDMA Read Request?
+bool QueuePair::is_rtr(Bytes u) const {
+  if (u.size() < 2) return false;
+  const bool tagged = (std::to_integer<unsigned>(u[0]) & 0x80) != 0;
+  const unsigned op = std::to_integer<unsigned>(u[1]) & 0x0f;
+  if (rtr_ == Rtr::write) return tagged && op == pi::kOpWrite && u.size() == pi::kDdpTagged.size;
+  if (tagged || u.size() < pi::kDdpUntagged.size) return false;
+  if (rtr_ == Rtr::send) return op == pi::kOpSend && u.size() == pi::kDdpUntagged.size;
+  return op == pi::kOpReadRequest && u.size() == pi::kDdpUntagged.size + pi::kReadRequest.size &&
+         protocols::be32(u, pi::kDdpUntagged.size + 12) == 0;
+}
+
+void QueuePair::on_ulpdu(Bytes u) {
+  if (u.size() < 2) return terminate(kLayerRdma, kRdmaOperation, 0xff, "ULPDU shorter than a DDP control field", u);
+  const bool tagged = (std::to_integer<unsigned>(u[0]) & 0x80) != 0;
+  const unsigned dv = std::to_integer<unsigned>(u[0]) & 3, rv = std::to_integer<unsigned>(u[1]) >> 6;
+  if (dv != 1)
+    return terminate(kLayerDdp, tagged ? kDdpTaggedErr : kDdpUntaggedErr, tagged ? 0x04 : 0x06,
+                     fmt::format("DDP version {}", dv), u);
+  if (rv != 1) return terminate(kLayerRdma, kRdmaOperation, 0x05, fmt::format("RDMAP version {}", rv), u);
+  const auto& def = tagged ? pi::kDdpTagged : pi::kDdpUntagged;
+  auto h = Header::decode(def, u);
+  if (!h) return terminate(kLayerRdma, kRdmaOperation, 0xff, "DDP segment shorter than its header", u);
+  const Bytes rest = u.subspan(def.size);
+  if (tagged) on_tagged(*h, u, rest);
+  else on_untagged(*h, u, rest);
+}
+
+void QueuePair::on_tagged(const Header& h, Bytes u, Bytes payload) {
+  const auto op = static_cast<std::uint8_t>(h.get(pi::DdpTagged::opcode));
+  const auto stag = static_cast<std::uint32_t>(h.get(pi::DdpTagged::stag));
+  const std::uint64_t to = h.get(pi::DdpTagged::to);
+  const bool last = h.get(pi::DdpTagged::l);
+  if (op != pi::kOpWrite && op != pi::kOpReadResponse)
+    return terminate(kLayerRdma, kRdmaOperation, 0x06, fmt::format("opcode 0x{:x} in a tagged segment", op), u);
+  OutstandingRead* rd = nullptr;
+  if (op == pi::kOpReadResponse) {
+    if (reads_.empty() || reads_.front().atomic)
+      return terminate(kLayerRdma, kRdmaOperation, 0x06, "RDMA Read Response without an outstanding Read Request", u);
+    rd = &reads_.front();
+  }
+  if (awaiting_rtr_ && rtr_ == Rtr::write) {  // the zero-length Write RTR (checked in on_fpdu)
+    awaiting_rtr_ = false;
+    may_send_ = true;
+    pump();
+    return;
+  }
+  if (!payload.empty()) {
+    MemoryRegion* mr = pd_.find(stag);
+    if (!mr || !mr->valid) return terminate(kLayerDdp, kDdpTaggedErr, 0x00, fmt::format("STag 0x{:x} is not valid", stag), u);
+    if (op == pi::kOpWrite && !(mr->access & kRemoteWrite))
+      return terminate(kLayerRdma, kRdmaProtection, 0x02, fmt::format("STag 0x{:x} does not allow remote write", stag), u);
+    if (op == pi::kOpReadResponse && (stag != rd->sink_stag || to != rd->sink_to + rd->received))
+      return terminate(kLayerDdp, kDdpTaggedErr, 0x01, "Read Response does not continue the requested sink buffer", u);
+    if (to + payload.size() < to) return terminate(kLayerDdp, kDdpTaggedErr, 0x03, "tagged offset wraps", u);
+    if (to < mr->base_to || to - mr->base_to + payload.size() > mr->buf.size())
+      return terminate(kLayerDdp, kDdpTaggedErr, 0x01,
+                       fmt::format("TO 0x{:x} + {} outside STag 0x{:x} (base 0x{:x}, {} octets)", to, payload.size(),
+                                   stag, mr->base_to, mr->buf.size()),
+                       u);
+    std::memcpy(mr->buf.data() + (to - mr->base_to), payload.data(), payload.size());
+  }
+  if (rd) {
+    rd->received += static_cast<std::uint32_t>(payload.size());
+    if (rd->received > rd->length)
+      return terminate(kLayerDdp, kDdpTaggedErr, 0x01, "Read Response longer than requested", u);
+    if (last) {
+      if (rd->received != rd->length)
+        return terminate(kLayerRdma, kRdmaOperation, 0xff,
+                         fmt::format("Read Response of {} octets for a Read Request of {}", rd->received, rd->length), u);
+      if (!rd->internal) scq_.push({rd->wr_id, WcOpcode::rdma_read, WcStatus::success, rd->length});
+      reads_.pop_front();
+      pump();
+    }
+  }
+}
+
+void QueuePair::on_untagged(const Header& h, Bytes u, Bytes rest) {
+  const auto op = static_cast<std::uint8_t>(h.get(pi::DdpUntagged::opcode));
+  const auto qn = h.get(pi::DdpUntagged::qn);
+  const auto msn = static_cast<std::uint32_t>(h.get(pi::DdpUntagged::msn));
+  const auto mo = static_cast<std::uint32_t>(h.get(pi::DdpUntagged::mo));
+  const bool last = h.get(pi::DdpUntagged::l);
+  const int want_q = queue_of(op);
+  if (want_q < 0) return terminate(kLayerRdma, kRdmaOperation, 0x06, fmt::format("opcode 0x{:x} untagged", op), u);
+  if (qn != static_cast<std::uint64_t>(want_q))
+    return terminate(kLayerDdp, kDdpUntaggedErr, 0x01, fmt::format("QN {} for opcode 0x{:x}", qn, op), u);
+  if (op == pi::kOpTerminate) return on_terminate(rest);
+  if (msn != expect_msn_[qn])
+    return terminate(kLayerDdp, kDdpUntaggedErr, 0x03, fmt::format("MSN {} on queue {}, expected {}", msn, qn, expect_msn_[qn]), u);
+  if (qn == 1) return on_read_request(h, u, rest);
+  if (qn == 3) return on_atomic_request(h, u, rest);
+  if (qn == 4) {
+    auto r = Header::decode(pi::kAtomicResponse, rest);
+    if (!r || !last || mo != 0) return terminate(kLayerRdma, kRdmaOperation, 0xff, "malformed Atomic Response", u);
+    if (reads_.empty() || !reads_.front().atomic || reads_.front().req_id != r->get(pi::AtomicResponse::req_id))
+      return terminate(kLayerRdma, kRdmaOperation, 0x06, "Atomic Response that answers no outstanding request", u);
+    ++expect_msn_[4];
+    const OutstandingRead rd = reads_.front();
+    reads_.pop_front();
+    const std::uint64_t orig = r->get(pi::AtomicResponse::orig);
+    MemoryRegion* mr = pd_.find(rd.sink_stag);
+    if (mr && mr->valid && rd.sink_to >= mr->base_to && rd.sink_to - mr->base_to + 8 <= mr->buf.size())
+      std::memcpy(mr->buf.data() + (rd.sink_to - mr->base_to), &orig, 8);
+    Completion c{rd.wr_id, rd.op, WcStatus::success, 8};
+    c.atomic_original = orig;
+    scq_.push(c);
+    pump();
+    return;
+  }
+  // Queue 0: Send family and Immediate Data.
+  if (!in_send_.open) {
+    if (mo != 0) return terminate(kLayerDdp, kDdpUntaggedErr, 0x04, fmt::format("first segment with MO {}", mo), u);
+    if (awaiting_rtr_ && rtr_ == Rtr::send && op == pi::kOpSend && rest.empty() && last && msn == 1) {
+      awaiting_rtr_ = false;  // the peer-to-peer RTR: consumed here, no completion
+      ++expect_msn_[0];
+      may_send_ = true;
+      pump();
+      return;
+    }
+    if (rq_.empty())
+      return terminate(kLayerDdp, kDdpUntaggedErr, 0x02, fmt::format("no receive buffer posted for MSN {}", msn), u);
+    in_send_ = {true, rq_.front(), msn, 0};
+    rq_.pop_front();
+  } else if (mo != in_send_.got) {
+    return terminate(kLayerDdp, kDdpUntaggedErr, 0x04, fmt::format("MO {}, expected {}", mo, in_send_.got), u);
+  }
+  const bool imm = op == pi::kOpImmediate || op == pi::kOpImmediateSe;
+  if (imm && (!last || mo != 0 || rest.size() != 8))
+    return terminate(kLayerRdma, kRdmaOperation, 0xff, "Immediate Data must be one segment of 8 octets", u);
+  const Sge& sge = in_send_.wr.sge;
+  if (!imm) {
+    if (in_send_.got + rest.size() > sge.length)
+      return terminate(kLayerDdp, kDdpUntaggedErr, 0x05,
+                       fmt::format("message exceeds the {}-octet receive buffer", sge.length), u);
+    if (!rest.empty()) {
+      MemoryRegion* mr = pd_.find(sge.stag);
+      if (!mr || !mr->valid || !(mr->access & kLocalWrite) || sge.offset + sge.length > mr->buf.size()) {
+        rcq_.push({in_send_.wr.wr_id, WcOpcode::recv, WcStatus::local_protection_error});
+        return terminate(kLayerRdma, kRdmaOperation, 0x07, "our posted receive buffer is not usable", u);
+      }
+      std::memcpy(mr->buf.data() + sge.offset + in_send_.got, rest.data(), rest.size());
+    }
+  }
+  in_send_.got += static_cast<std::uint32_t>(rest.size());
+  if (!last) return;
+  ++expect_msn_[0];
+  in_send_.open = false;
+  Completion c{in_send_.wr.wr_id, imm ? WcOpcode::recv_immediate : WcOpcode::recv, WcStatus::success,
+               imm ? 0u : in_send_.got};
+  c.solicited = op == pi::kOpSendSe || op == pi::kOpSendSeInvalidate || op == pi::kOpImmediateSe;
+  if (imm) c.imm = protocols::be64(rest, 0);
+  if (op == pi::kOpSendInvalidate || op == pi::kOpSendSeInvalidate) {
+    const auto inv = static_cast<std::uint32_t>(h.get(pi::DdpUntagged::rsvd_ulp));
+    if (!pd_.invalidate(inv)) {
+      rcq_.push(c);
+      return terminate(kLayerRdma, kRdmaOperation, 0x09, fmt::format("STag 0x{:x} cannot be invalidated", inv), u);
+    }
+    c.invalidated = inv;
+  }
+  rcq_.push(c);
+}
+
+void QueuePair::on_read_request(const Header& h, Bytes u, Bytes body) {
+  auto rr = Header::decode(pi::kReadRequest, body);
+  if (!rr || body.size() != pi::kReadRequest.size || !h.get(pi::DdpUntagged::l) || h.get(pi::DdpUntagged::mo) != 0)
+    return terminate(kLayerRdma, kRdmaOperation, 0xff, "malformed RDMA Read Request", u, true);
+  if (inbound_reads_ >= ird_eff_ && !(awaiting_rtr_ && rtr_ == Rtr::read))
+    return terminate(kLayerDdp, kDdpUntaggedErr, 0x02,
+                     fmt::format("Read Request beyond our IRD {} (no Read Request buffer)", ird_eff_), u);
+  ++expect_msn_[1];
+  OwedResponse o;
+  o.sink_stag = static_cast<std::uint32_t>(rr->get(pi::ReadRequest::sink_stag));
+  o.sink_to = rr->get(pi::ReadRequest::sink_to);
+  o.length = static_cast<std::uint32_t>(rr->get(pi::ReadRequest::size));
+  o.src_stag = static_cast<std::uint32_t>(rr->get(pi::ReadRequest::src_stag));
+  o.src_to = rr->get(pi::ReadRequest::src_to);
+  if (awaiting_rtr_ && rtr_ == Rtr::read && o.length == 0) {
+    awaiting_rtr_ = false;
+    may_send_ = true;
+  }
+  if (o.length) {
+    MemoryRegion* mr = pd_.find(o.src_stag);
+    if (!mr || !mr->valid)
+      return terminate(kLayerRdma, kRdmaProtection, 0x00, fmt::format("source STag 0x{:x} is not valid", o.src_stag), u, true);
+    if (!(mr->access & kRemoteRead))
+      return terminate(kLayerRdma, kRdmaProtection, 0x02, fmt::format("source STag 0x{:x} does not allow remote read", o.src_stag), u, true);
+    if (o.src_to + o.length < o.src_to) return terminate(kLayerRdma, kRdmaProtection, 0x04, "source tagged offset wraps", u, true);
+    if (o.src_to < mr->base_to || o.src_to - mr->base_to + o.length > mr->buf.size())
+      return terminate(kLayerRdma, kRdmaProtection, 0x01,
+                       fmt::format("Read of {} at TO 0x{:x} outside STag 0x{:x}", o.length, o.src_to, o.src_stag), u, true);
+  }
+  ++inbound_reads_;
+  owed_.push_back(o);
+  pump();
+}
+
+void QueuePair::on_atomic_request(const Header& h, Bytes u, Bytes body) {
+  auto a = Header::decode(pi::kAtomicRequest, body);
+  if (!a || body.size() != pi::kAtomicRequest.size || !h.get(pi::DdpUntagged::l))
+    return terminate(kLayerRdma, kRdmaOperation, 0xff, "malformed Atomic Request", u);
+  if (inbound_reads_ >= ird_eff_)
+    return terminate(kLayerDdp, kDdpUntaggedErr, 0x02, fmt::format("Atomic Request beyond our IRD {}", ird_eff_), u);
+  ++expect_msn_[3];
+  const auto stag = static_cast<std::uint32_t>(a->get(pi::AtomicRequest::stag));
+  const std::uint64_t to = a->get(pi::AtomicRequest::to);
+  MemoryRegion* mr = pd_.find(stag);
+  if (!mr || !mr->valid) return terminate(kLayerRdma, kRdmaProtection, 0x00, fmt::format("STag 0x{:x} is not valid", stag), u);
+  if (!(mr->access & kRemoteAtomic))
+    return terminate(kLayerRdma, kRdmaProtection, 0x02, fmt::format("STag 0x{:x} does not allow atomics", stag), u);
+  if (to % 8 != 0 || to < mr->base_to || to - mr->base_to + 8 > mr->buf.size())
+    return terminate(kLayerRdma, kRdmaProtection, 0x01, fmt::format("atomic target TO 0x{:x} unaligned or outside", to), u);
+  std::byte* p = mr->buf.data() + (to - mr->base_to);
+  std::uint64_t cur;
+  std::memcpy(&cur, p, 8);
+  const std::uint64_t add_swap = a->get(pi::AtomicRequest::add_swap), mask = a->get(pi::AtomicRequest::add_swap_mask);
+  std::uint64_t next = cur;
+  if (a->get(pi::AtomicRequest::op) == 0) {
+    next = cur + add_swap;
+  } else if (a->get(pi::AtomicRequest::op) == 1) {
+    const std::uint64_t cmask = a->get(pi::AtomicRequest::compare_mask);
+    if ((cur & cmask) == (a->get(pi::AtomicRequest::compare) & cmask)) next = (cur & ~mask) | (add_swap & mask);
+  } else {
+    return terminate(kLayerRdma, kRdmaOperation, 0xff, fmt::format("atomic operation {}", a->get(pi::AtomicRequest::op)), u);
+  }
+  std::memcpy(p, &next, 8);
+  OwedResponse o;
+  o.atomic = true;
+  o.req_id = static_cast<std::uint32_t>(a->get(pi::AtomicRequest::req_id));
+  o.original = cur;
+  owed_.push_back(o);
+  pump();
+}
+
+void QueuePair::on_terminate(Bytes body) {
+  auto t = Header::decode(pi::kTerminate, body);
+  TerminateInfo info;
+  if (t) {
+    info.layer = static_cast<unsigned>(t->get(pi::Terminate::layer));
+    info.etype = static_cast<unsigned>(t->get(pi::Terminate::etype));
+    info.code = static_cast<unsigned>(t->get(pi::Terminate::ecode));
+  }
+  info.reason = "received from the peer";
+  term_received_ = info;
+  state_ = QpState::terminated;
+  error_ = fmt::format("the peer sent Terminate layer {} type {} code 0x{:02x}", info.layer, info.etype, info.code);
+  rx_ = Rx::dead;
+  flush_queues();
+}
+
+// ----------------------------------------------------------------- errors
+
+void QueuePair::terminate(unsigned layer, unsigned etype, unsigned code, std::string reason, Bytes offending,
+                          bool copy_rdmap) {
+  if (state_ != QpState::connected) return fail(reason);
+  Header t(pi::kTerminate);
+  t.set(pi::Terminate::layer, layer);
+  t.set(pi::Terminate::etype, etype);
+  t.set(pi::Terminate::ecode, code);
+  std::vector<std::byte> body;
+  std::size_t ddp_len = 0;
+  if (offending.size() >= 2) {
+    const bool tagged = (std::to_integer<unsigned>(offending[0]) & 0x80) != 0;
+    ddp_len = tagged ? pi::kDdpTagged.size : pi::kDdpUntagged.size;
+    if (offending.size() < ddp_len) ddp_len = 0;
+  }
+  const bool with_rdmap = copy_rdmap && ddp_len && offending.size() >= ddp_len + pi::kReadRequest.size;
+  t.set(pi::Terminate::m, ddp_len != 0);
+  t.set(pi::Terminate::d, ddp_len != 0);
+  t.set(pi::Terminate::r, with_rdmap);
+  pi::append(body, t);
+  if (ddp_len) {
+    std::byte seglen[2];
+    protocols::put_be16(MutBytes(seglen, 2), 0, static_cast<std::uint16_t>(offending.size()));
+    pi::append(body, Bytes(seglen, 2));
+    pi::append(body, offending.first(ddp_len));
+    if (with_rdmap) pi::append(body, offending.subspan(ddp_len, pi::kReadRequest.size));
+  }
+  send_untagged(pi::kOpTerminate, 2, next_msn_[2]++, B(body), {}, 0, 0);
+  term_sent_ = TerminateInfo{layer, etype, code, reason};
+  error_ = fmt::format("sent Terminate layer {} type {} code 0x{:02x}: {}", layer, etype, code, reason);
+  state_ = QpState::terminated;
+  rx_ = Rx::dead;
+  flush_queues();
+}
+
+void QueuePair::fail(std::string why) {
+  error_ = std::move(why);
+  state_ = QpState::error;
+  rx_ = Rx::dead;
+  flush_queues();
+}
+
+void QueuePair::flush_queues() {
+  for (auto& p : sq_) scq_.push({p.wr.wr_id, wc_of(p.wr.op), WcStatus::flushed});
+  sq_.clear();
+  for (auto& r : reads_)
+    if (!r.internal) scq_.push({r.wr_id, r.op, WcStatus::flushed});
+  reads_.clear();
+  if (in_send_.open) rcq_.push({in_send_.wr.wr_id, WcOpcode::recv, WcStatus::flushed});
+  in_send_.open = false;
+  for (auto& r : rq_) rcq_.push({r.wr_id, WcOpcode::recv, WcStatus::flushed});
+  rq_.clear();
+  owed_.clear();
+}
+
+// --------------------------------------------------------------- verbs
+
+std::uint32_t ProtectionDomain::register_mr(std::span<std::byte> buf, unsigned access, std::uint64_t base_to) {
+  const std::uint32_t stag = (next_index_++ << 8) | key_;
+  key_ = static_cast<std::uint8_t>(key_ * 37 + 11);
+  mrs_[stag] = MemoryRegion{stag, buf, base_to, access, true};
+  return stag;
+}
+
+bool ProtectionDomain::deregister(std::uint32_t stag) { return mrs_.erase(stag) > 0; }
+
+bool ProtectionDomain::invalidate(std::uint32_t stag) {
+  auto* m = find(stag);
+  if (!m || !m->valid) return false;
+  m->valid = false;
+  return true;
+}
+
+MemoryRegion* ProtectionDomain::find(std::uint32_t stag) {
+  auto it = mrs_.find(stag);
+  return it == mrs_.end() ? nullptr : &it->second;
+}
+
+std::string_view wc_status_name(WcStatus s) {
+  switch (s) {
+    case WcStatus::success: return "success";
+    case WcStatus::local_length_error: return "local length error";
+    case WcStatus::local_protection_error: return "local protection error";
+    case WcStatus::remote_access_error: return "remote access error";
+    case WcStatus::remote_operation_error: return "remote operation error";
+    case WcStatus::flushed: return "flushed";
+  }
+  return "?";
+}
+
+}  // namespace rdmaconf::engine::iwarp

@@ -1,0 +1,213 @@
+#pragma once
+// The reference iWARP engine's queue pair: MPA connection setup (RFC 5044,
+// RFC 6581), FPDU framing with CRC and markers, DDP placement (RFC 5041) and
+// RDMAP (RFC 5040, RFC 7306), sans I/O.
+//
+// Bytes in:  receive(octets the peer sent)          any split, any size
+// Bytes out: output() / consume(n)                  what to write to the peer
+// Time:      tick(now_ms)                           the MPA setup timeout
+// State:     state(), terminate_sent(), terminate_received(), error()
+//
+// The receive path is a resumable state machine (MPA frame header, private
+// data; then per FPDU: length, ULPDU with pad, CRC; markers are taken out
+// wherever they fall), so the same stream split at every octet gives the
+// same result. Violations by the peer end in a Terminate carrying the RFC's
+// layer / type / code and the offending headers, then a clean close.
+// Deliberate misbehaviour for conformance testing is in Faults.
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engines/iwarp/verbs.hpp"
+#include "protocols/core/bits.hpp"
+#include "protocols/core/header.hpp"
+#include "protocols/iwarp/codec.hpp"
+
+namespace rdmaconf::engine::iwarp {
+
+using protocols::Bytes;
+
+enum class Rtr { none, send, write, read };  // RFC 6581 ready-to-receive message type
+
+struct Faults {
+  std::uint64_t corrupt_crc_fpdu = 0;      // flip the CRC of the Nth FPDU sent (1-based; 0 off)
+  std::uint64_t wrong_marker = 0;          // XOR the pointer of the Nth marker sent
+  std::uint64_t skip_msn_message = 0;      // the Nth untagged Send-queue message skips one MSN
+  std::uint64_t repeat_msn_message = 0;    // the Nth untagged Send-queue message reuses the last MSN
+  bool ignore_ord = false;                 // send Read Requests beyond the negotiated ORD
+  bool fpdu_before_reply = false;          // the initiator sends an FPDU right behind its Request
+  std::uint64_t oversize_length_fpdu = 0;  // the Nth FPDU's length field claims 64 octets more than sent
+};
+
+struct QpConfig {
+  bool initiator = true;
+  std::uint8_t revision = 2;
+  bool enhanced = true;        // RFC 6581 IRD/ORD word (revision 2 only)
+  bool crc = true;             // ask for CRC (used when either side asks)
+  bool markers = false;        // ask the peer to send markers to us
+  bool p2p = false;            // RFC 6581 peer-to-peer mode: the initiator sends an RTR first
+  Rtr rtr = Rtr::send;         // initiator: the RTR type it offers / uses
+  std::uint16_t ird = 16, ord = 16;
+  std::vector<std::byte> private_data;
+  bool reject = false;         // responder: reject the Request
+  std::size_t mulpdu = 8192;   // largest ULPDU we send (capped by the 16-bit length field)
+  std::uint64_t setup_timeout_ms = 5000;
+  Faults faults;
+};
+
+enum class QpState { idle, connecting, connected, terminated, closed, error };
+std::string_view qp_state_name(QpState s);
+
+struct TerminateInfo {
+  unsigned layer = 0, etype = 0, code = 0;
+  std::string reason;  // our words: what the peer did
+};
+
+class QueuePair {
+ public:
+  QueuePair(ProtectionDomain& pd, CompletionQueue& send_cq, CompletionQueue& recv_cq, QpConfig cfg);
+
+  // Initiator: writes the MPA Request. Responder: nothing to do; it waits.
+  void connect();
+  // Octets from the peer, in order.
+  void receive(Bytes in);
+  // The peer closed its side (EOF).
+  void peer_closed();
+  void tick(std::uint64_t now_ms);
+
+  // What to send to the peer; consume(n) after n octets went out.
+  Bytes output() const { return Bytes(tx_).subspan(tx_head_); }
+  void consume(std::size_t n);
+  // True when the peer should be disconnected once output() is empty.
+  bool wants_close() const { return state_ == QpState::terminated || state_ == QpState::error || close_after_flush_; }
+
+  bool post_send(const SendWr& wr);
+  bool post_recv(const RecvWr& wr);
+
+  QpState state() const { return state_; }
+  const std::string& error() const { return error_; }
+  const std::optional<TerminateInfo>& terminate_sent() const { return term_sent_; }
+  const std::optional<TerminateInfo>& terminate_received() const { return term_received_; }
+  // Negotiated: CRC in use, markers each way, IRD/ORD in effect, peer's private data.
+  bool crc_in_use() const { return crc_; }
+  bool markers_to_peer() const { return tx_markers_; }
+  bool markers_from_peer() const { return rx_markers_; }
+  std::uint16_t effective_ord() const { return ord_eff_; }
+  std::uint16_t effective_ird() const { return ird_eff_; }
+  const std::vector<std::byte>& peer_private_data() const { return peer_pd_; }
+  std::uint64_t fpdus_sent() const { return fpdus_sent_; }
+  std::uint64_t fpdus_received() const { return fpdus_received_; }
+
+  struct Impl;
+
+ private:
+  // ---- setup
+  void on_rr(Bytes frame);
+  void established();
+  // ---- transmit
+  void pump();
+  void send_fpdu(Bytes ulpdu_head, Bytes payload);
+  void send_untagged(std::uint8_t opcode, std::uint32_t qn, std::uint32_t msn, Bytes body, Bytes payload,
+                     std::uint32_t rsvd_ulp, std::size_t mo);
+  void send_tagged(std::uint8_t opcode, std::uint32_t stag, std::uint64_t to, Bytes payload);
+  bool start_wr(const SendWr& wr);
+  // ---- receive
+  void rx_bytes(Bytes in);
+  void on_fpdu(Bytes fpdu, std::uint32_t crc_computed);
+  void on_ulpdu(Bytes ulpdu);
+  bool is_rtr(Bytes ulpdu) const;
+  void on_tagged(const protocols::Header& h, Bytes ulpdu, Bytes payload);
+  void on_untagged(const protocols::Header& h, Bytes ulpdu, Bytes payload);
+  void on_read_request(const protocols::Header& ddp, Bytes ulpdu, Bytes body);
+  void on_atomic_request(const protocols::Header& ddp, Bytes ulpdu, Bytes body);
+  void on_terminate(Bytes body);
+  // ---- errors
+  void terminate(unsigned layer, unsigned etype, unsigned code, std::string reason, Bytes offending_ulpdu = {},
+                 bool copy_rdmap = false);
+  void fail(std::string why);  // no framing to carry a Terminate: close
+  void flush_queues();
+
+  ProtectionDomain& pd_;
+  CompletionQueue& scq_;
+  CompletionQueue& rcq_;
+  QpConfig cfg_;
+  QpState state_ = QpState::idle;
+  std::string error_;
+  std::optional<TerminateInfo> term_sent_, term_received_;
+  bool close_after_flush_ = false;
+  std::uint64_t started_ms_ = 0, now_ms_ = 0;
+
+  // negotiated
+  bool crc_ = false, tx_markers_ = false, rx_markers_ = false;
+  std::uint16_t ord_eff_ = 0, ird_eff_ = 0;
+  bool p2p_ = false;
+  Rtr rtr_ = Rtr::none;
+  bool may_send_ = false;  // responder: not before the peer's first FPDU (RFC 5044 §7.1.2) or RTR
+  bool awaiting_rtr_ = false;
+  std::vector<std::byte> peer_pd_;
+
+  // transmit
+  std::vector<std::byte> tx_;
+  std::size_t tx_head_ = 0;
+  std::vector<std::byte> scratch_;
+  protocols::iwarp::MarkerStream ms_;  // our marker positions, from our first FPDU
+  std::uint64_t fpdus_sent_ = 0;
+  std::uint32_t next_msn_[5] = {1, 1, 1, 1, 1};  // per untagged queue
+  std::uint64_t send_messages_ = 0;
+  struct PendingWr {
+    SendWr wr;
+    std::uint64_t sent = 0;  // octets already segmented
+  };
+  std::deque<PendingWr> sq_;
+  struct OutstandingRead {
+    std::uint64_t wr_id;
+    std::uint32_t sink_stag;
+    std::uint64_t sink_to;
+    std::uint32_t length, received = 0;
+    bool atomic = false;
+    WcOpcode op = WcOpcode::rdma_read;
+    std::uint32_t req_id = 0;
+    bool internal = false;  // the RTR Read: no completion
+  };
+  std::deque<OutstandingRead> reads_;  // in order (RFC 5040: responses come in request order)
+  std::uint32_t next_atomic_id_ = 1;
+  // Responses we owe the peer (Read Responses, Atomic Responses), in order.
+  struct OwedResponse {
+    bool atomic = false;
+    std::uint32_t src_stag = 0, sink_stag = 0;
+    std::uint64_t src_to = 0, sink_to = 0;
+    std::uint32_t length = 0, sent = 0;
+    std::uint32_t req_id = 0;
+    std::uint64_t original = 0;
+  };
+  std::deque<OwedResponse> owed_;
+  std::uint32_t inbound_reads_ = 0;  // Read/Atomic Requests accepted, not yet fully answered
+  std::deque<std::uint64_t> release_marks_;  // tx_consumed_ at which an answer has gone out
+  std::uint64_t tx_consumed_ = 0;
+
+  // receive
+  enum class Rx { rr_header, rr_private, fpdu_length, fpdu_body, dead };
+  Rx rx_ = Rx::rr_header;
+  std::vector<std::byte> stage_;
+  std::size_t need_ = 20;
+  std::uint64_t rx_pos_ = 0;  // stream position since the peer's first FPDU (markers)
+  std::uint64_t fpdu_start_ = 0;
+  bool fpdu_open_ = false;  // an FPDU (or its leading marker) has begun
+  bool rx_early_ = false;   // octets followed the Request in the call that completed it
+  std::uint32_t rx_crc_ = 0;
+  std::byte marker_[4];
+  std::size_t marker_got_ = 0;
+  std::vector<std::byte> rr_;
+  std::uint64_t fpdus_received_ = 0;
+  std::uint32_t expect_msn_[5] = {1, 1, 1, 1, 1};
+  std::deque<RecvWr> rq_;
+  struct Inbound {  // the untagged message being received on queue 0
+    bool open = false;
+    RecvWr wr;
+    std::uint32_t msn = 0, got = 0;
+  } in_send_;
+};
+
+}  // namespace rdmaconf::engine::iwarp

@@ -1,0 +1,122 @@
+#pragma once
+// The verbs-style API of the reference iWARP engine, in our own namespace.
+//
+//   ProtectionDomain pd;                       // owns memory regions
+//   auto stag = pd.register_mr(buf, kRemoteWrite | kLocalWrite);
+//   CompletionQueue scq, rcq;
+//   QueuePair qp(pd, scq, rcq, config);        // engines/iwarp/qp.hpp
+//   qp.post_recv({.wr_id = 1, .sge = {stag, 0, 4096}});
+//   qp.post_send({.wr_id = 2, .op = WrOpcode::write, .local = {...}, .remote_stag = peer_stag, .remote_to = 0});
+//   while (auto c = scq.poll()) ...;           // Completion with a WcStatus
+//
+// A memory region is named by its STag both locally (as an SGE's key) and by
+// the peer (tagged DDP). Tagged offsets of a region run from its base_to.
+// Nothing here does I/O: the queue pair turns work requests into bytes and
+// bytes into completions (see qp.hpp and docs/engine.md).
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <unordered_map>
+
+namespace rdmaconf::engine::iwarp {
+
+enum Access : unsigned {
+  kLocalWrite = 1,    // the region may receive Sends and Read Responses
+  kRemoteRead = 2,    // the peer may RDMA Read it
+  kRemoteWrite = 4,   // the peer may RDMA Write it
+  kRemoteAtomic = 8,  // the peer may run RFC 7306 atomics on it
+};
+
+struct MemoryRegion {
+  std::uint32_t stag = 0;
+  std::span<std::byte> buf;
+  std::uint64_t base_to = 0;  // tagged offset of buf[0]
+  unsigned access = 0;
+  bool valid = true;          // false after an invalidation
+};
+
+class ProtectionDomain {
+ public:
+  // Registers `buf` and returns its STag (24-bit index, 8-bit key).
+  std::uint32_t register_mr(std::span<std::byte> buf, unsigned access, std::uint64_t base_to = 0);
+  bool deregister(std::uint32_t stag);
+  // Remote or local invalidation: the STag stops working until re-registered.
+  bool invalidate(std::uint32_t stag);
+  MemoryRegion* find(std::uint32_t stag);
+
+ private:
+  std::unordered_map<std::uint32_t, MemoryRegion> mrs_;
+  std::uint32_t next_index_ = 1;
+  std::uint8_t key_ = 0x5a;
+};
+
+enum class WcStatus {
+  success,
+  local_length_error,      // a Send larger than the posted receive buffer
+  local_protection_error,  // an SGE outside its region, or a bad local STag
+  remote_access_error,     // the peer answered with a protection Terminate
+  remote_operation_error,  // the peer answered with an operation Terminate
+  flushed,                 // the queue pair left the connected state first
+};
+std::string_view wc_status_name(WcStatus s);
+
+enum class WcOpcode { send, rdma_write, rdma_read, atomic_fetch_add, atomic_compare_swap, immediate, recv, recv_immediate };
+
+struct Completion {
+  Completion() = default;
+  Completion(std::uint64_t id, WcOpcode o, WcStatus s = WcStatus::success, std::uint32_t len = 0)
+      : wr_id(id), op(o), status(s), byte_len(len) {}
+  std::uint64_t wr_id = 0;
+  WcOpcode op = WcOpcode::send;
+  WcStatus status = WcStatus::success;
+  std::uint32_t byte_len = 0;
+  std::optional<std::uint64_t> imm;          // received Immediate Data (RFC 7306)
+  std::optional<std::uint32_t> invalidated;  // STag a Send with Invalidate invalidated
+  bool solicited = false;
+  std::optional<std::uint64_t> atomic_original;  // the value an atomic found
+};
+
+class CompletionQueue {
+ public:
+  void push(Completion c) { q_.push_back(std::move(c)); }
+  std::optional<Completion> poll() {
+    if (q_.empty()) return std::nullopt;
+    Completion c = std::move(q_.front());
+    q_.pop_front();
+    return c;
+  }
+  std::size_t size() const { return q_.size(); }
+
+ private:
+  std::deque<Completion> q_;
+};
+
+// A local buffer: region STag, offset into the region, length.
+struct Sge {
+  std::uint32_t stag = 0;
+  std::uint64_t offset = 0;
+  std::uint32_t length = 0;
+};
+
+enum class WrOpcode { send, send_invalidate, write, read, immediate, atomic_fetch_add, atomic_compare_swap };
+
+struct SendWr {
+  std::uint64_t wr_id = 0;
+  WrOpcode op = WrOpcode::send;
+  Sge local;                          // source (send, write) or sink (read, atomic result: 8 octets)
+  bool solicited = false;             // Send with Solicited Event / Immediate with SE
+  std::uint32_t remote_stag = 0;      // write, read, atomics
+  std::uint64_t remote_to = 0;
+  std::uint32_t invalidate_stag = 0;  // send_invalidate
+  std::uint64_t imm = 0;              // immediate
+  std::uint64_t add_swap = 0, compare = 0;  // atomics
+};
+
+struct RecvWr {
+  std::uint64_t wr_id = 0;
+  Sge sge;
+};
+
+}  // namespace rdmaconf::engine::iwarp
