@@ -187,7 +187,6 @@ void QueuePair::established() {
   if (cfg_.initiator) {
     may_send_ = true;
     if (p2p_) {  // the RTR goes first (RFC 6581 §9 (?))
-      std::vector<std::byte> seg;
       if (rtr_ == Rtr::send) {
         send_untagged(pi::kOpSend, 0, next_msn_[0]++, {}, {}, 0, 0);
       } else if (rtr_ == Rtr::write) {

@@ -5,8 +5,6 @@
 #include <boost/test/unit_test.hpp>
 
 #include <filesystem>
-#include <numeric>
-#include <random>
 
 #include <fmt/format.h>
 
