@@ -38,6 +38,13 @@ int queue_of(std::uint8_t op) {
 
 Bytes B(const std::vector<std::byte>& v) { return {v.data(), v.size()}; }
 
+// A DDP/RDMAP control field (T, DV, RV, opcode: the rows both DDP layouts
+// share) read through the table from the first two octets of a ULPDU.
+unsigned control(Bytes u, std::size_t field) {
+  const auto& f = pi::kDdpTaggedFields[field];
+  return static_cast<unsigned>(protocols::read_bits(u.first(2), f.bit_offset, f.bit_width));
+}
+
 }  // namespace
 
 std::string_view qp_state_name(QpState s) {
@@ -603,8 +610,8 @@ void QueuePair::on_fpdu(Bytes f, std::uint32_t crc) {
 // (MSN 1), a zero-length RDMA Write, or a zero-length RDMA Read Request?
 bool QueuePair::is_rtr(Bytes u) const {
   if (u.size() < 2) return false;
-  const bool tagged = (std::to_integer<unsigned>(u[0]) & 0x80) != 0;
-  const unsigned op = std::to_integer<unsigned>(u[1]) & 0x0f;
+  const bool tagged = control(u, pi::DdpTagged::t);
+  const unsigned op = control(u, pi::DdpTagged::opcode);
   if (rtr_ == Rtr::write) return tagged && op == pi::kOpWrite && u.size() == pi::kDdpTagged.size;
   if (tagged || u.size() < pi::kDdpUntagged.size) return false;
   if (rtr_ == Rtr::send) return op == pi::kOpSend && u.size() == pi::kDdpUntagged.size;
@@ -614,8 +621,8 @@ bool QueuePair::is_rtr(Bytes u) const {
 
 void QueuePair::on_ulpdu(Bytes u) {
   if (u.size() < 2) return terminate(kLayerRdma, kRdmaOperation, 0xff, "ULPDU shorter than a DDP control field", u);
-  const bool tagged = (std::to_integer<unsigned>(u[0]) & 0x80) != 0;
-  const unsigned dv = std::to_integer<unsigned>(u[0]) & 3, rv = std::to_integer<unsigned>(u[1]) >> 6;
+  const bool tagged = control(u, pi::DdpTagged::t);
+  const unsigned dv = control(u, pi::DdpTagged::dv), rv = control(u, pi::DdpTagged::rv);
   if (dv != 1)
     return terminate(kLayerDdp, tagged ? kDdpTaggedErr : kDdpUntaggedErr, tagged ? 0x04 : 0x06,
                      fmt::format("DDP version {}", dv), u);
@@ -855,6 +862,9 @@ void QueuePair::on_terminate(Bytes body) {
 void QueuePair::terminate(unsigned layer, unsigned etype, unsigned code, std::string reason, Bytes offending,
                           bool copy_rdmap) {
   if (state_ != QpState::connected) return fail(reason);
+  // Only combinations the RFCs define (the table the checker's case uses too).
+  if (!pi::terminate_code_defined(layer, etype, code))
+    return fail(fmt::format("internal: Terminate {}/{}/0x{:02x} is not a defined code ({})", layer, etype, code, reason));
   Header t(pi::kTerminate);
   t.set(pi::Terminate::layer, layer);
   t.set(pi::Terminate::etype, etype);
@@ -862,7 +872,7 @@ void QueuePair::terminate(unsigned layer, unsigned etype, unsigned code, std::st
   std::vector<std::byte> body;
   std::size_t ddp_len = 0;
   if (offending.size() >= 2) {
-    const bool tagged = (std::to_integer<unsigned>(offending[0]) & 0x80) != 0;
+    const bool tagged = control(offending, pi::DdpTagged::t);
     ddp_len = tagged ? pi::kDdpTagged.size : pi::kDdpUntagged.size;
     if (offending.size() < ddp_len) ddp_len = 0;
   }
