@@ -286,7 +286,7 @@ void QueuePair::send_untagged(std::uint8_t opcode, std::uint32_t qn, std::uint32
   h.set(pi::DdpUntagged::mo, mo);
   std::byte head[pi::kDdpUntagged.size + 64];
   std::memcpy(head, h.bytes().data(), pi::kDdpUntagged.size);
-  std::memcpy(head + pi::kDdpUntagged.size, body.data(), body.size());
+  if (!body.empty()) std::memcpy(head + pi::kDdpUntagged.size, body.data(), body.size());
   send_fpdu(Bytes(head, pi::kDdpUntagged.size + body.size()), payload);
 }
 
