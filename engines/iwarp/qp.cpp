@@ -278,8 +278,8 @@ void QueuePair::send_fpdu(Bytes head, Bytes payload) {
 }
 
 void QueuePair::send_untagged(std::uint8_t opcode, std::uint32_t qn, std::uint32_t msn, Bytes body, Bytes payload,
-                              std::uint32_t rsvd_ulp, std::size_t mo) {
-  Header h = pi::ddp_header(false, opcode, true);
+                              std::uint32_t rsvd_ulp, std::size_t mo, bool last) {
+  Header h = pi::ddp_header(false, opcode, last);
   h.set(pi::DdpUntagged::rsvd_ulp, rsvd_ulp);
   h.set(pi::DdpUntagged::qn, qn);
   h.set(pi::DdpUntagged::msn, msn);
@@ -290,8 +290,8 @@ void QueuePair::send_untagged(std::uint8_t opcode, std::uint32_t qn, std::uint32
   send_fpdu(Bytes(head, pi::kDdpUntagged.size + body.size()), payload);
 }
 
-void QueuePair::send_tagged(std::uint8_t opcode, std::uint32_t stag, std::uint64_t to, Bytes payload) {
-  Header h = pi::ddp_header(true, opcode, true);
+void QueuePair::send_tagged(std::uint8_t opcode, std::uint32_t stag, std::uint64_t to, Bytes payload, bool last) {
+  Header h = pi::ddp_header(true, opcode, last);
   h.set(pi::DdpTagged::stag, stag);
   h.set(pi::DdpTagged::to, to);
   send_fpdu(h.bytes(), payload);
@@ -374,12 +374,8 @@ bool QueuePair::start_wr(const SendWr& wr) {
       const std::size_t room = cfg_.mulpdu - pi::kDdpUntagged.size;
       const std::size_t n = std::min<std::size_t>(room, data.size() - p.sent);
       const bool last = p.sent + n == data.size();
-      Header h = pi::ddp_header(false, op, last);
-      h.set(pi::DdpUntagged::rsvd_ulp, wr.op == WrOpcode::send_invalidate ? wr.invalidate_stag : 0);
-      h.set(pi::DdpUntagged::qn, 0);
-      h.set(pi::DdpUntagged::msn, next_msn_[0]);
-      h.set(pi::DdpUntagged::mo, p.sent);
-      send_fpdu(h.bytes(), data.subspan(p.sent, n));
+      send_untagged(op, 0, next_msn_[0], {}, data.subspan(p.sent, n),
+                    wr.op == WrOpcode::send_invalidate ? wr.invalidate_stag : 0, p.sent, last);
       p.sent += n;
       if (!last) return true;
       ++next_msn_[0];
@@ -391,10 +387,7 @@ bool QueuePair::start_wr(const SendWr& wr) {
       const std::size_t room = cfg_.mulpdu - pi::kDdpTagged.size;
       const std::size_t n = std::min<std::size_t>(room, src.size() - p.sent);
       const bool last = p.sent + n == src.size();
-      Header h = pi::ddp_header(true, pi::kOpWrite, last);
-      h.set(pi::DdpTagged::stag, wr.remote_stag);
-      h.set(pi::DdpTagged::to, wr.remote_to + p.sent);
-      send_fpdu(h.bytes(), src.subspan(p.sent, n));
+      send_tagged(pi::kOpWrite, wr.remote_stag, wr.remote_to + p.sent, src.subspan(p.sent, n), last);
       p.sent += n;
       if (!last) return true;
       scq_.push({wr.wr_id, WcOpcode::rdma_write, WcStatus::success, static_cast<std::uint32_t>(src.size())});
@@ -462,10 +455,7 @@ void QueuePair::pump() {
         data = Bytes(mr->buf).subspan(o.src_to - mr->base_to + o.sent, n);
       }
       const bool last = o.sent + n == o.length;
-      Header h = pi::ddp_header(true, pi::kOpReadResponse, last);
-      h.set(pi::DdpTagged::stag, o.sink_stag);
-      h.set(pi::DdpTagged::to, o.sink_to + o.sent);
-      send_fpdu(h.bytes(), data);
+      send_tagged(pi::kOpReadResponse, o.sink_stag, o.sink_to + o.sent, data, last);
       o.sent += n;
       if (last) {
         owed_.pop_front();
