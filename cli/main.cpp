@@ -1,6 +1,9 @@
 // rdmaconf: conformance checking for RDMA-family wire protocols.
 //   rdmaconf check PATH... [--json FILE] [--junit FILE] [--cases PATTERN] [--strict] [--quiet] [--verbose]
 //   rdmaconf cases [--json]
+//   rdmaconf fpdus PATH
+//   rdmaconf interop --peer tcp://ADDR:PORT --scenario NAME [options]   (cli/live.cpp)
+//   rdmaconf peer --listen ADDR:PORT [options]
 // Exit status: 0 no case FAILed, 1 some case FAILed, 2 usage error or unreadable input.
 #include <unistd.h>
 
@@ -12,6 +15,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "cli/live.hpp"
 #include "conformance/checker.hpp"
 #include "reports/report.hpp"
 
@@ -118,12 +122,16 @@ int main(int argc, char** argv) {
   std::string fpdus_path;
   fpdus->add_option("path", fpdus_path, "capture file")->required();
 
+  cli::LiveCommands live(app);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : kExitUsage;
   }
+
+  if (live.selected()) return live.run();
 
   if (*fpdus) {
     conformance::CheckOptions o;

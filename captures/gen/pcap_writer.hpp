@@ -32,6 +32,9 @@ class PcapWriter {
   // Writes one IP packet (l3 starts at the IP header) with the link header.
   void ip_packet(const Host& from, const Host& to, protocols::Bytes l3);
   std::uint64_t frames() const { return frames_; }
+  // Frames are stamped 10 microseconds apart from a fixed start; live
+  // recorders move the clock (microseconds since the epoch) before each write.
+  void set_time_us(std::int64_t usec) { usec_ = usec; }
 
  private:
   pcap_t* dead_ = nullptr;

@@ -104,7 +104,9 @@ void add_iwarp_ddp_cases(Catalog& k) {
                         "segments of one message carry the same MSN."}),
                 [](CaseCtx& ctx, const iwarp::FpduEvent& e, const Seg& g, const Queues::Q& q) {
                   const std::uint32_t next = q.msn + 1;
-                  const bool ok = g.msn() == next || (q.msn != 0 && g.msn() == q.msn);
+                  // The same MSN again is a further segment of the open message; after that message's last
+                  // segment, a segment with MO 0 and the same MSN is a new message that did not advance it.
+                  const bool ok = g.msn() == next || (q.msn != 0 && g.msn() == q.msn && (q.open || g.mo() != 0));
                   RDMACONF_JUDGE(ctx, e, ok, q.msn == 0 ? std::string("MSN 1") : fmt::format("MSN {} or {}", q.msn, next),
                         fmt::format("MSN {}", g.msn()), fmt::format("queue {}", g.qn()));
                 });
@@ -127,6 +129,7 @@ void add_iwarp_ddp_cases(Catalog& k) {
                   if (q.open && g.msn() == q.msn + 1)
                     return fail_at(ctx, e, fmt::format("a segment of message {} with L set first", q.msn),
                                    fmt::format("message {} starts", g.msn()), fmt::format("queue {}", g.qn()));
+                  if (!q.open && g.msn() == q.msn && g.mo() == 0) return;  // a new message reusing the MSN: iwarp.ddp.msn
                   if (!q.open && g.msn() == q.msn)
                     return fail_at(ctx, e, fmt::format("message {} ended (L set)", q.msn),
                                    "another segment of it", fmt::format("queue {}", g.qn()));

@@ -474,13 +474,7 @@ void QueuePair::pump() {
 void QueuePair::receive(Bytes in) {
   if (rx_ == Rx::dead || in.empty()) return;
   if (state_ == QpState::idle) connect();
-  // A responder that is handed the Request together with more octets: those
-  // were sent before the initiator could have seen our Reply.
-  const bool responder_waiting = !cfg_.initiator && state_ == QpState::connecting;
   rx_bytes(in);
-  if (responder_waiting && state_ == QpState::connected && rx_early_) {
-    fail("the initiator sent FPDU octets before it could have received our MPA Reply (RFC 5044 §7.1.2)");
-  }
   pump();
 }
 
@@ -510,8 +504,10 @@ void QueuePair::rx_bytes(Bytes in) {
         stage_.clear();
         need_ = 2;
         on_rr(B(rr_));
-        // Anything after a Request that we answered in this same call came early.
-        if (!cfg_.initiator && !in.empty() && rx_ == Rx::fpdu_length) rx_early_ = true;
+        // Anything after a Request that we answered in this same call was sent before the
+        // initiator could have seen our Reply: close without reading it as FPDUs.
+        if (!cfg_.initiator && !in.empty() && rx_ == Rx::fpdu_length)
+          return fail("the initiator sent FPDU octets before it could have received our MPA Reply (RFC 5044 §7.1.2)");
         break;
       }
       case Rx::fpdu_length:

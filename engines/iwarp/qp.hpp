@@ -87,6 +87,7 @@ class QueuePair {
   bool post_recv(const RecvWr& wr);
 
   QpState state() const { return state_; }
+  const QpConfig& config() const { return cfg_; }
   const std::string& error() const { return error_; }
   const std::optional<TerminateInfo>& terminate_sent() const { return term_sent_; }
   const std::optional<TerminateInfo>& terminate_received() const { return term_received_; }
@@ -99,6 +100,11 @@ class QueuePair {
   const std::vector<std::byte>& peer_private_data() const { return peer_pd_; }
   std::uint64_t fpdus_sent() const { return fpdus_sent_; }
   std::uint64_t fpdus_received() const { return fpdus_received_; }
+  std::uint64_t markers_sent() const { return ms_.written; }
+  std::uint64_t send_messages() const { return send_messages_; }
+  // Faults may be armed while connected, relative to the counters above
+  // (e.g. corrupt_crc_fpdu = fpdus_sent() + 1 spoils the next FPDU).
+  Faults& faults() { return cfg_.faults; }
 
   struct Impl;
 
@@ -195,7 +201,6 @@ class QueuePair {
   std::uint64_t rx_pos_ = 0;  // stream position since the peer's first FPDU (markers)
   std::uint64_t fpdu_start_ = 0;
   bool fpdu_open_ = false;  // an FPDU (or its leading marker) has begun
-  bool rx_early_ = false;   // octets followed the Request in the call that completed it
   std::uint32_t rx_crc_ = 0;
   std::byte marker_[4];
   std::size_t marker_got_ = 0;

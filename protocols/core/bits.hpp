@@ -37,6 +37,10 @@ inline void put_be16(MutBytes b, std::size_t off, std::uint16_t v) {
 inline void put_be32(MutBytes b, std::size_t off, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) b[off + i] = std::byte((v >> (24 - 8 * i)) & 0xff);
 }
+inline void put_be64(MutBytes b, std::size_t off, std::uint64_t v) {
+  put_be32(b, off, static_cast<std::uint32_t>(v >> 32));
+  put_be32(b, off + 4, static_cast<std::uint32_t>(v));
+}
 inline void put_le32(MutBytes b, std::size_t off, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) b[off + i] = std::byte((v >> (8 * i)) & 0xff);
 }

@@ -1,0 +1,198 @@
+#include "cli/live.hpp"
+
+#include <csignal>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "interop/iwarp/scenarios.hpp"
+
+namespace rdmaconf::cli {
+
+namespace ii = interop::iwarp;
+namespace eng = engine::iwarp;
+
+namespace {
+
+constexpr int kExitFail = 1;
+constexpr int kExitUsage = 2;
+
+std::stop_source g_stop;
+extern "C" void on_signal(int) { g_stop.request_stop(); }
+
+}  // namespace
+
+struct LiveOptions {
+  // Engine (both commands).
+  bool crc = true;
+  bool markers = false;
+  unsigned revision = 2;
+  bool no_enhanced = false;
+  std::string p2p = "none";
+  std::uint16_t ird = 16, ord = 16;
+  std::size_t mulpdu = 8192;
+  std::string private_data;
+  bool spin = false;
+  int timeout_ms = 10000;
+  // interop
+  std::string peer_addr, scenario, pcap, json_out;
+  std::uint32_t size = 0;
+  std::uint64_t iterations = 0;
+  unsigned window = 16;
+  bool list = false;
+  // peer
+  std::string listen;
+  bool reject = false;
+  std::uint64_t connections = 0;
+  std::string pcap_dir;
+  std::uint32_t max_size = 64u << 20;
+
+  eng::QpConfig qp(bool initiator) const {
+    eng::QpConfig c;
+    c.initiator = initiator;
+    c.revision = static_cast<std::uint8_t>(revision);
+    c.enhanced = revision == 2 && !no_enhanced;
+    c.crc = crc;
+    c.markers = markers;
+    c.p2p = p2p != "none";
+    c.rtr = p2p == "write" ? eng::Rtr::write : p2p == "read" ? eng::Rtr::read : eng::Rtr::send;
+    c.ird = ird;
+    c.ord = ord;
+    c.mulpdu = mulpdu;
+    c.private_data.assign(reinterpret_cast<const std::byte*>(private_data.data()),
+                          reinterpret_cast<const std::byte*>(private_data.data()) + private_data.size());
+    c.reject = reject;
+    c.setup_timeout_ms = static_cast<std::uint64_t>(timeout_ms);
+    return c;
+  }
+};
+
+namespace {
+
+void engine_options(CLI::App* c, LiveOptions& o) {
+  c->add_flag("--crc,!--no-crc", o.crc, "ask for MPA CRCs (default on; used when either side asks)");
+  c->add_flag("--markers", o.markers, "ask the peer to send MPA markers to us");
+  c->add_option("--mpa-rev", o.revision, "MPA revision to offer or accept (1 or 2)")->check(CLI::Range(1, 2));
+  c->add_flag("--no-enhanced", o.no_enhanced, "revision 2 without the RFC 6581 IRD/ORD word");
+  c->add_option("--p2p", o.p2p, "peer-to-peer mode and RTR type (initiator: none, send, write or read)")
+      ->check(CLI::IsMember({"none", "send", "write", "read"}));
+  c->add_option("--ird", o.ird, "inbound RDMA Read queue depth to announce");
+  c->add_option("--ord", o.ord, "outbound RDMA Read queue depth to announce");
+  c->add_option("--mulpdu", o.mulpdu, "largest ULPDU we send")->check(CLI::Range(64, 65535 - 24));
+  c->add_option("--private-data", o.private_data, "MPA private data to send (text, up to 512 octets)")
+      ->check([](const std::string& s) { return s.size() > 512 ? std::string("at most 512 octets") : std::string(); });
+  c->add_flag("--spin", o.spin, "busy-poll the socket instead of sleeping in epoll_wait");
+  c->add_option("--timeout", o.timeout_ms, "milliseconds any one step may take")->check(CLI::Range(1, 3600000));
+}
+
+std::string scenario_list() {
+  std::string s = "scenarios:\n";
+  for (const auto& i : ii::scenarios()) s += fmt::format("  {:<24} {}\n", i.name, i.summary);
+  return s;
+}
+
+}  // namespace
+
+LiveCommands::LiveCommands(CLI::App& app) : o_(std::make_unique<LiveOptions>()) {
+  LiveOptions& o = *o_;
+  interop_ = app.add_subcommand("interop", "run a scenario with our iWARP engine as the initiator");
+  interop_->footer(scenario_list());
+  interop_->add_option("--peer", o.peer_addr, "the responder: tcp://ADDR:PORT");
+  interop_->add_option("--scenario", o.scenario, "what to run (see below)");
+  interop_->add_option("--size", o.size, "message size in octets (default: the scenario's)");
+  interop_->add_option("--iterations", o.iterations, "how many messages (default: the scenario's)");
+  interop_->add_option("--window", o.window, "RDMA Writes/Reads in flight in write-bw and read-bw")->check(CLI::Range(1, 1024));
+  interop_->add_option("--pcap", o.pcap, "record what the engine sent and received to FILE (for rdmaconf check)");
+  interop_->add_option("--json", o.json_out, "write the result as JSON to FILE");
+  interop_->add_flag("--list", o.list, "list the scenarios and exit");
+  engine_options(interop_, o);
+
+  peer_ = app.add_subcommand("peer", "run our iWARP engine as a responder for interop scenarios and rping clients");
+  peer_->add_option("--listen", o.listen, "ADDR:PORT to listen on")->required();
+  peer_->add_option("--connections", o.connections, "exit after serving this many connections (default: run until a signal)");
+  peer_->add_option("--pcap-dir", o.pcap_dir, "record connection N as DIR/peer-N.pcap");
+  peer_->add_flag("--reject", o.reject, "reject every MPA Request");
+  peer_->add_option("--max-size", o.max_size, "largest buffer a client may ask for");
+  engine_options(peer_, o);
+}
+
+LiveCommands::~LiveCommands() = default;
+
+bool LiveCommands::selected() const { return interop_->parsed() || peer_->parsed(); }
+
+int LiveCommands::run() {
+  const LiveOptions& o = *o_;
+  const eng::WaitMode wait = o.spin ? eng::WaitMode::spin : eng::WaitMode::block;
+  if (interop_->parsed()) {
+    if (o.list) {
+      std::cout << scenario_list();
+      return 0;
+    }
+    if (o.peer_addr.empty() || o.scenario.empty()) {
+      std::cerr << "rdmaconf interop: --peer and --scenario are required (--list shows the scenarios)\n";
+      return kExitUsage;
+    }
+    if (!ii::find_scenario(o.scenario)) {
+      std::cerr << fmt::format("rdmaconf interop: unknown scenario '{}'\n{}", o.scenario, scenario_list());
+      return kExitUsage;
+    }
+    ii::RunOptions ro;
+    ro.scenario = o.scenario;
+    ro.size = o.size;
+    ro.iterations = o.iterations;
+    ro.qp = o.qp(true);
+    ro.pcap = o.pcap;
+    ro.wait = wait;
+    ro.timeout_ms = o.timeout_ms;
+    ro.window = o.window;
+    const auto r = ii::run_initiator(o.peer_addr, ro);
+    const auto j = r.to_json();
+    std::string line = fmt::format("{}: {} - {}", r.scenario, j["verdict"].get<std::string>(), r.message);
+    if (r.ok && r.seconds > 0) {
+      line += fmt::format("; {} x {} octets in {:.3f} s", r.iterations, r.size, r.seconds);
+      if (j.contains("half_round_trip_usec"))
+        line += fmt::format(", half round trip {:.2f} us", j["half_round_trip_usec"].get<double>());
+      else
+        line += fmt::format(", {:.2f} Gbit/s", j.value("gbit_per_s", 0.0));
+    }
+    std::cout << line << "\n";
+    if (!o.json_out.empty()) {
+      std::ofstream os(o.json_out);
+      os << j.dump(2) << "\n";
+      if (!os) {
+        std::cerr << "rdmaconf interop: cannot write " << o.json_out << "\n";
+        return kExitUsage;
+      }
+    }
+    if (r.skipped) return 0;
+    return r.ok ? 0 : kExitFail;
+  }
+
+  std::string err;
+  eng::Fd lfd = eng::tcp_listen(o.listen, err);
+  if (!lfd) {
+    std::cerr << "rdmaconf peer: " << err << "\n";
+    return kExitUsage;
+  }
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  std::cerr << fmt::format("rdmaconf peer: listening on port {}\n", eng::local_port(lfd.get()));
+  ii::PeerOptions po;
+  po.qp = o.qp(false);
+  po.connections = o.connections;
+  po.wait = wait;
+  po.idle_timeout_ms = o.timeout_ms;
+  po.max_size = o.max_size;
+  po.pcap_dir = o.pcap_dir;
+  if (!po.pcap_dir.empty()) std::filesystem::create_directories(po.pcap_dir);
+  bool all_ok = true;
+  ii::serve(lfd.get(), po, [&](const nlohmann::json& rep) {
+    all_ok &= rep.value("ok", false);
+    std::cout << rep.dump() << std::endl;
+  }, g_stop.get_token());
+  return all_ok ? 0 : kExitFail;
+}
+
+}  // namespace rdmaconf::cli

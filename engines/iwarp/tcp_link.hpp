@@ -1,0 +1,119 @@
+#pragma once
+// The TCP socket adapter around the sans-I/O queue pair: one non-blocking
+// socket, an epoll set, and a loop that moves octets between them.
+//
+//   std::string err;
+//   auto fd = tcp_connect("127.0.0.1:4791", 5000, err);   // or tcp_listen + tcp_accept
+//   QueuePair qp(pd, scq, rcq, cfg);
+//   TcpLink link(std::move(fd), qp);
+//   link.record("run.pcap");                              // optional
+//   qp.connect();
+//   link.run_until([&] { return qp.state() == QpState::connected; }, 5000);
+//
+// run_until() writes what the queue pair has to send, hands it whatever the
+// peer sent, drives its timer, and waits in epoll_wait (or spins on
+// non-blocking reads, WaitMode::spin) until the condition holds, the
+// connection ends or the time runs out. When the queue pair wants the
+// connection closed (after a Terminate), the link flushes its output, shuts
+// down the write side and waits briefly for the peer's FIN.
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engines/iwarp/qp.hpp"
+
+namespace rdmaconf::captures {
+class PcapWriter;
+class TcpConversation;
+}  // namespace rdmaconf::captures
+
+namespace rdmaconf::engine::iwarp {
+
+// An owned file descriptor.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& o) noexcept : fd_(o.release()) {}
+  Fd& operator=(Fd&& o) noexcept;
+  ~Fd();
+  int get() const { return fd_; }
+  int release() {
+    const int f = fd_;
+    fd_ = -1;
+    return f;
+  }
+  explicit operator bool() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
+// "ADDR:PORT", "[V6ADDR]:PORT" or "tcp://" followed by either. Numeric
+// addresses only (no name resolution: the lab and tests use literals).
+bool parse_endpoint(std::string_view text, sockaddr_storage& out, unsigned& len, std::string& err);
+std::string endpoint_name(const sockaddr_storage& a);
+
+Fd tcp_listen(std::string_view endpoint, std::string& err);
+// The port a listening socket was bound to (useful with port 0).
+std::uint16_t local_port(int fd);
+// Waits up to timeout_ms for a connection; empty Fd on timeout (err says so).
+Fd tcp_accept(int listen_fd, int timeout_ms, std::string& err);
+Fd tcp_connect(std::string_view endpoint, int timeout_ms, std::string& err);
+
+enum class WaitMode { block, spin };
+
+class TcpLink {
+ public:
+  TcpLink(Fd fd, QueuePair& qp, WaitMode wait = WaitMode::block);
+  ~TcpLink();
+  TcpLink(const TcpLink&) = delete;
+  TcpLink& operator=(const TcpLink&) = delete;
+
+  // Records every octet sent and received as a TCP conversation in a pcap
+  // (the initiator as the first host); call before any traffic.
+  bool record(const std::string& pcap_path, std::string& err);
+
+  // True when done() held; false on timeout, connection end or socket error
+  // (see ended(), error()).
+  bool run_until(const std::function<bool()>& done, int timeout_ms);
+  // Flushes what the queue pair still has to send, closes our side and waits
+  // up to timeout_ms for the peer to close its side.
+  void close(int timeout_ms = 2000);
+
+  bool ended() const { return ended_; }     // the connection is over (EOF, reset, closed by us)
+  bool peer_eof() const { return peer_eof_; }
+  const std::string& error() const { return error_; }
+  std::uint64_t octets_sent() const { return sent_; }
+  std::uint64_t octets_received() const { return received_; }
+  int fd() const { return fd_.get(); }
+
+ private:
+  bool flush();      // writes output(); false on a socket error
+  bool read_some();  // one read; true when octets arrived
+  void wait(int timeout_ms);
+  void finish(std::string why);
+  void tap(int dir, protocols::Bytes b);
+
+  Fd fd_;
+  Fd ep_;
+  QueuePair& qp_;
+  WaitMode mode_;
+  bool want_out_ = false;  // EPOLLOUT registered
+  bool ended_ = false, peer_eof_ = false, shut_wr_ = false;
+  std::string error_;
+  std::vector<std::byte> rbuf_;
+  std::uint64_t sent_ = 0, received_ = 0;
+  std::chrono::steady_clock::time_point t0_;
+  // recording
+  std::unique_ptr<captures::PcapWriter> pcap_;
+  std::unique_ptr<captures::TcpConversation> conv_;
+  int our_dir_ = 0;
+};
+
+}  // namespace rdmaconf::engine::iwarp

@@ -1,0 +1,1055 @@
+#include "interop/iwarp/scenarios.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <list>
+
+#include <fmt/format.h>
+
+#include "protocols/core/bits.hpp"
+#include "protocols/iwarp/headers.hpp"
+
+namespace rdmaconf::interop::iwarp {
+
+using namespace engine::iwarp;
+using protocols::Bytes;
+using protocols::MutBytes;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+namespace pi = protocols::iwarp;
+
+// ------------------------------------------------------------ the catalog
+
+// Terminate layers and error types (RFC 5040 §8.2, RFC 5041 §7.2 / §7.3).
+constexpr unsigned kRdmap = 0, kDdp = 1, kLlp = 2;
+constexpr unsigned kRdmapProtection = 1, kRdmapOperation = 2, kDdpTagged = 1, kDdpUntagged = 2;
+
+enum Code : std::uint8_t {
+  kRping = 1,
+  kWriteBw,
+  kReadBw,
+  kSendLat,
+  kWriteLat,
+  kTermCrc = 16,
+  kTermMarker,
+  kTermMsnSkip,
+  kTermMsnRepeat,
+  kTermOversize,
+  kTermNoBuffer,
+  kTermTooLong,
+  kTermStag,
+  kTermBounds,
+  kTermAccess,
+  kTermReadStag,
+  kTermReadBounds,
+  kTermOrd,
+  kTermInvalidate,
+  kTermBeforeReply,
+};
+
+std::vector<ScenarioInfo> make_catalog() {
+  std::vector<ScenarioInfo> v;
+  auto data = [&](std::string_view n, Code c, std::string_view s, std::uint32_t size, std::uint64_t it) {
+    v.push_back({n, c, s, size, it, std::nullopt, false, {}, {}, false, false, false});
+  };
+  data("rping", kRping, "rping's exchange: Send of a buffer, RDMA Read of it, RDMA Write back, compared", 64, 100);
+  data("write-bw", kWriteBw, "RDMA Write throughput, the responder verifies every slot of its buffer", 65536, 2000);
+  data("read-bw", kReadBw, "RDMA Read throughput, every response verified", 65536, 2000);
+  data("send-lat", kSendLat, "Send ping-pong, every message verified on both sides", 4, 1000);
+  data("write-lat", kWriteLat, "RDMA Write ping-pong polled on the last octet, every message verified", 4, 1000);
+  auto term = [&](std::string_view n, Code c, std::string_view s, ExpectedTerminate e, std::string_view rule,
+                  std::vector<std::string_view> cases, bool crc = false, bool markers = false) {
+    v.push_back({n, c, s, 64, 1, e, false, rule, std::move(cases), false, crc, markers});
+  };
+  term("terminate-crc", kTermCrc, "an FPDU with a corrupted CRC", {kLlp, 0, 0x02},
+       "RFC 5044 §5 and §8: the receiver checks every FPDU's CRC and reports a mismatch as LLP 0x02 (RFC 5040 §7.2)",
+       {"iwarp.mpa.fpdu.crc"}, true);
+  term("terminate-marker", kTermMarker, "a marker whose FPDU pointer is wrong", {kLlp, 0, 0x03},
+       "RFC 5044 §4.3 and §8: a marker points back to the start of its FPDU; a wrong one is LLP 0x03",
+       {"iwarp.mpa.marker.fpduptr"},
+       false, true);
+  term("terminate-msn-skip", kTermMsnSkip, "a Send whose MSN skips one", {kDdp, kDdpUntagged, 0x03},
+       "RFC 5041 §5.3: MSN advances by one per message on each untagged queue; a wrong one is DDP untagged 0x03",
+       {"iwarp.ddp.msn"});
+  term("terminate-msn-repeat", kTermMsnRepeat, "a Send that repeats the previous MSN", {kDdp, kDdpUntagged, 0x03},
+       "RFC 5041 §5.3: MSN advances by one per message on each untagged queue; a wrong one is DDP untagged 0x03",
+       {"iwarp.ddp.msn"});
+  term("terminate-oversize", kTermOversize, "an FPDU whose ULPDU length claims 64 octets more than it carries",
+       {kLlp, 0, 0x02}, "RFC 5044 §4 and §8: the ULPDU length frames the FPDU, so a wrong one makes the CRC fail (LLP 0x02)",
+       {"iwarp.mpa.fpdu.crc"}, true);
+  v.back().framing_lost = true;
+  term("terminate-no-buffer", kTermNoBuffer, "a Send when the responder posted no receive buffer",
+       {kDdp, kDdpUntagged, 0x02}, "RFC 5041 §5.3: an untagged message lands in a posted buffer; none is DDP untagged 0x02 (RFC 5040 §7.2)", {});
+  term("terminate-too-long", kTermTooLong, "a Send longer than the responder's receive buffer",
+       {kDdp, kDdpUntagged, 0x05}, "RFC 5041 §5.3: an untagged message must fit its buffer; DDP untagged 0x05 (RFC 5040 §7.2)", {});
+  term("terminate-stag", kTermStag, "an RDMA Write to an STag that names no region", {kDdp, kDdpTagged, 0x00},
+       "RFC 5041 §5.2: tagged placement needs a valid STag; DDP tagged 0x00 (RFC 5040 §7.2)", {});
+  term("terminate-bounds", kTermBounds, "an RDMA Write running past the end of the advertised region",
+       {kDdp, kDdpTagged, 0x01}, "RFC 5041 §5.2: tagged placement stays inside the region; DDP tagged 0x01 (RFC 5040 §7.2)", {});
+  term("terminate-access", kTermAccess, "an RDMA Write to a region advertised for remote read only",
+       {kRdmap, kRdmapProtection, 0x02}, "RFC 5040 §7.2: an RDMA Write needs an STag with remote-write rights; RDMA protection 0x02", {});
+  term("terminate-read-stag", kTermReadStag, "an RDMA Read Request naming an invalid source STag",
+       {kRdmap, kRdmapProtection, 0x00}, "RFC 5040 §7.2: a Read Request's source STag must be valid; RDMA protection 0x00", {});
+  term("terminate-read-bounds", kTermReadBounds, "an RDMA Read Request running past the source region",
+       {kRdmap, kRdmapProtection, 0x01}, "RFC 5040 §7.2: a Read Request stays inside the source region; RDMA protection 0x01", {});
+  term("terminate-ord", kTermOrd, "one RDMA Read Request more than the responder's IRD", {kDdp, kDdpUntagged, 0x02},
+       "RFC 6581 §9.1, RFC 5040 §5.2: Read Requests in flight never exceed the responder's IRD; the extra one finds no "
+       "queue 1 buffer (DDP untagged 0x02)",
+       {"iwarp.rdmap.ird_ord"});
+  term("terminate-invalidate", kTermInvalidate, "a Send with Invalidate naming an STag that cannot be invalidated",
+       {kRdmap, kRdmapOperation, 0x09}, "RFC 5040 §6.3, §7.2: the STag a Send with Invalidate names must be one that can be invalidated; RDMA operation 0x09", {});
+  v.push_back({"terminate-before-reply", kTermBeforeReply,
+               "an FPDU sent right behind the MPA Request, before the Reply", 64, 1, std::nullopt, true, "RFC 5044 §7.1.2: the initiator sends no FPDU before it has received the Reply; with no framing agreed the "
+               "responder can only close",
+               {"iwarp.mpa.fpdu.before_exchange"}, true, false, false});  // sent before markers/CRC were agreed
+  return v;
+}
+
+// -------------------------------------------------- the control messages
+
+constexpr std::uint32_t kMagic = 0x52434e46;  // "RCNF"
+constexpr std::uint8_t kVersion = 1;
+constexpr std::size_t kCtlSize = 56, kMinSlot = 64;
+constexpr unsigned kSlots = 4;
+enum Kind : std::uint8_t { kHello = 1, kReady = 2, kDone = 3, kResult = 4 };
+enum Status : std::uint8_t { kOk = 0, kMismatch = 1, kRefused = 2 };
+
+struct Ctl {
+  std::uint8_t kind = 0, scenario = 0, status = 0;
+  std::uint32_t size = 0, iterations = 0;
+  std::uint32_t stag = 0, len = 0;
+  std::uint64_t to = 0;
+  std::uint32_t stag_ro = 0, len_ro = 0;
+  std::uint64_t to_ro = 0;
+  std::uint16_t credits = 0, ird = 0;
+  std::uint32_t recv_size = 0;
+
+  std::array<std::byte, kCtlSize> encode() const {
+    std::array<std::byte, kCtlSize> b{};
+    MutBytes m(b);
+    protocols::put_be32(m, 0, kMagic);
+    m[4] = std::byte{kVersion};
+    m[5] = std::byte{kind};
+    m[6] = std::byte{scenario};
+    m[7] = std::byte{status};
+    protocols::put_be32(m, 8, size);
+    protocols::put_be32(m, 12, iterations);
+    protocols::put_be32(m, 16, stag);
+    protocols::put_be32(m, 20, len);
+    protocols::put_be64(m, 24, to);
+    protocols::put_be32(m, 32, stag_ro);
+    protocols::put_be32(m, 36, len_ro);
+    protocols::put_be64(m, 40, to_ro);
+    protocols::put_be16(m, 48, credits);
+    protocols::put_be16(m, 50, ird);
+    protocols::put_be32(m, 52, recv_size);
+    return b;
+  }
+  static std::optional<Ctl> decode(Bytes b) {
+    if (b.size() < kCtlSize || protocols::be32(b, 0) != kMagic || b[4] != std::byte{kVersion}) return std::nullopt;
+    Ctl c;
+    c.kind = std::to_integer<std::uint8_t>(b[5]);
+    c.scenario = std::to_integer<std::uint8_t>(b[6]);
+    c.status = std::to_integer<std::uint8_t>(b[7]);
+    c.size = protocols::be32(b, 8);
+    c.iterations = protocols::be32(b, 12);
+    c.stag = protocols::be32(b, 16);
+    c.len = protocols::be32(b, 20);
+    c.to = protocols::be64(b, 24);
+    c.stag_ro = protocols::be32(b, 32);
+    c.len_ro = protocols::be32(b, 36);
+    c.to_ro = protocols::be64(b, 40);
+    c.credits = protocols::be16(b, 48);
+    c.ird = protocols::be16(b, 50);
+    c.recv_size = protocols::be32(b, 52);
+    return c;
+  }
+};
+
+// rping's buffer advertisement: { be64 address, be32 rkey, be32 size }.
+constexpr std::size_t kRpingInfo = 16;
+struct RpingInfo {
+  std::uint64_t addr = 0;
+  std::uint32_t rkey = 0, size = 0;
+};
+
+std::array<std::byte, kRpingInfo> encode_rping(const RpingInfo& r) {
+  std::array<std::byte, kRpingInfo> b{};
+  protocols::put_be64(b, 0, r.addr);
+  protocols::put_be32(b, 8, r.rkey);
+  protocols::put_be32(b, 12, r.size);
+  return b;
+}
+
+// rping's buffer contents for ping n: "rdma-ping-<n>: " then letters cycling
+// from 'A' + n (mod 58) through 'z', ending in a NUL.
+void fill_rping(std::span<std::byte> b, std::uint64_t n) {
+  const std::string head = fmt::format("rdma-ping-{}: ", n);
+  const std::size_t h = std::min(head.size(), b.size());
+  std::memcpy(b.data(), head.data(), h);
+  unsigned c = 65 + static_cast<unsigned>(n % 58);
+  for (std::size_t i = h; i < b.size(); ++i) {
+    b[i] = std::byte(c);
+    if (++c > 122) c = 65;
+  }
+  if (!b.empty()) b.back() = std::byte{0};
+}
+
+std::uint64_t address_of(const std::vector<std::byte>& v) { return reinterpret_cast<std::uintptr_t>(v.data()); }
+
+// --------------------------------------------------------------- sessions
+
+constexpr std::uint64_t kRecvBase = 1ull << 40, kSendBase = 2ull << 40, kDataBase = 3ull << 40;
+
+struct Session {
+  ProtectionDomain pd;
+  CompletionQueue scq, rcq;
+  QueuePair qp;
+  std::unique_ptr<TcpLink> link;
+  int timeout_ms;
+  std::list<std::vector<std::byte>> storage;  // every buffer ever registered (stable addresses)
+  std::byte* rslots = nullptr;
+  std::uint32_t rslot_stag = 0;
+  std::size_t slot_size = 0;
+  std::byte* sslots = nullptr;
+  std::uint32_t sslot_stag = 0;
+  std::array<bool, kSlots> sbusy{};
+  unsigned snext = 0;
+  std::deque<Completion> recvs;
+  std::string failure;
+  std::uint64_t outstanding = 0, completed = 0;
+  std::function<void(const Completion&)> on_data;
+
+  Session(QpConfig c, Fd fd, WaitMode w, int timeout)
+      : qp(pd, scq, rcq, std::move(c)), link(std::make_unique<TcpLink>(std::move(fd), qp, w)), timeout_ms(timeout) {}
+
+  std::vector<std::byte>& buffer(std::size_t n) { return storage.emplace_back(n); }
+
+  // Registers kSlots receive and send slots of `size` octets; posts `post` receives.
+  void setup_slots(std::size_t size, unsigned post) {
+    slot_size = std::max(size, kMinSlot);
+    auto& r = buffer(slot_size * kSlots);
+    auto& s = buffer(slot_size * kSlots);
+    rslots = r.data();
+    sslots = s.data();
+    rslot_stag = pd.register_mr(r, kLocalWrite);
+    sslot_stag = pd.register_mr(s, 0);
+    sbusy.fill(false);
+    for (unsigned i = 0; i < post && i < kSlots; ++i) repost(i);
+  }
+  void repost(std::size_t i) {
+    qp.post_recv({kRecvBase + i, {rslot_stag, i * slot_size, static_cast<std::uint32_t>(slot_size)}});
+  }
+
+  void drain() {
+    while (auto c = scq.poll()) {
+      if (c->status != WcStatus::success && failure.empty())
+        failure = fmt::format("work request {:#x} completed with {}", c->wr_id & 0xffffffffffull,
+                              wc_status_name(c->status));
+      if (c->wr_id >= kDataBase) {
+        if (outstanding) --outstanding;
+        ++completed;
+        if (on_data && c->status == WcStatus::success) on_data(*c);
+      } else if (c->wr_id >= kSendBase) {
+        sbusy[(c->wr_id - kSendBase) % kSlots] = false;
+      }
+    }
+    while (auto c = rcq.poll()) {
+      if (c->status != WcStatus::success) {
+        if (failure.empty() && c->status != WcStatus::flushed)
+          failure = fmt::format("receive completed with {}", wc_status_name(c->status));
+        continue;
+      }
+      recvs.push_back(*c);
+    }
+  }
+  bool dead() const {
+    const auto s = qp.state();
+    return s == QpState::terminated || s == QpState::closed || s == QpState::error || link->ended();
+  }
+  // Waits until pred() holds; false on failure, timeout or a dead connection.
+  bool wait(const std::function<bool()>& pred) {
+    link->run_until([&] { drain(); return pred() || !failure.empty() || dead(); }, timeout_ms);
+    drain();
+    return failure.empty() && pred();
+  }
+  std::string why(std::string_view step) const {
+    if (!failure.empty()) return fmt::format("{}: {}", step, failure);
+    if (qp.terminate_received())
+      return fmt::format("{}: the peer sent Terminate {}/{}/{:#04x}", step, qp.terminate_received()->layer,
+                         qp.terminate_received()->etype, qp.terminate_received()->code);
+    if (qp.terminate_sent())
+      return fmt::format("{}: we sent Terminate {}/{}/{:#04x} ({})", step, qp.terminate_sent()->layer,
+                         qp.terminate_sent()->etype, qp.terminate_sent()->code, qp.terminate_sent()->reason);
+    if (!qp.error().empty()) return fmt::format("{}: {}", step, qp.error());
+    if (!link->error().empty()) return fmt::format("{}: {}", step, link->error());
+    if (link->peer_eof()) return fmt::format("{}: the peer closed the connection", step);
+    return fmt::format("{}: timed out after {} ms", step, timeout_ms);
+  }
+
+  // Sends `data` (at most one slot) from a free send slot.
+  bool send(Bytes data, WrOpcode op = WrOpcode::send, std::uint32_t inv = 0) {
+    if (!wait([&] { return std::find(sbusy.begin(), sbusy.end(), false) != sbusy.end(); })) return false;
+    while (sbusy[snext]) snext = (snext + 1) % kSlots;
+    const unsigned i = snext;
+    snext = (snext + 1) % kSlots;
+    const std::size_t n = std::min(data.size(), slot_size);
+    if (n) std::memcpy(sslots + i * slot_size, data.data(), n);
+    sbusy[i] = true;
+    SendWr w{kSendBase + i, op, {sslot_stag, i * slot_size, static_cast<std::uint32_t>(n)}};
+    w.invalidate_stag = inv;
+    return qp.post_send(w);
+  }
+  // The next received message (its slot is reposted once copied out).
+  std::optional<std::vector<std::byte>> receive() {
+    if (!wait([&] { return !recvs.empty(); })) return std::nullopt;
+    const Completion c = recvs.front();
+    recvs.pop_front();
+    const std::size_t i = (c.wr_id - kRecvBase) % kSlots;
+    std::vector<std::byte> out(rslots + i * slot_size, rslots + i * slot_size + std::min<std::size_t>(c.byte_len, slot_size));
+    repost(i);
+    return out;
+  }
+  // A received message left in its slot (no copy); call repost(slot) after use.
+  std::optional<std::pair<std::size_t, Bytes>> receive_in_place() {
+    if (!wait([&] { return !recvs.empty(); })) return std::nullopt;
+    const Completion c = recvs.front();
+    recvs.pop_front();
+    const std::size_t i = (c.wr_id - kRecvBase) % kSlots;
+    return std::pair{i, Bytes(rslots + i * slot_size, std::min<std::size_t>(c.byte_len, slot_size))};
+  }
+  bool post(const SendWr& w) {
+    ++outstanding;
+    return qp.post_send(w);
+  }
+
+  nlohmann::json negotiated() const {
+    return {{"crc", qp.crc_in_use()},
+            {"markers_to_peer", qp.markers_to_peer()},
+            {"markers_from_peer", qp.markers_from_peer()},
+            {"ird", qp.effective_ird()},
+            {"ord", qp.effective_ord()}};
+  }
+};
+
+nlohmann::json terminate_json(const std::optional<TerminateInfo>& t) {
+  if (!t) return nullptr;
+  return {{"layer", t->layer}, {"type", t->etype}, {"code", t->code}, {"reason", t->reason}};
+}
+
+// The message of send-lat / write-lat iteration i: the pattern with the
+// iteration stamped in (send-lat: the first up to 4 octets; write-lat: the
+// last octet, which the receiver polls).
+void stamp_send(std::span<std::byte> b, std::uint64_t i) {
+  for (std::size_t k = 0; k < std::min<std::size_t>(4, b.size()); ++k) b[k] = std::byte((i >> (8 * (3 - k))) & 0xff);
+}
+std::byte write_tag(std::uint64_t i) { return std::byte(1 + i % 255); }
+
+bool same_message(Bytes got, Bytes base, std::uint64_t i, bool send_lat) {
+  if (got.size() != base.size()) return false;
+  if (send_lat) {
+    std::array<std::byte, 4> s{};
+    stamp_send(std::span(s).first(std::min<std::size_t>(4, got.size())), i);
+    const std::size_t k = std::min<std::size_t>(4, got.size());
+    return std::memcmp(got.data(), s.data(), k) == 0 && std::memcmp(got.data() + k, base.data() + k, got.size() - k) == 0;
+  }
+  return got.back() == write_tag(i) && std::memcmp(got.data(), base.data(), got.size() - 1) == 0;
+}
+
+constexpr std::uint64_t kSeedLat = 7;
+
+// Number of slots in the responder's bandwidth buffer.
+std::uint32_t bw_slots(std::uint32_t size, std::uint64_t iterations) {
+  return static_cast<std::uint32_t>(std::clamp<std::uint64_t>((4u << 20) / std::max<std::uint32_t>(size, 1), 1,
+                                                              std::max<std::uint64_t>(iterations, 1)));
+}
+
+// ---------------------------------------------------------- initiator side
+
+struct Initiator {
+  Session& s;
+  const ScenarioInfo& info;
+  const RunOptions& o;
+  RunResult& r;
+  std::uint32_t size;
+  std::uint64_t iters;
+
+  bool fail(std::string_view step) {
+    r.message = s.why(step);
+    return false;
+  }
+
+  std::optional<Ctl> hello(Ctl h) {
+    h.kind = kHello;
+    h.scenario = info.code;
+    h.size = size;
+    h.iterations = static_cast<std::uint32_t>(iters);
+    const auto b = h.encode();
+    if (!s.send(b)) return fail("sending the hello"), std::nullopt;
+    const auto m = s.receive();
+    if (!m) return fail("waiting for the responder's ready"), std::nullopt;
+    const auto c = Ctl::decode(*m);
+    if (!c || c->kind != kReady) {
+      r.message = "the responder's answer to the hello is not a ready message";
+      return std::nullopt;
+    }
+    if (c->status != kOk) {
+      r.message = fmt::format("the responder refused scenario {} (size {}, {} iterations)", info.name, size, iters);
+      return std::nullopt;
+    }
+    return c;
+  }
+
+  bool finish() {
+    Ctl d;
+    d.kind = kDone;
+    d.scenario = info.code;
+    d.iterations = static_cast<std::uint32_t>(iters);
+    if (!s.send(d.encode())) return fail("sending done");
+    const auto m = s.receive();
+    if (!m) return fail("waiting for the result");
+    const auto c = Ctl::decode(*m);
+    if (!c || c->kind != kResult) {
+      r.message = "the responder's last message is not a result";
+      return false;
+    }
+    if (c->status != kOk) {
+      r.message = fmt::format("the responder found the data wrong at offset {} of its buffer", c->to);
+      return false;
+    }
+    r.message = "data verified end to end";
+    return true;
+  }
+
+  bool rping() {
+    auto& start = s.buffer(size);
+    auto& rdma = s.buffer(size);
+    const auto start_stag = s.pd.register_mr(start, kRemoteRead, address_of(start));
+    const auto rdma_stag = s.pd.register_mr(rdma, kRemoteWrite | kLocalWrite, address_of(rdma));
+    const auto t0 = Clock::now();
+    for (std::uint64_t n = 0; n < iters; ++n) {
+      fill_rping(start, n);
+      std::fill(rdma.begin(), rdma.end(), std::byte{0});
+      if (!s.send(encode_rping({address_of(start), start_stag, size}))) return fail("advertising the source buffer");
+      if (!s.receive()) return fail(fmt::format("ping {}: waiting for the RDMA Read to complete", n));
+      if (!s.send(encode_rping({address_of(rdma), rdma_stag, size}))) return fail("advertising the sink buffer");
+      if (!s.receive()) return fail(fmt::format("ping {}: waiting for the RDMA Write to complete", n));
+      if (start != rdma) {
+        const auto at = std::mismatch(start.begin(), start.end(), rdma.begin()).first - start.begin();
+        r.message = fmt::format("ping {}: the buffer written back differs at octet {}", n, at);
+        return false;
+      }
+    }
+    r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    r.bytes = 2 * iters * size;
+    r.message = fmt::format("{} pings, every buffer written back equal to the one read", iters);
+    return true;
+  }
+
+  bool write_bw() {
+    const auto c = hello({});
+    if (!c) return false;
+    const std::uint32_t slots = c->len / std::max<std::uint32_t>(size, 1);
+    if (slots == 0 || c->len % size) {
+      r.message = fmt::format("the responder's buffer ({} octets) is not a whole number of {}-octet slots", c->len, size);
+      return false;
+    }
+    auto& src = s.buffer(std::size_t(size) * slots);
+    for (std::uint32_t k = 0; k < slots; ++k) fill_pattern(std::span(src).subspan(std::size_t(k) * size, size), k + 1);
+    const auto stag = s.pd.register_mr(src, 0);
+    std::uint64_t posted = 0;
+    const auto t0 = Clock::now();
+    while (s.completed < iters) {
+      while (posted < iters && s.outstanding < o.window) {
+        const std::uint64_t k = posted % slots;
+        SendWr w{kDataBase + posted, WrOpcode::write, {stag, k * size, size}};
+        w.remote_stag = c->stag;
+        w.remote_to = c->to + k * size;
+        s.post(w);
+        ++posted;
+      }
+      const std::uint64_t target = s.completed + 1;
+      if (!s.wait([&] { return s.completed >= target; })) return fail("RDMA Write");
+    }
+    if (!finish()) return false;
+    r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    r.bytes = iters * size;
+    return true;
+  }
+
+  bool read_bw() {
+    const auto c = hello({});
+    if (!c) return false;
+    const std::uint32_t slots = c->len_ro / std::max<std::uint32_t>(size, 1);
+    if (slots == 0 || c->len_ro % size) {
+      r.message = fmt::format("the responder's buffer ({} octets) is not a whole number of {}-octet slots", c->len_ro, size);
+      return false;
+    }
+    const unsigned window = std::max(1u, o.window);
+    auto& dst = s.buffer(std::size_t(size) * window);
+    const auto stag = s.pd.register_mr(dst, kLocalWrite);
+    std::string bad;
+    s.on_data = [&](const Completion& done) {
+      const std::uint64_t i = done.wr_id - kDataBase;
+      const auto got = std::span(dst).subspan((i % window) * size, size);
+      if (const auto at = check_pattern(got, i % slots + 1); at && bad.empty())
+        bad = fmt::format("read {}: octet {} differs from the responder's buffer", i, *at);
+    };
+    std::uint64_t posted = 0;
+    const auto t0 = Clock::now();
+    while (s.completed < iters) {
+      while (posted < iters && s.outstanding < window) {
+        SendWr w{kDataBase + posted, WrOpcode::read, {stag, (posted % window) * size, size}};
+        w.remote_stag = c->stag_ro;
+        w.remote_to = c->to_ro + (posted % slots) * size;
+        s.post(w);
+        ++posted;
+      }
+      const std::uint64_t target = s.completed + 1;
+      if (!s.wait([&] { return s.completed >= target; })) return fail("RDMA Read");
+      if (!bad.empty()) {
+        r.message = bad;
+        return false;
+      }
+    }
+    s.on_data = nullptr;
+    if (!finish()) return false;
+    r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    r.bytes = iters * size;
+    return true;
+  }
+
+  bool send_lat() {
+    const auto c = hello({});
+    if (!c) return false;
+    auto& msg = s.buffer(size);
+    fill_pattern(msg, kSeedLat);
+    const std::vector<std::byte> base = msg;
+    const auto stag = s.pd.register_mr(msg, 0);
+    const auto t0 = Clock::now();
+    for (std::uint64_t i = 0; i < iters; ++i) {
+      stamp_send(msg, i);
+      if (!s.post({kDataBase + i, WrOpcode::send, {stag, 0, size}})) return fail("Send");
+      const auto got = s.receive_in_place();
+      if (!got) return fail(fmt::format("waiting for pong {}", i));
+      const bool same = same_message(got->second, base, i, true);
+      s.repost(got->first);
+      if (!same) {
+        r.message = fmt::format("pong {} is not the message sent", i);
+        return false;
+      }
+    }
+    r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (!finish()) return false;
+    r.bytes = 2 * iters * size;
+    return true;
+  }
+
+  bool write_lat() {
+    auto& mine = s.buffer(size);
+    const auto mine_stag = s.pd.register_mr(mine, kRemoteWrite | kLocalWrite, address_of(mine));
+    Ctl h;
+    h.stag = mine_stag;
+    h.to = address_of(mine);
+    h.len = size;
+    const auto c = hello(h);
+    if (!c) return false;
+    auto& src = s.buffer(size);
+    fill_pattern(src, kSeedLat);
+    const std::vector<std::byte> base = src;
+    const auto src_stag = s.pd.register_mr(src, 0);
+    const auto t0 = Clock::now();
+    for (std::uint64_t i = 0; i < iters; ++i) {
+      src.back() = write_tag(i);
+      SendWr w{kDataBase + i, WrOpcode::write, {src_stag, 0, size}};
+      w.remote_stag = c->stag;
+      w.remote_to = c->to;
+      if (!s.post(w)) return fail("RDMA Write");
+      if (!s.wait([&] { return mine.back() == write_tag(i); })) return fail(fmt::format("waiting for pong {}", i));
+      if (!same_message(mine, base, i, false)) {
+        r.message = fmt::format("pong {} is not the message sent", i);
+        return false;
+      }
+    }
+    r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (!finish()) return false;
+    r.bytes = 2 * iters * size;
+    return true;
+  }
+
+  // Breaks one rule, then requires the Terminate (or close) of ScenarioInfo.
+  bool provoke() {
+    if (info.close_only) {  // the fault already happened with the Request
+      s.link->run_until([&] { return s.dead(); }, s.timeout_ms);
+      return judge();
+    }
+    const auto c = hello({});
+    if (!c) return false;
+    const std::uint32_t bad_stag = c->stag + (0x10000u << 8);  // an index no region has
+    auto& local = s.buffer(std::max<std::uint32_t>(c->len_ro, 4096));
+    fill_pattern(local, 3);  // no run of zeros for a misframed CRC field to land on
+    const auto local_stag = s.pd.register_mr(local, kLocalWrite);
+    const std::array<std::byte, 16> small{};
+    SendWr w{kDataBase, WrOpcode::write, {local_stag, 0, 64}};
+    w.remote_stag = c->stag;
+    w.remote_to = c->to;
+    switch (info.code) {
+      case kTermCrc:
+        s.qp.faults().corrupt_crc_fpdu = s.qp.fpdus_sent() + 1;
+        s.send(small);
+        break;
+      case kTermMarker:
+        if (!s.qp.markers_to_peer()) {
+          r.skipped = true;
+          r.message = "not applicable: the responder did not ask for markers (start the peer with --markers)";
+          return false;
+        }
+        s.qp.faults().wrong_marker = s.qp.markers_sent() + 1;
+        w.local.length = std::min<std::uint32_t>(2048, c->len);
+        s.post(w);
+        break;
+      case kTermMsnSkip:
+        s.qp.faults().skip_msn_message = s.qp.send_messages() + 1;
+        s.send(small);
+        break;
+      case kTermMsnRepeat:
+        s.qp.faults().repeat_msn_message = s.qp.send_messages() + 1;
+        s.send(small);
+        break;
+      case kTermOversize:
+        // The bogus length swallows the start of the next FPDU; the CRC can no longer match.
+        s.qp.faults().oversize_length_fpdu = s.qp.fpdus_sent() + 1;
+        s.post(w);
+        w.wr_id = kDataBase + 1;
+        s.post(w);
+        break;
+      case kTermNoBuffer:
+      case kTermInvalidate:
+        s.send(small, info.code == kTermInvalidate ? WrOpcode::send_invalidate : WrOpcode::send, bad_stag);
+        break;
+      case kTermTooLong: {
+        auto& big = s.buffer(c->recv_size + 1);
+        const auto big_stag = s.pd.register_mr(big, 0);
+        s.post({kDataBase, WrOpcode::send, {big_stag, 0, c->recv_size + 1}});
+        break;
+      }
+      case kTermStag:
+        w.remote_stag = bad_stag;
+        s.post(w);
+        break;
+      case kTermBounds:
+        w.remote_to = c->to + c->len - 32;
+        s.post(w);
+        break;
+      case kTermAccess:
+        w.remote_stag = c->stag_ro;
+        w.remote_to = c->to_ro;
+        s.post(w);
+        break;
+      case kTermReadStag:
+      case kTermReadBounds:
+        w.op = WrOpcode::read;
+        w.remote_stag = info.code == kTermReadStag ? bad_stag : c->stag_ro;
+        w.remote_to = c->to_ro + (info.code == kTermReadBounds ? c->len_ro - 32 : 0);
+        s.post(w);
+        break;
+      case kTermOrd:
+        s.qp.faults().ignore_ord = true;
+        for (std::uint32_t k = 0; k <= c->ird; ++k) {
+          SendWr rd{kDataBase + k, WrOpcode::read, {local_stag, 0, c->len_ro}};
+          rd.remote_stag = c->stag_ro;
+          rd.remote_to = c->to_ro;
+          s.post(rd);
+        }
+        break;
+      default: break;
+    }
+    s.link->run_until([&] { return s.dead() || s.qp.terminate_received().has_value(); }, s.timeout_ms);
+    return judge();
+  }
+
+  bool judge() {
+    const auto& t = s.qp.terminate_received();
+    if (info.close_only) {
+      if (t) {
+        r.message = fmt::format("the responder sent Terminate {}/{}/{:#04x}; it must close without one", t->layer,
+                                t->etype, t->code);
+        return false;
+      }
+      if (!s.link->peer_eof()) return fail("waiting for the responder to close");
+      r.message = "the responder closed the connection without a Terminate, as required";
+      return true;
+    }
+    const auto& e = *info.expect;
+    if (!t) return fail(fmt::format("waiting for Terminate {}/{}/{:#04x}", e.layer, e.etype, e.code));
+    r.message = fmt::format("the responder sent Terminate {}/{}/{:#04x}", t->layer, t->etype, t->code);
+    if (t->layer != e.layer || t->etype != e.etype || t->code != e.code) {
+      r.message += fmt::format("; expected {}/{}/{:#04x} ({})", e.layer, e.etype, e.code, info.rule);
+      return false;
+    }
+    // After its Terminate the responder must close.
+    s.link->run_until([&] { return s.link->peer_eof(); }, s.timeout_ms);
+    if (!s.link->peer_eof()) {
+      r.message += ", but did not close the connection";
+      return false;
+    }
+    r.message += " and closed, as required";
+    return true;
+  }
+};
+
+// ---------------------------------------------------------- responder side
+
+struct Responder {
+  Session& s;
+  const PeerOptions& o;
+  nlohmann::json& rep;
+
+  bool fail(std::string_view step) {
+    rep["message"] = s.why(step);
+    return false;
+  }
+
+  bool result(std::optional<std::size_t> bad_at) {
+    Ctl m;
+    m.kind = kResult;
+    m.status = bad_at ? kMismatch : kOk;
+    m.to = bad_at.value_or(0);
+    if (bad_at) rep["message"] = fmt::format("data differ at octet {} of our buffer", *bad_at);
+    return s.send(m.encode()) && !bad_at;
+  }
+
+  bool wait_done() {
+    const auto m = s.receive();
+    if (!m) return fail("waiting for done");
+    const auto c = Ctl::decode(*m);
+    if (!c || c->kind != kDone) {
+      rep["message"] = "expected the initiator's done message";
+      return false;
+    }
+    return true;
+  }
+
+  // rping's server: Read the advertised buffer, say so, Write it back to the
+  // next advertised buffer, say so; until the client closes.
+  bool rping(Bytes first) {
+    auto& sink = s.buffer(o.max_size);
+    const auto stag = s.pd.register_mr(sink, kLocalWrite, address_of(sink));
+    const std::array<std::byte, kRpingInfo> go{};
+    std::vector<std::byte> m(first.begin(), first.end());
+    std::uint64_t pings = 0;
+    for (;;) {
+      if (m.size() != kRpingInfo) {
+        rep["message"] = fmt::format("ping {}: expected a 16-octet buffer advertisement, got {} octets", pings, m.size());
+        return false;
+      }
+      const std::uint64_t addr = protocols::be64(m, 0);
+      const std::uint32_t rkey = protocols::be32(m, 8), len = protocols::be32(m, 12);
+      if (len > sink.size()) {
+        rep["message"] = fmt::format("ping {}: buffer of {} octets exceeds our limit {}", pings, len, sink.size());
+        return false;
+      }
+      SendWr rd{kDataBase, WrOpcode::read, {stag, 0, len}};
+      rd.remote_stag = rkey;
+      rd.remote_to = addr;
+      const std::uint64_t target = s.completed + 1;
+      s.post(rd);
+      if (!s.wait([&] { return s.completed >= target; })) return fail(fmt::format("ping {}: RDMA Read", pings));
+      if (!s.send(go)) return fail("go-ahead after the Read");
+      const auto w = s.receive();
+      if (!w || w->size() != kRpingInfo) return fail(fmt::format("ping {}: waiting for the sink advertisement", pings));
+      const std::uint32_t wlen = std::min<std::uint32_t>(
+          protocols::be32(*w, 12), static_cast<std::uint32_t>(strnlen(reinterpret_cast<const char*>(sink.data()), len) + 1));
+      SendWr wr{kDataBase, WrOpcode::write, {stag, 0, std::min(wlen, len)}};
+      wr.remote_stag = protocols::be32(*w, 8);
+      wr.remote_to = protocols::be64(*w, 0);
+      const std::uint64_t target2 = s.completed + 1;
+      s.post(wr);
+      if (!s.wait([&] { return s.completed >= target2; })) return fail(fmt::format("ping {}: RDMA Write", pings));
+      if (!s.send(go)) return fail("go-ahead after the Write");
+      ++pings;
+      rep["iterations"] = pings;
+      const auto next = s.receive();
+      if (!next) {  // the client is done when it closes
+        if (s.link->peer_eof() && s.failure.empty() && !s.qp.terminate_received()) return true;
+        return fail("waiting for the next ping");
+      }
+      m = *next;
+    }
+  }
+
+  bool scenario(const Ctl& h) {
+    const ScenarioInfo* info = nullptr;
+    for (const auto& i : scenarios())
+      if (i.code == h.scenario) info = &i;
+    Ctl ready;
+    ready.kind = kReady;
+    ready.scenario = h.scenario;
+    if (!info || h.size > o.max_size || (h.size == 0 && !info->expect) || info->code == kRping) {
+      ready.status = kRefused;
+      s.send(ready.encode());
+      rep["message"] = fmt::format("refused scenario {} size {}", h.scenario, h.size);
+      return false;
+    }
+    rep["scenario"] = info->name;
+    rep["size"] = h.size;
+    rep["iterations"] = h.iterations;
+    const bool term = info->expect.has_value();
+    const std::uint32_t size = h.size;
+    // Receive slots for what follows (none when the scenario wants "no buffer").
+    s.setup_slots(info->code == kSendLat ? size : kMinSlot, info->code == kTermNoBuffer ? 0 : kSlots);
+    ready.credits = info->code == kTermNoBuffer ? 0 : kSlots;
+    ready.recv_size = static_cast<std::uint32_t>(s.slot_size);
+    ready.ird = s.qp.effective_ird();
+    const std::uint32_t slots = bw_slots(size, h.iterations);
+    // The write target and the read-only source.
+    const std::size_t rw_len = info->code == kWriteBw ? std::size_t(size) * slots : term ? 4096 : size;
+    const std::size_t ro_len = info->code == kReadBw ? std::size_t(size) * slots : term ? 256 * 1024 : 0;
+    auto& rw = s.buffer(rw_len);
+    auto& ro = s.buffer(ro_len);
+    for (std::uint32_t k = 0; info->code == kReadBw && k < slots; ++k)
+      fill_pattern(std::span(ro).subspan(std::size_t(k) * size, size), k + 1);
+    ready.stag = s.pd.register_mr(rw, kRemoteWrite | kLocalWrite, address_of(rw));
+    ready.to = address_of(rw);
+    ready.len = static_cast<std::uint32_t>(rw_len);
+    if (ro_len) {
+      ready.stag_ro = s.pd.register_mr(ro, kRemoteRead, address_of(ro));
+      ready.to_ro = address_of(ro);
+      ready.len_ro = static_cast<std::uint32_t>(ro_len);
+    }
+    if (!s.send(ready.encode())) return fail("sending ready");
+    const std::uint64_t iters = h.iterations;
+    switch (info->code) {
+      case kWriteBw: {
+        if (!wait_done()) return false;
+        for (std::uint32_t k = 0; k < std::min<std::uint64_t>(slots, iters); ++k)
+          if (const auto at = check_pattern(std::span(rw).subspan(std::size_t(k) * size, size), k + 1))
+            return result(std::size_t(k) * size + *at);
+        return result(std::nullopt);
+      }
+      case kReadBw:
+        return wait_done() && result(std::nullopt);
+      case kSendLat: {
+        auto& msg = s.buffer(size);
+        fill_pattern(msg, kSeedLat);
+        const std::vector<std::byte> base = msg;
+        const auto stag = s.pd.register_mr(msg, 0);
+        for (std::uint64_t i = 0; i < iters; ++i) {
+          const auto got = s.receive_in_place();
+          if (!got) return fail(fmt::format("waiting for ping {}", i));
+          const bool same = same_message(got->second, base, i, true);
+          s.repost(got->first);
+          if (!same) return result(i);
+          stamp_send(msg, i);
+          if (!s.post({kDataBase + i, WrOpcode::send, {stag, 0, size}})) return fail("Send");
+        }
+        return wait_done() && result(std::nullopt);
+      }
+      case kWriteLat: {
+        auto& src = s.buffer(size);
+        fill_pattern(src, kSeedLat);
+        const std::vector<std::byte> base = src;
+        const auto stag = s.pd.register_mr(src, 0);
+        for (std::uint64_t i = 0; i < iters; ++i) {
+          if (!s.wait([&] { return rw.back() == write_tag(i); })) return fail(fmt::format("waiting for ping {}", i));
+          if (!same_message(Bytes(rw), base, i, false)) return result(i);
+          src.back() = write_tag(i);
+          SendWr w{kDataBase + i, WrOpcode::write, {stag, 0, size}};
+          w.remote_stag = h.stag;
+          w.remote_to = h.to;
+          if (!s.post(w)) return fail("RDMA Write");
+        }
+        return wait_done() && result(std::nullopt);
+      }
+      default:  // terminate-*: the initiator breaks a rule; we must answer
+        s.link->run_until([&] { return s.dead(); }, s.timeout_ms);
+        if (!s.qp.terminate_sent()) return fail("waiting for the initiator's violation");
+        rep["message"] = fmt::format("sent Terminate {}/{}/{:#04x}: {}", s.qp.terminate_sent()->layer,
+                                     s.qp.terminate_sent()->etype, s.qp.terminate_sent()->code,
+                                     s.qp.terminate_sent()->reason);
+        return true;
+    }
+  }
+};
+
+nlohmann::json serve_one(Fd fd, const PeerOptions& o, const std::string& pcap) {
+  nlohmann::json rep = {{"scenario", nullptr}, {"ok", false}};
+  QpConfig cfg = o.qp;
+  cfg.initiator = false;
+  Session s(cfg, std::move(fd), o.wait, o.idle_timeout_ms);
+  sockaddr_storage peer{};
+  socklen_t pl = sizeof peer;
+  ::getpeername(s.link->fd(), reinterpret_cast<sockaddr*>(&peer), &pl);
+  rep["peer"] = endpoint_name(peer);
+  std::string err;
+  if (!pcap.empty() && !s.link->record(pcap, err)) rep["pcap_error"] = err;
+  if (!pcap.empty()) rep["pcap"] = pcap;
+  s.setup_slots(kMinSlot, 1);
+  s.qp.connect();
+  Responder resp{s, o, rep};
+  bool ok = false;
+  if (!s.wait([&] { return s.qp.state() == QpState::connected; })) {
+    ok = resp.fail("MPA setup");
+    ok = ok || (o.qp.reject && s.qp.state() == QpState::closed);
+    if (o.qp.reject) rep["message"] = "rejected the MPA Request, as configured";
+  } else if (const auto first = s.receive_in_place(); !first) {
+    resp.fail("waiting for the first message");
+  } else if (first->second.size() == kRpingInfo) {
+    // rping goes on in the slots it started in; a hello sets up its own.
+    rep["scenario"] = "rping";
+    const std::vector<std::byte> m(first->second.begin(), first->second.end());
+    s.repost(first->first);
+    ok = resp.rping(m);
+  } else if (const auto h = Ctl::decode(first->second); h && h->kind == kHello) {
+    ok = resp.scenario(*h);
+  } else {
+    rep["message"] = fmt::format("the first message ({} octets) is neither an rping advertisement nor a hello",
+                                 first->second.size());
+  }
+  rep["negotiated"] = s.negotiated();
+  rep["terminate_sent"] = terminate_json(s.qp.terminate_sent());
+  rep["terminate_received"] = terminate_json(s.qp.terminate_received());
+  s.link->close(std::min(o.idle_timeout_ms, 5000));
+  rep["ok"] = ok;
+  return rep;
+}
+
+}  // namespace
+
+const std::vector<ScenarioInfo>& scenarios() {
+  static const std::vector<ScenarioInfo> v = make_catalog();
+  return v;
+}
+
+const ScenarioInfo* find_scenario(std::string_view name) {
+  for (const auto& s : scenarios())
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+namespace {
+// A xorshift stream; blocks of a multiple of 8 octets continue it exactly.
+struct PatternGen {
+  std::uint64_t x;
+  explicit PatternGen(std::uint64_t seed) : x(seed * 0x9e3779b97f4a7c15ull + 1) {}
+  void fill(std::span<std::byte> b) {
+    std::size_t i = 0;
+    for (; i + 8 <= b.size(); i += 8) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      std::memcpy(b.data() + i, &x, 8);
+    }
+    if (i == b.size()) return;
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    for (unsigned k = 0; i < b.size(); ++i, ++k) b[i] = std::byte((x >> (8 * k)) & 0xff);
+  }
+};
+}  // namespace
+
+void fill_pattern(std::span<std::byte> b, std::uint64_t seed) { PatternGen(seed).fill(b); }
+
+std::optional<std::size_t> check_pattern(std::span<const std::byte> b, std::uint64_t seed) {
+  PatternGen g(seed);
+  std::array<std::byte, 4096> want;
+  for (std::size_t off = 0; off < b.size(); off += want.size()) {
+    const std::size_t n = std::min(want.size(), b.size() - off);
+    g.fill(std::span(want).first(n));
+    if (std::memcmp(b.data() + off, want.data(), n) != 0)
+      return off + static_cast<std::size_t>(std::mismatch(want.begin(), want.begin() + n, b.begin() + off).first - want.begin());
+  }
+  return std::nullopt;
+}
+
+nlohmann::json RunResult::to_json() const {
+  nlohmann::json j = {{"scenario", scenario},
+                      {"verdict", skipped ? "SKIP" : ok ? "PASS" : "FAIL"},
+                      {"message", message},
+                      {"iterations", iterations},
+                      {"bytes", bytes},
+                      {"seconds", seconds},
+                      {"negotiated", negotiated},
+                      {"terminate_received", terminate_json(terminate_received)},
+                      {"terminate_sent", terminate_json(terminate_sent)}};
+  if (seconds > 0 && bytes) j["gbit_per_s"] = static_cast<double>(bytes) * 8 / seconds / 1e9;
+  if (seconds > 0 && iterations) j["usec_per_iteration"] = seconds * 1e6 / static_cast<double>(iterations);
+  if (seconds > 0 && iterations && scenario.ends_with("-lat"))  // one iteration is a round trip
+    j["half_round_trip_usec"] = seconds * 1e6 / static_cast<double>(iterations) / 2;
+  j["size"] = size;
+  return j;
+}
+
+RunResult run_initiator(std::string_view peer, const RunOptions& o) {
+  RunResult r;
+  r.scenario = o.scenario;
+  const ScenarioInfo* info = find_scenario(o.scenario);
+  if (!info) {
+    r.message = fmt::format("unknown scenario '{}'", o.scenario);
+    return r;
+  }
+  const std::uint32_t size = o.size ? o.size : info->default_size;
+  const std::uint64_t iters = std::min<std::uint64_t>(o.iterations ? o.iterations : info->default_iterations, 0xffffffffu);
+  if (info->code == kRping && size < fmt::format("rdma-ping-{}: ", iters).size() + 2) {
+    r.message = fmt::format("rping needs a buffer of at least {} octets for {} pings",
+                            fmt::format("rdma-ping-{}: ", iters).size() + 2, iters);
+    return r;
+  }
+  QpConfig cfg = o.qp;
+  cfg.initiator = true;
+  if (info->needs_crc) cfg.crc = true;
+  if (info->close_only) cfg.faults.fpdu_before_reply = true;
+  std::string err;
+  Fd fd = tcp_connect(peer, o.timeout_ms, err);
+  if (!fd) {
+    r.message = err;
+    return r;
+  }
+  Session s(cfg, std::move(fd), o.wait, o.timeout_ms);
+  if (!o.pcap.empty() && !s.link->record(o.pcap, err)) {
+    r.message = err;
+    return r;
+  }
+  s.setup_slots(info->code == kSendLat ? size : kMinSlot, kSlots);
+  s.qp.connect();
+  Initiator in{s, *info, o, r, size, iters};
+  bool ok = false;
+  if (info->close_only) {
+    ok = in.provoke();
+  } else if (!s.wait([&] { return s.qp.state() == QpState::connected; })) {
+    in.fail("MPA setup");
+  } else {
+    r.negotiated = s.negotiated();
+    switch (info->code) {
+      case kRping: ok = in.rping(); break;
+      case kWriteBw: ok = in.write_bw(); break;
+      case kReadBw: ok = in.read_bw(); break;
+      case kSendLat: ok = in.send_lat(); break;
+      case kWriteLat: ok = in.write_lat(); break;
+      default: ok = in.provoke(); break;
+    }
+  }
+  r.ok = ok && !r.skipped;
+  r.size = size;
+  r.iterations = info->expect || info->close_only ? 0 : iters;
+  r.terminate_received = s.qp.terminate_received();
+  r.terminate_sent = s.qp.terminate_sent();
+  if (r.negotiated.is_null()) r.negotiated = s.negotiated();
+  s.link->close(2000);
+  return r;
+}
+
+void serve(int listen_fd, const PeerOptions& o, const std::function<void(const nlohmann::json&)>& on_connection,
+           std::stop_token stop) {
+  for (std::uint64_t n = 0; (o.connections == 0 || n < o.connections) && !stop.stop_requested();) {
+    std::string err;
+    Fd fd = tcp_accept(listen_fd, 200, err);
+    if (!fd) continue;
+    ++n;
+    const std::string pcap = o.pcap_dir.empty() ? "" : fmt::format("{}/peer-{}.pcap", o.pcap_dir, n);
+    on_connection(serve_one(std::move(fd), o, pcap));
+  }
+}
+
+}  // namespace rdmaconf::interop::iwarp

@@ -1,0 +1,106 @@
+#pragma once
+// Live iWARP scenarios: our engine as initiator (`rdmaconf interop`) against
+// a responder (`rdmaconf peer`, or any iWARP stack for rping), over real TCP.
+//
+// Every scenario verifies data end to end. `rping` is the rping
+// application's own exchange (so it runs against `rping -s` / `rping -c`);
+// the others open with a small control exchange of ours, carried in Sends
+// (docs/interop.md): the initiator's "hello" names the scenario, the message
+// size and count and its buffer; the responder's "ready" advertises its
+// buffers; at the end "done" and "result" say whether the data arrived
+// intact. The terminate-* scenarios make the initiator break one rule and
+// require the Terminate (or the close) a conforming responder must answer
+// with.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engines/iwarp/qp.hpp"
+#include "engines/iwarp/tcp_link.hpp"
+
+namespace rdmaconf::interop::iwarp {
+
+namespace eng = engine::iwarp;
+
+struct ExpectedTerminate {
+  unsigned layer = 0, etype = 0, code = 0;
+};
+
+struct ScenarioInfo {
+  std::string_view name;
+  std::uint8_t code;  // on the wire, in the hello
+  std::string_view summary;
+  std::uint32_t default_size;
+  std::uint64_t default_iterations;
+  // terminate-*: the responder's required reaction. close_only: a close
+  // without any Terminate (no framing is agreed yet).
+  std::optional<ExpectedTerminate> expect;
+  bool close_only = false;
+  std::string_view rule;  // the RFC requirement the initiator breaks (terminate-*)
+  // Checker cases the recorded traffic must FAIL (the broken rule is visible
+  // on the wire); empty: the traffic is legal and nothing may FAIL.
+  std::vector<std::string_view> failing_cases;
+  // The fault breaks FPDU framing (or sends an FPDU before markers and CRC
+  // are agreed), so what the checker finds after it on that direction depends
+  // on the octets that follow: failing_cases must FAIL, others may too.
+  bool framing_lost = false;
+  bool needs_crc = false;      // the initiator asks for CRC whatever the options say
+  bool needs_markers = false;  // only when the responder asked for markers
+};
+
+const std::vector<ScenarioInfo>& scenarios();
+const ScenarioInfo* find_scenario(std::string_view name);
+
+struct RunOptions {
+  std::string scenario = "rping";
+  std::uint32_t size = 0;        // 0: the scenario's default
+  std::uint64_t iterations = 0;  // 0: the scenario's default
+  eng::QpConfig qp;              // initiator configuration (initiator is forced true)
+  std::string pcap;              // record the connection here
+  eng::WaitMode wait = eng::WaitMode::block;
+  int timeout_ms = 10000;        // for any one step
+  unsigned window = 16;          // outstanding RDMA Writes / Reads in the bandwidth scenarios
+};
+
+struct RunResult {
+  std::string scenario;
+  bool ok = false;
+  bool skipped = false;  // not applicable with this configuration (message says why)
+  std::string message;
+  std::uint32_t size = 0;  // message size
+  std::uint64_t iterations = 0, bytes = 0;
+  double seconds = 0;    // the measured phase (data exchange)
+  std::optional<eng::TerminateInfo> terminate_received, terminate_sent;
+  nlohmann::json negotiated;
+  nlohmann::json to_json() const;
+};
+
+RunResult run_initiator(std::string_view peer, const RunOptions& o);
+
+struct PeerOptions {
+  eng::QpConfig qp;  // responder configuration (initiator is forced false)
+  std::uint64_t connections = 0;   // stop after serving this many (0: until stopped)
+  eng::WaitMode wait = eng::WaitMode::block;
+  int idle_timeout_ms = 30000;     // a connection silent this long is dropped
+  std::uint32_t max_size = 64u << 20;  // largest buffer a hello may ask for
+  std::string pcap_dir;            // record connection N as DIR/peer-N.pcap
+};
+
+// Serves connections on a listening socket, one at a time, until `stop` or
+// the connection count is reached. Each finished connection is reported
+// through on_connection (what was run, how it ended).
+void serve(int listen_fd, const PeerOptions& o, const std::function<void(const nlohmann::json&)>& on_connection,
+           std::stop_token stop = {});
+
+// The data pattern both sides derive from a seed (docs/interop.md).
+void fill_pattern(std::span<std::byte> b, std::uint64_t seed);
+// Offset of the first octet that differs from the pattern, if any.
+std::optional<std::size_t> check_pattern(std::span<const std::byte> b, std::uint64_t seed);
+
+}  // namespace rdmaconf::interop::iwarp
