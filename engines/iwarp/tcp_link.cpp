@@ -207,7 +207,17 @@ Fd tcp_connect(std::string_view endpoint, int timeout_ms, std::string& err) {
 TcpLink::TcpLink(Fd fd, QueuePair& qp, WaitMode wait)
     : fd_(std::move(fd)), ep_(::epoll_create1(EPOLL_CLOEXEC)), qp_(qp), mode_(wait), rbuf_(256 * 1024),
       t0_(Clock::now()) {
-  set_nonblocking(fd_.get());
+  // Every send and the opportunistic reads pass MSG_DONTWAIT. In block mode
+  // the socket itself stays blocking with a short receive timeout, so that
+  // waiting for the peer when we have nothing to send is one recv() call, as
+  // in a plain TCP program; epoll_wait serves when output is pending.
+  if (mode_ == WaitMode::block) {
+    ::fcntl(fd_.get(), F_SETFL, ::fcntl(fd_.get(), F_GETFL) & ~O_NONBLOCK);
+    timeval tv{0, 50000};
+    ::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  } else {
+    set_nonblocking(fd_.get());
+  }
   epoll_event ev{};
   ev.events = EPOLLIN | EPOLLRDHUP;
   ::epoll_ctl(ep_.get(), EPOLL_CTL_ADD, fd_.get(), &ev);
@@ -280,9 +290,9 @@ bool TcpLink::flush() {
   return true;
 }
 
-bool TcpLink::read_some() {
+bool TcpLink::read_some(bool block) {
   for (;;) {
-    const ssize_t n = ::recv(fd_.get(), rbuf_.data(), rbuf_.size(), MSG_DONTWAIT);
+    const ssize_t n = ::recv(fd_.get(), rbuf_.data(), rbuf_.size(), block ? 0 : MSG_DONTWAIT);
     if (n > 0) {
       const protocols::Bytes in(rbuf_.data(), static_cast<std::size_t>(n));
       tap(1 - our_dir_, in);
@@ -313,12 +323,14 @@ bool TcpLink::run_until(const std::function<bool()>& done, int timeout_ms) {
     if (done()) return true;
     if (ended_) return false;
     if (!flush()) return done();
+    if (done()) return true;  // sending may have completed work (consume() segments more)
     bool progress = false;
-    if (!peer_eof_) progress = read_some();
+    // Nothing to send in block mode: wait for the peer in recv() itself.
+    const bool block = mode_ == WaitMode::block && qp_.output().empty() && !shut_wr_;
+    if (!peer_eof_) progress = read_some(block);
     const auto now = Clock::now();
     qp_.tick(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(now - t0_).count()));
     if (progress) continue;
-    if (done()) return true;  // sending may have completed work (consume() segments more)
     if (peer_eof_ && qp_.output().empty()) {
       if (!shut_wr_) {
         ::shutdown(fd_.get(), SHUT_WR);
@@ -331,7 +343,7 @@ bool TcpLink::run_until(const std::function<bool()>& done, int timeout_ms) {
       error_ = fmt::format("timed out after {} ms", timeout_ms);
       return done();
     }
-    if (mode_ == WaitMode::block) {
+    if (mode_ == WaitMode::block && !block) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
       wait(static_cast<int>(std::clamp<long long>(left, 1, 100)));
     }
@@ -350,7 +362,7 @@ void TcpLink::close(int timeout_ms) {
     shut_wr_ = true;
   }
   while (!ended_ && !peer_eof_ && Clock::now() < deadline) {
-    if (!read_some()) wait(10);
+    if (!read_some(false)) wait(10);
   }
   finish("");
 }

@@ -11,9 +11,10 @@
 //   link.run_until([&] { return qp.state() == QpState::connected; }, 5000);
 //
 // run_until() writes what the queue pair has to send, hands it whatever the
-// peer sent, drives its timer, and waits in epoll_wait (or spins on
-// non-blocking reads, WaitMode::spin) until the condition holds, the
-// connection ends or the time runs out. When the queue pair wants the
+// peer sent, drives its timer, and waits until the condition holds, the
+// connection ends or the time runs out: in recv() when there is nothing to
+// send, in epoll_wait when output waits for room (WaitMode::block), or
+// spinning on non-blocking calls (WaitMode::spin). When the queue pair wants the
 // connection closed (after a Terminate), the link flushes its output, shuts
 // down the write side and waits briefly for the peer's FIN.
 #include <sys/socket.h>
@@ -95,7 +96,7 @@ class TcpLink {
 
  private:
   bool flush();      // writes output(); false on a socket error
-  bool read_some();  // one read; true when octets arrived
+  bool read_some(bool block);  // one read (block: up to the receive timeout); true when octets arrived
   void wait(int timeout_ms);
   void finish(std::string why);
   void tap(int dir, protocols::Bytes b);

@@ -1,0 +1,100 @@
+// The live commands as a user runs them: `rdmaconf peer` in the background,
+// `rdmaconf interop` against it over loopback, the recordings judged by
+// `rdmaconf check`, and the usage errors.
+#include <boost/test/unit_test.hpp>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <fmt/format.h>
+
+#include "tests/integration/support.hpp"
+
+using namespace rdmaconf::test;
+
+namespace {
+
+// A loopback port nothing listens on right now.
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t l = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &l);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(live_cli)
+
+BOOST_AUTO_TEST_CASE(peer_and_interop_commands) {
+  const auto d = temp_dir("live-cli");
+  const int port = free_port();
+  const std::string peer = fmt::format("tcp://127.0.0.1:{}", port);
+  const std::vector<std::string> scenarios = {"rping", "write-bw", "terminate-stag"};
+  std::string script = fmt::format(
+      "{0} peer --listen 127.0.0.1:{1} --connections {2} --markers --pcap-dir {3}/peer > {3}/peer.jsonl 2> {3}/peer.err &\n"
+      "for i in $(seq 100); do grep -q listening {3}/peer.err 2>/dev/null && break; sleep 0.05; done\n",
+      kBin, port, scenarios.size(), d.string());
+  for (const auto& s : scenarios)
+    script += fmt::format("timeout 60 {0} interop --peer {1} --scenario {2} --iterations 20 --pcap {3}/{2}.pcap "
+                          "--json {3}/{2}.json > {3}/{2}.out 2>&1; echo \"{2} $?\"\n",
+                          kBin, peer, s, d.string());
+  script += "wait\n";
+  std::ofstream(d / "run.sh") << script;
+  const auto r = run("sh " + (d / "run.sh").string() + " 2>&1");
+  for (const auto& s : scenarios) {
+    BOOST_TEST(r.out.find(s + " 0") != std::string::npos, s << ": " << r.out << slurp(d / (s + ".out")));
+    const auto j = nlohmann::json::parse(slurp(d / (s + ".json")), nullptr, false);
+    BOOST_TEST(j.value("verdict", "") == "PASS", s << ": " << j.dump());
+    BOOST_TEST(j["negotiated"].value("markers_to_peer", false), s);  // the peer asked for markers
+    const auto c = run(fmt::format("{} check --strict --quiet {}/{}.pcap; echo rc=$?", kBin, d.string(), s));
+    BOOST_TEST(c.out.find("rc=0") != std::string::npos, s << ": " << c.out);
+  }
+  // One JSON line per connection from the peer, in order, each a success.
+  std::istringstream lines(slurp(d / "peer.jsonl"));
+  std::string line;
+  std::size_t n = 0;
+  nlohmann::json term;
+  while (std::getline(lines, line)) {
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    BOOST_REQUIRE(n < scenarios.size());
+    BOOST_TEST(j.value("scenario", "") == scenarios[n], line);
+    BOOST_TEST(j.value("ok", false), line);
+    term = j;
+    ++n;
+  }
+  BOOST_TEST(n == scenarios.size());
+  BOOST_TEST(term["terminate_sent"].value("layer", 9) == 1);  // DDP
+  BOOST_TEST(term["terminate_sent"].value("type", 9) == 1);   // tagged buffer error
+  BOOST_TEST(term["terminate_sent"].value("code", 9) == 0);   // invalid STag
+  // The peer's own recordings pass the checker too.
+  const auto c = run(fmt::format("{} check --strict --quiet {}/peer; echo rc=$?", kBin, d.string()));
+  BOOST_TEST(c.out.find("rc=0") != std::string::npos, c.out);
+  std::filesystem::remove_all(d);
+}
+
+BOOST_AUTO_TEST_CASE(live_usage_errors) {
+  auto r = run(kBin + " interop --peer tcp://127.0.0.1:1 --scenario no-such 2>&1; echo rc=$?");
+  BOOST_TEST(r.out.find("unknown scenario 'no-such'") != std::string::npos, r.out);
+  BOOST_TEST(r.out.find("rc=2") != std::string::npos, r.out);
+  r = run(kBin + " interop --scenario rping 2>&1; echo rc=$?");
+  BOOST_TEST(r.out.find("--peer and --scenario are required") != std::string::npos, r.out);
+  r = run(kBin + " interop --list");
+  for (const char* s : {"rping", "write-bw", "read-bw", "send-lat", "write-lat", "terminate-ord", "terminate-crc"})
+    BOOST_TEST(r.out.find(s) != std::string::npos, s);
+  r = run(kBin + " peer --listen nowhere:1 2>&1; echo rc=$?");
+  BOOST_TEST(r.out.find("numeric") != std::string::npos, r.out);
+  BOOST_TEST(r.out.find("rc=2") != std::string::npos, r.out);
+  // Nobody listening: a clear message and exit 1, no hang.
+  r = run(fmt::format("timeout 20 {} interop --peer tcp://127.0.0.1:{} --scenario rping 2>&1; echo rc=$?", kBin,
+                      free_port()));
+  BOOST_TEST(r.out.find("refused") != std::string::npos, r.out);
+  BOOST_TEST(r.out.find("rc=1") != std::string::npos, r.out);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
