@@ -16,7 +16,7 @@ using protocols::MutBytes;
 
 namespace {
 
-// Terminate layers and error types (RFC 5040 §7.2 (?), RFC 5044 §8 (?)).
+// Terminate layers and error types (RFC 5040 §7.2, RFC 5044 §8).
 constexpr unsigned kLayerRdma = 0, kLayerDdp = 1, kLayerLlp = 2;
 constexpr unsigned kRdmaProtection = 1, kRdmaOperation = 2;
 constexpr unsigned kDdpTaggedErr = 1, kDdpUntaggedErr = 2;
@@ -193,7 +193,7 @@ void QueuePair::established() {
   state_ = QpState::connected;
   if (cfg_.initiator) {
     may_send_ = true;
-    if (p2p_) {  // the RTR goes first (RFC 6581 §9 (?))
+    if (p2p_) {  // the RTR goes first (RFC 6581 §9.2)
       if (rtr_ == Rtr::send) {
         send_untagged(pi::kOpSend, 0, next_msn_[0]++, {}, {}, 0, 0);
       } else if (rtr_ == Rtr::write) {
@@ -592,7 +592,7 @@ void QueuePair::on_fpdu(Bytes f, std::uint32_t crc) {
   if (state_ == QpState::connected && !awaiting_rtr_) may_send_ = true;
 }
 
-// Is this ULPDU the RTR negotiated (RFC 6581 §9 (?)): a zero-length Send
+// Is this ULPDU the RTR negotiated (RFC 6581 §9.2): a zero-length Send
 // (MSN 1), a zero-length RDMA Write, or a zero-length RDMA Read Request?
 bool QueuePair::is_rtr(Bytes u) const {
   if (u.size() < 2) return false;
