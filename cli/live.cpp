@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "engines/iwarp/device.hpp"
 #include "interop/iwarp/scenarios.hpp"
 
 namespace rdmaconf::cli {
@@ -138,6 +139,10 @@ int LiveCommands::run() {
       std::cerr << fmt::format("rdmaconf interop: unknown scenario '{}'\n{}", o.scenario, scenario_list());
       return kExitUsage;
     }
+    if (const std::string bad = eng::Device().validate(o.qp(true)); !bad.empty()) {
+      std::cerr << "rdmaconf interop: configuration not supported: " << bad << "\n";
+      return kExitUsage;
+    }
     ii::RunOptions ro;
     ro.scenario = o.scenario;
     ro.size = o.size;
@@ -170,6 +175,10 @@ int LiveCommands::run() {
     return r.ok ? 0 : kExitFail;
   }
 
+  if (const std::string bad = eng::Device().validate(o.qp(false)); !bad.empty()) {
+    std::cerr << "rdmaconf peer: configuration not supported: " << bad << "\n";
+    return kExitUsage;
+  }
   std::string err;
   eng::Fd lfd = eng::tcp_listen(o.listen, err);
   if (!lfd) {

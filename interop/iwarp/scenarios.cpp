@@ -1,5 +1,7 @@
 #include "interop/iwarp/scenarios.hpp"
 
+#include "engines/iwarp/device.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -1000,6 +1002,10 @@ RunResult run_initiator(std::string_view peer, const RunOptions& o) {
   cfg.initiator = true;
   if (info->needs_crc) cfg.crc = true;
   if (info->close_only) cfg.faults.fpdu_before_reply = true;
+  if (const std::string bad = Device().validate(cfg); !bad.empty()) {
+    r.message = fmt::format("configuration not supported: {}", bad);
+    return r;
+  }
   std::string err;
   Fd fd = tcp_connect(peer, o.timeout_ms, err);
   if (!fd) {

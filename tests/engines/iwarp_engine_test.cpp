@@ -10,6 +10,7 @@
 
 #include "captures/gen/pcap_writer.hpp"
 #include "conformance/checker.hpp"
+#include "engines/iwarp/device.hpp"
 #include "engines/iwarp/qp.hpp"
 
 using namespace rdmaconf::engine::iwarp;
@@ -375,6 +376,42 @@ BOOST_AUTO_TEST_CASE(rejection_and_setup_errors) {
   d.qp.tick(10000);
   BOOST_TEST((d.qp.state() == QpState::error));
   BOOST_TEST(d.qp.error().find("within") != std::string::npos, d.qp.error());
+}
+
+// The device refuses what the wire cannot carry, with a reason, and builds
+// working objects otherwise.
+BOOST_AUTO_TEST_CASE(device_validates_queue_pair_configurations) {
+  const Device dev;
+  BOOST_TEST(dev.query().max_ird == 0x3fffu);
+  auto pd = dev.alloc_pd();
+  auto cq = dev.create_cq();
+  std::string why;
+  QpConfig c;
+  BOOST_TEST(dev.create_qp(*pd, *cq, *cq, c, why) != nullptr);
+  BOOST_TEST(why.empty());
+  auto refused = [&](QpConfig bad, std::string_view word) {
+    const auto qp = dev.create_qp(*pd, *cq, *cq, std::move(bad), why);
+    BOOST_TEST(qp == nullptr);
+    BOOST_TEST(why.find(word) != std::string::npos, why);
+  };
+  QpConfig b = c;
+  b.revision = 3;
+  refused(b, "revision");
+  b = c;
+  b.ird = 0x4000;
+  refused(b, "IRD");
+  b = c;
+  b.private_data.resize(509);  // 509 + the 4-octet IRD/ORD word > 512
+  refused(b, "private data");
+  b.enhanced = false;
+  BOOST_TEST(dev.validate(b).empty());  // without the word, 509 octets fit
+  b = c;
+  b.mulpdu = 70000;
+  refused(b, "MULPDU");
+  b = c;
+  b.revision = 1;
+  b.p2p = true;
+  refused(b, "revision 2");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
