@@ -38,7 +38,7 @@ struct LiveOptions {
   bool spin = false;
   int timeout_ms = 10000;
   // interop
-  std::string peer_addr, scenario, pcap, json_out;
+  std::string peer_addr, scenario, pcap, json_out, peer_program = "rdmaconf";
   std::uint32_t size = 0;
   std::uint64_t iterations = 0;
   unsigned window = 16;
@@ -108,6 +108,10 @@ LiveCommands::LiveCommands(CLI::App& app) : o_(std::make_unique<LiveOptions>()) 
   interop_->add_option("--pcap", o.pcap, "record what the engine sent and received to FILE (for rdmaconf check)");
   interop_->add_option("--json", o.json_out, "write the result as JSON to FILE");
   interop_->add_flag("--list", o.list, "list the scenarios and exit");
+  interop_->add_option("--peer-program", o.peer_program,
+                       "what serves --peer: rdmaconf (our peer) or rping (rping -s of any stack; terminate-* "
+                       "scenarios then skip faults that need a buffer of the responder's)")
+      ->check(CLI::IsMember({"rdmaconf", "rping"}));
   engine_options(interop_, o);
 
   peer_ = app.add_subcommand("peer", "run our iWARP engine as a responder for interop scenarios and rping clients");
@@ -152,6 +156,7 @@ int LiveCommands::run() {
     ro.wait = wait;
     ro.timeout_ms = o.timeout_ms;
     ro.window = o.window;
+    ro.peer_program = o.peer_program;
     const auto r = ii::run_initiator(o.peer_addr, ro);
     const auto j = r.to_json();
     std::string line = fmt::format("{}: {} - {}", r.scenario, j["verdict"].get<std::string>(), r.message);

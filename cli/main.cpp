@@ -4,6 +4,7 @@
 //   rdmaconf fpdus PATH
 //   rdmaconf interop --peer tcp://ADDR:PORT --scenario NAME [options]   (cli/live.cpp)
 //   rdmaconf peer --listen ADDR:PORT [options]
+//   rdmaconf lab run [--peer siw] [--scenario NAME]... [--sweep] [--out DIR]   (interop/lab)
 // Exit status: 0 no case FAILed, 1 some case FAILed, 2 usage error or unreadable input.
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 
 #include "cli/live.hpp"
 #include "conformance/checker.hpp"
+#include "interop/lab/lab.hpp"
 #include "reports/report.hpp"
 
 #ifndef RDMACONF_VERSION
@@ -124,6 +126,21 @@ int main(int argc, char** argv) {
 
   cli::LiveCommands live(app);
 
+  auto* lab = app.add_subcommand("lab", "the soft-RNIC lab: our engine against the Linux kernel's siw in a qemu guest");
+  lab->require_subcommand(1);
+  auto* lab_run = lab->add_subcommand(
+      "run", "build the lab if needed, boot it once, run the cells, check every capture, write OUT/lab-report.json");
+  interop::lab::LabOptions lab_opt;
+  lab_opt.lab_dir = RDMACONF_SOURCE_DIR "/interop/lab";
+  bool lab_list = false;
+  lab_run->add_option("--peer", lab_opt.peer, "the kernel peer (siw; rxe comes with the RoCEv2 engine)")
+      ->check(CLI::IsMember({"siw", "rxe"}));
+  lab_run->add_option("--scenario", lab_opt.scenarios, "only cells running this scenario (repeatable; see --list)");
+  lab_run->add_flag("--sweep", lab_opt.sweep, "every siw knob combination (CRC off/required/strict x MPA v1/v2/p2p)");
+  lab_run->add_option("--out", lab_opt.out_dir, "folder for the report, captures and logs (default out/lab)");
+  lab_run->add_option("--lab-dir", lab_opt.lab_dir, "the lab scripts (default: interop/lab of the source tree)");
+  lab_run->add_flag("--list", lab_list, "list the cells and exit");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -132,6 +149,15 @@ int main(int argc, char** argv) {
   }
 
   if (live.selected()) return live.run();
+
+  if (*lab_run) {
+    if (lab_list) {
+      for (const auto& c : interop::lab::siw_matrix(lab_opt.sweep, lab_opt.scenarios))
+        std::cout << fmt::format("{:<64} expect {:<9} {}\n", c.id, interop::lab::expect_name(c.expect), c.why);
+      return 0;
+    }
+    return interop::lab::run(lab_opt, std::cerr);
+  }
 
   if (*fpdus) {
     conformance::CheckOptions o;

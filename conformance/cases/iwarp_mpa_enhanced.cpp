@@ -116,7 +116,9 @@ void add_iwarp_mpa_enhanced_cases(Catalog& k) {
       })
       .fpdu([](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e) {
         auto& o = ctx.state<Offer>();
-        const bool one = o.selected == 1 || o.selected == 2 || o.selected == 4;  // else iwarp.mpa.v2.rtr_type's finding
+        // A Reply that selects no type, several, or one the initiator did not
+        // offer is iwarp.mpa.v2.rtr_type's finding; the initiator then owes no RTR.
+        const bool one = (o.selected == 1 || o.selected == 2 || o.selected == 4) && (o.selected & o.types);
         if (!e.from_initiator || o.rtr_checked || !one) return;
         o.rtr_checked = true;
         const auto* s = segment_of(e);

@@ -41,6 +41,21 @@ void add_iwarp_mpa_order_cases(Catalog& k) {
         if (n.inferred) return;
         RDMACONF_JUDGE(ctx, e, e.first_frame > n.frame, fmt::format("FPDU after frame {} (which completed the exchange)", n.frame),
               fmt::format("FPDU starting in frame {}", e.first_frame), fmt::format("FPDU #{} of this direction", e.index));
+      })
+      // The initiator sent octets after its Request and the responder never
+      // replied (it closed or reset, as §7.1.2 lets it): those octets came
+      // before the exchange completed, whatever they hold.
+      .close([](CaseCtx& ctx, const IwarpConn& c) {
+        const int dir = c.mpa->initiator_dir();
+        if (dir < 0 || !c.mpa->unanswered(dir)) return;
+        const auto& u = *c.mpa->unanswered(dir);
+        Evidence ev;
+        ev.frames = {u.frame};
+        ev.stream_offset = u.offset;
+        ev.side = ctx.side(dir);
+        ev.expected = "nothing after the Request until the Reply";
+        ev.actual = fmt::format("{} octets after the Request, and no Reply before the connection ended", u.octets);
+        ctx.tally.fail(std::move(ev));
       });
 
   add(k, {"iwarp.mpa.responder.first_fpdu", "RFC 5044", "§7.1.2", Level::must, Family::iwarp,

@@ -80,6 +80,7 @@ void MpaConnection::stop(int dir, std::uint64_t offset, std::uint64_t frame, std
 
 void MpaConnection::data(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame) {
   Dir& s = d_[dir];
+  s.sent_any |= !data.empty();
   switch (s.state) {
     case State::not_mpa:
     case State::stopped:
@@ -431,6 +432,12 @@ void MpaConnection::close(std::uint64_t frame) {
              true);
       }
     } else if (s.state == State::wait_negotiation && !s.held.empty()) {
+      // The other side sent nothing at all (no malformed frame, no gap): it never answered.
+      if (!d_[1 - dir].sent_any && !d_[1 - dir].gap_seen) {
+        Unanswered u{s.held[0].offset, s.held[0].frame, 0};
+        for (const auto& h : s.held) u.octets += h.bytes.size();
+        s.unanswered = u;
+      }
       stop(dir, s.held[0].offset, s.held[0].frame, "the other side's MPA frame is not in the capture", true);
     }
   }

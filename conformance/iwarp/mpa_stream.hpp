@@ -132,6 +132,13 @@ class MpaConnection {
   // This direction's FPDUs are not all in view: framing found mid-stream, or
   // stopped at a capture gap. A reply with nothing to answer is then unjudgeable.
   bool partial(int dir) const { return d_[dir].inferred_at >= 0 || d_[dir].gap_seen; }
+  // Octets this direction sent after its own MPA frame that were still
+  // waiting for the other side's when the connection closed (the other side
+  // sent nothing at all, not even a malformed MPA frame).
+  struct Unanswered {
+    std::uint64_t offset = 0, frame = 0, octets = 0;
+  };
+  const std::optional<Unanswered>& unanswered(int dir) const { return d_[dir].unanswered; }
 
  private:
   enum class State { probe, infer, rr, wait_negotiation, fpdu, rejected, stopped, not_mpa };
@@ -146,6 +153,7 @@ class MpaConnection {
     std::uint64_t buf_off = 0;
     std::uint64_t buf_frame = 0;  // frame of buf's first octet
     std::vector<Held> held;       // FPDU octets waiting for the negotiation
+    std::optional<Unanswered> unanswered;
     std::size_t held_bytes = 0;
     std::uint64_t fpdus = 0;
     std::uint64_t next_off = 0;
@@ -153,6 +161,7 @@ class MpaConnection {
     std::vector<std::byte> not_mpa_head;  // first octets of a direction judged not MPA
     std::uint64_t not_mpa_off = 0, not_mpa_frame = 0;
     bool gap_seen = false;
+    bool sent_any = false;  // this direction carried at least one octet
     // Markers: stream offsets are raw (as sent); framing works on the octets
     // with markers removed ("logical" offsets, equal to raw ones before the
     // first marker).

@@ -306,6 +306,7 @@ bool TcpLink::read_some(bool block) {
       return true;
     }
     if (errno == EINTR) continue;
+    if (errno == ECONNRESET) peer_reset_ = true;
     if (errno != EAGAIN && errno != EWOULDBLOCK) finish(errno_text("recv"));
     return false;
   }

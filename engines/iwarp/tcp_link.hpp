@@ -89,6 +89,7 @@ class TcpLink {
 
   bool ended() const { return ended_; }     // the connection is over (EOF, reset, closed by us)
   bool peer_eof() const { return peer_eof_; }
+  bool peer_reset() const { return peer_reset_; }  // the peer aborted the connection (RST)
   const std::string& error() const { return error_; }
   std::uint64_t octets_sent() const { return sent_; }
   std::uint64_t octets_received() const { return received_; }
@@ -106,7 +107,7 @@ class TcpLink {
   QueuePair& qp_;
   WaitMode mode_;
   bool want_out_ = false;  // EPOLLOUT registered
-  bool ended_ = false, peer_eof_ = false, shut_wr_ = false;
+  bool ended_ = false, peer_eof_ = false, peer_reset_ = false, shut_wr_ = false;
   std::string error_;
   std::vector<std::byte> rbuf_;
   std::uint64_t sent_ = 0, received_ = 0;

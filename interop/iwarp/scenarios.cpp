@@ -583,13 +583,38 @@ struct Initiator {
     return true;
   }
 
+  // What `rping -s` offers instead of a ready message: one posted receive of
+  // 16 octets (its buffer advertisement) and no buffer of its own; IRD as
+  // negotiated. Faults that need one of the responder's buffers are skipped.
+  std::optional<Ctl> rping_server_resources() {
+    switch (info.code) {
+      // oversize: its RDMA Write would name our made-up STag, which the
+      // responder may rightly report before it finds the framing broken.
+      // msn-repeat: a repeat needs a Send before it, which would use rping's only receive.
+      case kTermMarker: case kTermBounds: case kTermAccess: case kTermReadBounds: case kTermOrd: case kTermOversize:
+      case kTermMsnRepeat:
+        r.skipped = true;
+        r.message = "not applicable against rping -s: the fault needs a buffer the responder advertises or a second posted receive";
+        return std::nullopt;
+      default: break;
+    }
+    Ctl c;
+    c.credits = 1;
+    c.recv_size = kRpingInfo;
+    c.ird = s.qp.effective_ord();
+    c.stag = 0x5eed0000;  // any STag: rping -s advertises none, so none of ours is valid there
+    c.len = 4096;
+    c.len_ro = 4096;
+    return c;
+  }
+
   // Breaks one rule, then requires the Terminate (or close) of ScenarioInfo.
   bool provoke() {
     if (info.close_only) {  // the fault already happened with the Request
       s.link->run_until([&] { return s.dead(); }, s.timeout_ms);
       return judge();
     }
-    const auto c = hello({});
+    const auto c = o.peer_program == "rping" ? rping_server_resources() : hello({});
     if (!c) return false;
     const std::uint32_t bad_stag = c->stag + (0x10000u << 8);  // an index no region has
     auto& local = s.buffer(std::max<std::uint32_t>(c->len_ro, 4096));
@@ -629,9 +654,11 @@ struct Initiator {
         w.wr_id = kDataBase + 1;
         s.post(w);
         break;
-      case kTermNoBuffer:
+      case kTermNoBuffer:  // one Send more than the receives the responder posted
+        for (unsigned k = 0; k <= c->credits; ++k) s.send(std::span(small).first(8));
+        break;
       case kTermInvalidate:
-        s.send(small, info.code == kTermInvalidate ? WrOpcode::send_invalidate : WrOpcode::send, bad_stag);
+        s.send(small, WrOpcode::send_invalidate, bad_stag);
         break;
       case kTermTooLong: {
         auto& big = s.buffer(c->recv_size + 1);
@@ -681,6 +708,10 @@ struct Initiator {
         r.message = fmt::format("the responder sent Terminate {}/{}/{:#04x}; it must close without one", t->layer,
                                 t->etype, t->code);
         return false;
+      }
+      if (s.link->peer_reset()) {  // an abort is a close too (RFC 5044 §7.1.2 asks for no more than that)
+        r.message = "the responder reset the connection without a Terminate, as required";
+        return true;
       }
       if (!s.link->peer_eof()) return fail("waiting for the responder to close");
       r.message = "the responder closed the connection without a Terminate, as required";

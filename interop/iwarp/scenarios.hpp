@@ -66,6 +66,11 @@ struct RunOptions {
   eng::WaitMode wait = eng::WaitMode::block;
   int timeout_ms = 10000;        // for any one step
   unsigned window = 16;          // outstanding RDMA Writes / Reads in the bandwidth scenarios
+  // The responder's program. "rdmaconf" answers our control exchange; "rping"
+  // is `rping -s` (any stack), which advertises no buffer and posts one
+  // 16-octet receive: the terminate-* scenarios then go without the hello and
+  // skip the faults that need a buffer of the responder's.
+  std::string peer_program = "rdmaconf";
 };
 
 struct RunResult {

@@ -1,0 +1,135 @@
+#!/bin/sh
+# lab-guest PLAN: runs a lab plan inside the guest. The plan is a shell script
+# written by `rdmaconf lab run`; it calls the functions below.
+#
+# Topology: veth0 (192.0.2.1, the initial namespace, where siw/rxe devices
+# attach) <-> veth1 (192.0.2.2, namespace "eng", where our engine runs). Every
+# cell is captured by tcpdump on veth0.
+set -u
+export PATH=/sbin:/bin:/usr/sbin:/usr/bin
+OUT=/share/cells
+ENGINE="/share/engine/ld-linux-x86-64.so.2 --library-path /share/engine /share/engine/rdmaconf"
+CELL=""
+DIR=""
+SERVERS=""
+
+say() { echo "lab-guest: $*"; }
+
+setup() {
+  for m in configfs ib_core ib_uverbs ib_cm iw_cm rdma_cm rdma_ucm crc32c_generic libcrc32c veth; do
+    modprobe "$m" || say "modprobe $m failed"
+  done
+  modprobe crc32c-intel 2>/dev/null
+  mount -t configfs none /sys/kernel/config 2>/dev/null
+  /usr/sbin/ip link set lo up
+  /usr/sbin/ip link add veth0 type veth peer name veth1
+  /usr/sbin/ip netns add eng
+  /usr/sbin/ip link set veth1 netns eng
+  /usr/sbin/ip addr add 192.0.2.1/24 dev veth0
+  /usr/sbin/ip link set veth0 up
+  /usr/sbin/ip netns exec eng /usr/sbin/ip addr add 192.0.2.2/24 dev veth1
+  /usr/sbin/ip netns exec eng /usr/sbin/ip link set veth1 up
+  /usr/sbin/ip netns exec eng /usr/sbin/ip link set lo up
+  mkdir -p "$OUT"
+  uname -r >/share/kernel.txt
+}
+
+# siw_load CRC_REQUIRED CRC_STRICT MPA_VERSION PEER_TO_PEER TRY_GSO
+siw_load() {
+  rdma link delete siw0 2>/dev/null
+  rmmod siw 2>/dev/null
+  if ! modprobe siw mpa_crc_required="$1" mpa_crc_strict="$2" mpa_version="$3" peer_to_peer="$4" try_gso="$5"; then
+    say "modprobe siw $* failed"
+    return 1
+  fi
+  rdma link add siw0 type siw netdev veth0 || { say "rdma link add siw0 failed"; return 1; }
+  SIW_PARAMS="mpa_crc_required=$1 mpa_crc_strict=$2 mpa_version=$3 peer_to_peer=$4 try_gso=$5"
+  say "siw loaded: $SIW_PARAMS"
+}
+
+# cell ID: starts a cell: its folder and a capture of veth0.
+cell() {
+  CELL=$1
+  DIR=$OUT/$CELL
+  SERVERS=""
+  mkdir -p "$DIR"
+  echo "${SIW_PARAMS:-}" >"$DIR/siw-params"
+  tcpdump --immediate-mode -B 65536 -s 0 -U -n -i veth0 -w "/tmp/$CELL.pcap" tcp 2>"$DIR/tcpdump.err" &
+  TCPDUMP=$!
+  i=0
+  while ! grep -q "listening on" "$DIR/tcpdump.err" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+  say "cell $CELL"
+}
+
+# in SIDE CMD...: runs CMD on SIDE (siw: the initial namespace; our: namespace eng).
+in_side() {
+  side=$1
+  shift
+  if [ "$side" = our ]; then /usr/sbin/ip netns exec eng "$@"; else "$@"; fi
+}
+
+# server NAME SIDE CMD...: starts CMD in the background.
+server() {
+  name=$1 side=$2
+  shift 2
+  echo "$*" >"$DIR/$name.cmd"
+  (
+    in_side "$side" timeout -s KILL "${CELL_TIMEOUT:-60}" "$@" >"$DIR/$name.out" 2>"$DIR/$name.err" &
+    echo $! >"$DIR/$name.pid"
+    wait $!
+    echo $? >"$DIR/$name.rc"
+  ) &
+  SERVERS="$SERVERS $name"
+}
+
+# client NAME SIDE CMD...: runs CMD and waits for it.
+client() {
+  name=$1 side=$2
+  shift 2
+  echo "$*" >"$DIR/$name.cmd"
+  in_side "$side" timeout -s KILL "${CELL_TIMEOUT:-60}" "$@" >"$DIR/$name.out" 2>"$DIR/$name.err"
+  echo $? >"$DIR/$name.rc"
+}
+
+# wait_listen SIDE PORT: until something listens on TCP PORT (at most 10 s).
+wait_listen() {
+  hex=$(printf '%04X' "$2")
+  i=0
+  while [ $i -lt 100 ]; do
+    if in_side "$1" cat /proc/net/tcp | awk -v p=":$hex" '$4 == "0A" && substr($2, length($2) - 4) == p { f = 1 } END { exit !f }'; then
+      return 0
+    fi
+    sleep 0.1
+    i=$((i + 1))
+  done
+  say "nothing listens on port $2 ($1)"
+  return 1
+}
+
+# finish GRACE: waits up to GRACE seconds for the servers (they end with
+# their client), kills what is left, stops the capture and copies it out.
+finish() {
+  grace=${1:-30}
+  i=0
+  while [ $i -lt $((grace * 10)) ]; do
+    all=1
+    for n in $SERVERS; do [ -e "$DIR/$n.rc" ] || all=0; done
+    [ $all = 1 ] && break
+    sleep 0.1
+    i=$((i + 1))
+  done
+  for n in $SERVERS; do
+    [ -e "$DIR/$n.rc" ] || { echo "killed after ${grace} s" >>"$DIR/$n.err"; kill -KILL "$(cat "$DIR/$n.pid")" 2>/dev/null; }
+  done
+  sleep 0.3
+  kill -INT "$TCPDUMP" 2>/dev/null
+  wait
+  cp "/tmp/$CELL.pcap" "$DIR/wire.pcap" 2>/dev/null
+  rm -f "/tmp/$CELL.pcap"
+  dmesg -c >"$DIR/dmesg.txt" 2>/dev/null
+  echo done >"$DIR/finished"
+}
+
+setup
+dmesg -c >/share/dmesg-boot.txt 2>/dev/null
+. "$1"

@@ -1,0 +1,489 @@
+#include "interop/lab/lab.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <ostream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "conformance/checker.hpp"
+#include "interop/iwarp/scenarios.hpp"
+#include "reports/report.hpp"
+
+namespace rdmaconf::interop::lab {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kSiwAddr = "192.0.2.1";   // veth0, the initial namespace (siw0)
+constexpr const char* kOurAddr = "192.0.2.2";   // veth1, namespace eng (our engine)
+constexpr unsigned kFirstPort = 7200;
+constexpr int kStepTimeoutMs = 8000;            // our engine, any one step
+constexpr unsigned kCellBudgetS = 30;           // a cell's programs are killed after this
+constexpr unsigned kGraceS = 10;                // how long siw's program may outlive ours
+
+// RFC 5044 §7.1 (the C bit): CRC is used in both directions when either side asks.
+constexpr const char* kCrcRule = "RFC 5044 §7.1: CRC is used in both directions when either side asks for it";
+
+// siw's iwarp.h declares the Terminate Control word as little-endian bitfields.
+const char* kSiwTermLayout =
+    "siw lays out the Terminate Control field as little-endian bitfields (its iwarp.h): Layer and EType trade "
+    "places and the M, D and R flags land in the reserved bits, where RFC 5040 §7.1 puts Layer in the four most "
+    "significant bits and the flags right after the error code";
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string last_line(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  const auto nl = s.rfind('\n');
+  return nl == std::string::npos ? s : s.substr(nl + 1);
+}
+
+}  // namespace
+
+std::string SiwKnobs::label() const {
+  std::string s = crc_required && crc_strict ? "crc-required-strict"
+                  : crc_required             ? "crc-required"
+                  : crc_strict               ? "crc-strict"
+                                             : "crc-off";
+  s += fmt::format(".v{}", mpa_version);
+  if (peer_to_peer) s += ".p2p";
+  if (try_gso) s += ".gso";
+  return s;
+}
+
+std::string SiwKnobs::load_args() const {
+  return fmt::format("{} {} {} {} {}", int(crc_required), int(crc_strict), mpa_version, int(peer_to_peer), int(try_gso));
+}
+
+nlohmann::json SiwKnobs::to_json() const {
+  return {{"mpa_crc_required", crc_required},
+          {"mpa_crc_strict", crc_strict},
+          {"mpa_version", mpa_version},
+          {"peer_to_peer", peer_to_peer},
+          {"try_gso", try_gso}};
+}
+
+const char* expect_name(Expect e) {
+  switch (e) {
+    case Expect::data: return "data";
+    case Expect::reject: return "reject";
+    case Expect::terminate: return "terminate";
+    case Expect::close: return "close";
+  }
+  return "?";
+}
+
+std::vector<Cell> siw_matrix(bool sweep, const std::vector<std::string>& scenarios) {
+  std::vector<Cell> cells;
+  std::vector<SiwKnobs> configs;
+  for (unsigned crc = 0; crc < (sweep ? 3u : 1u); ++crc)
+    for (unsigned mode = 0; mode < (sweep ? 3u : 1u); ++mode) {
+      SiwKnobs k;
+      k.crc_required = crc == 1;
+      k.crc_strict = crc == 2;
+      k.mpa_version = mode == 2 ? 1 : 2;
+      k.peer_to_peer = mode == 1;
+      configs.push_back(k);
+    }
+  const SiwKnobs base;
+
+  auto add = [&](const SiwKnobs& k, bool initiator, std::string label, std::vector<std::string> args) -> Cell& {
+    Cell c;
+    c.siw = k;
+    c.our_role = initiator ? "initiator" : "responder";
+    c.program = initiator ? "rping -s" : "rping -c";
+    c.scenario = "rping";
+    c.ours_label = std::move(label);
+    c.our_args = std::move(args);
+    c.id = fmt::format("siw.{}.{}.{}.{}", initiator ? "our-initiator" : "our-responder", c.scenario, k.label(),
+                       c.ours_label);
+    cells.push_back(std::move(c));
+    return cells.back();
+  };
+
+  for (const auto& k : configs) {
+    // Our engine with CRC off and on, in both roles. siw asks for CRC when
+    // mpa_crc_required; with mpa_crc_strict alone it refuses CRC (a party may
+    // refuse any connection; what it may not do is run without CRC when the
+    // other side asked for it).
+    for (bool initiator : {true, false})
+      for (bool crc : {false, true}) {
+        Cell& c = add(k, initiator, crc ? "crc" : "no-crc", {crc ? "--crc" : "--no-crc"});
+        if (crc && k.crc_strict && !k.crc_required) {
+          c.expect = Expect::reject;
+          c.why = fmt::format("siw's mpa_crc_strict forbids CRC; refusing the connection is its right ({}), using "
+                              "it without CRC would not be",
+                              initiator ? "RFC 5044 §7.1.1: the responder may reject a Request"
+                                        : "RFC 5044 §7.1.1: the initiator may close instead of going on");
+        } else {
+          c.expect_crc = crc || k.crc_required;
+          c.why = fmt::format("{}; rping's exchange completes with its data intact", kCrcRule);
+        }
+      }
+  }
+
+  // On siw's default configuration: the rest of our knobs, and the faults.
+  Cell& mk = add(base, true, "markers", {"--no-crc", "--markers"});
+  mk.expect = Expect::reject;
+  mk.why = "RFC 5044 §7.1: M=1 asks the peer for markers; siw cannot send them, so a conforming siw rejects the Request";
+  Cell& mr = add(base, false, "markers", {"--no-crc", "--markers"});
+  mr.expect = Expect::reject;
+  mr.why = "RFC 5044 §7.1: a Reply with M=1 asks the initiator for markers; siw cannot send them and must close";
+  Cell& v1 = add(base, true, "mpa-rev1", {"--no-crc", "--mpa-rev", "1"});
+  v1.why = "RFC 6581 §4: a revision 2 responder answers a revision 1 Request with revision 1; IRD/ORD then come "
+           "from the application, and rping asks for one outstanding Read";
+  v1.known_finding = "siw as responder to an MPA revision 1 Request leaves its IRD and ORD at 0, so rping -s cannot "
+                     "issue the RDMA Read its exchange needs";
+  for (const char* rtr : {"write", "read", "send"}) {
+    Cell& p = add(base, true, fmt::format("p2p-{}", rtr), {"--no-crc", "--p2p", rtr});
+    p.why = fmt::format("RFC 6581 §9.2: in peer-to-peer mode the responder echoes P2P and selects an RTR type the "
+                        "initiator offered (here only {}), which the initiator sends first; then rping runs",
+                        rtr);
+    if (std::string_view(rtr) == "send")
+      p.known_finding = "siw answers an offer of the Send RTR alone by selecting the Write RTR, which was not offered "
+                        "(siw_cm.c falls back to Write whenever Write and Read were not offered)";
+  }
+  for (const auto& s : iwarp::scenarios()) {
+    if (!s.expect && !s.close_only) continue;
+    if (s.name == "terminate-marker" || s.name == "terminate-bounds" || s.name == "terminate-access" ||
+        s.name == "terminate-read-bounds" || s.name == "terminate-ord" || s.name == "terminate-oversize" ||
+        s.name == "terminate-msn-repeat")
+      continue;  // they need a buffer the responder advertises (rping -s advertises none) or two posted receives (it posts one)
+    Cell& f = add(base, true, "no-crc", {"--no-crc", "--peer-program", "rping"});
+    f.scenario = std::string(s.name);
+    f.id = fmt::format("siw.our-initiator.{}.{}", f.scenario, base.label());
+    f.expect = s.close_only ? Expect::close : Expect::terminate;
+    f.iterations = 1;
+    if (s.close_only)
+      f.why = std::string(s.rule);
+    else
+      f.why = fmt::format("Terminate {}/{}/{:#04x}: {}", s.expect->layer, s.expect->etype, s.expect->code, s.rule);
+  }
+  // What siw was seen to do against these faults (see docs/lab.md).
+  const std::map<std::string, std::string> term_findings = {
+      {"terminate-crc", kSiwTermLayout},
+      {"terminate-msn-skip", kSiwTermLayout},
+      {"terminate-no-buffer", kSiwTermLayout},
+      {"terminate-read-stag", kSiwTermLayout},
+      {"terminate-invalidate", kSiwTermLayout},
+      {"terminate-too-long", std::string("siw reports a Send longer than the posted buffer as DDP untagged 0x02 (no "
+                                         "buffer) instead of 0x05 (message too long); and ") + kSiwTermLayout},
+      {"terminate-stag", kSiwTermLayout},
+  };
+  for (auto& c : cells)
+    if (const auto it = term_findings.find(c.scenario); it != term_findings.end()) c.known_finding = it->second;
+
+  if (!scenarios.empty())
+    std::erase_if(cells, [&](const Cell& c) {
+      return std::find(scenarios.begin(), scenarios.end(), c.scenario) == scenarios.end();
+    });
+  unsigned port = kFirstPort;
+  for (auto& c : cells) c.port = port++;
+  return cells;
+}
+
+std::string guest_plan(const std::vector<Cell>& cells) {
+  std::string plan = "# written by rdmaconf lab run; executed by lab-guest (interop/lab/guest.sh)\n";
+  std::optional<SiwKnobs> loaded;
+  for (const auto& c : cells) {
+    if (!loaded || !(*loaded == c.siw)) {
+      plan += fmt::format("siw_load {}\n", c.siw.load_args());
+      loaded = c.siw;
+    }
+    std::string ours;
+    for (const auto& a : c.our_args) ours += " " + shell_quote(a);
+    plan += fmt::format("cell {}\n", c.id);
+    if (c.our_role == "initiator") {
+      plan += fmt::format("server peer siw rping -s -a {} -p {} -C {} -S {}\n", kSiwAddr, c.port, c.iterations, c.size);
+      plan += fmt::format("wait_listen siw {}\n", c.port);
+      plan += fmt::format(
+          "client our our $ENGINE interop --peer {}:{} --scenario {} --size {} --iterations {} --timeout {}{} "
+          "--json \"$DIR/our.json\"\n",
+          kSiwAddr, c.port, c.scenario, c.size, c.iterations, kStepTimeoutMs, ours);
+      // rping -s waits for another client when a connection failed: give it a moment, no more.
+      plan += fmt::format("finish {}\n", c.expect == Expect::data ? kGraceS : 3);
+    } else {
+      plan += fmt::format("server our our $ENGINE peer --listen {}:{} --connections 1 --timeout {}{}\n", kOurAddr,
+                          c.port, kStepTimeoutMs, ours);
+      plan += fmt::format("wait_listen our {}\n", c.port);
+      plan += fmt::format("client peer siw rping -c -a {} -p {} -C {} -S {} -V\n", kOurAddr, c.port, c.iterations, c.size);
+      plan += fmt::format("finish {}\n", c.expect == Expect::data ? kGraceS : 3);
+    }
+  }
+  return plan;
+}
+
+Verdict judge(const Cell& c, const CellOutcome& o) {
+  std::vector<std::string> problems;
+  const bool initiator = c.our_role == "initiator";
+  const auto& j = o.ours;
+  const std::string our_msg = j.is_object() ? j.value("message", std::string()) : std::string();
+  const bool ours_ok = j.is_object() && (initiator ? j.value("verdict", "") == "PASS" : j.value("ok", false));
+  const auto fails = fmt::format("{}", fmt::join(o.failed_cases, ", "));
+
+  Verdict v;
+  if (!o.finished) {
+    v.color = "red";
+    v.reason = "the cell did not finish inside the guest (lab time limit)";
+  } else if (!o.check_error.empty()) {
+    v.color = "red";
+    v.reason = fmt::format("the capture could not be checked: {}", o.check_error);
+  } else if (j.is_null()) {
+    v.color = "red";
+    v.reason = "our engine left no result";
+  } else if (initiator && j.value("verdict", "") == "SKIP") {
+    v.color = "skipped";
+    v.reason = our_msg;
+  } else {
+    switch (c.expect) {
+      case Expect::data: {
+        if (!ours_ok)
+          problems.push_back(fmt::format("our {}: {}", c.our_role, our_msg.empty() ? "failed" : our_msg));
+        if (o.program_rc.value_or(-1) != 0)
+          problems.push_back(fmt::format("siw's {} exited with status {}{}", c.program,
+                                         o.program_rc ? std::to_string(*o.program_rc) : "unknown",
+                                         o.program_err.empty() ? "" : ": " + o.program_err));
+        if (ours_ok && j.contains("negotiated") && j["negotiated"].value("crc", false) != c.expect_crc)
+          problems.push_back(fmt::format("CRC {} but it must be {} ({})", j["negotiated"].value("crc", false) ? "on" : "off",
+                                         c.expect_crc ? "on" : "off", kCrcRule));
+        if (o.check_fail) problems.push_back(fmt::format("the capture FAILs {}", fails));
+        break;
+      }
+      case Expect::reject: {
+        const bool refused = initiator ? our_msg.find("rejected the connection") != std::string::npos
+                                       : !ours_ok && o.program_rc.value_or(0) != 0;
+        if (!refused)
+          problems.push_back(ours_ok ? "the connection was accepted and used"
+                                     : fmt::format("the connection failed otherwise: {}", our_msg));
+        if (o.check_fail) problems.push_back(fmt::format("the capture FAILs {}", fails));
+        break;
+      }
+      case Expect::terminate:
+      case Expect::close: {
+        if (!ours_ok) problems.push_back(our_msg.empty() ? "no reaction seen" : our_msg);
+        for (const auto& want : o.required_failures)
+          if (std::find(o.failed_cases.begin(), o.failed_cases.end(), want) == o.failed_cases.end())
+            problems.push_back(fmt::format("the checker did not find the planted fault ({} passes)", want));
+        std::vector<std::string> extra;
+        for (const auto& f : o.failed_cases)
+          if (std::find(o.required_failures.begin(), o.required_failures.end(), f) == o.required_failures.end())
+            extra.push_back(f);
+        if (!extra.empty() && !o.framing_lost)
+          problems.push_back(fmt::format("the capture also FAILs {}", fmt::join(extra, ", ")));
+        // A Terminate whose nibbles read the other way round is worth naming.
+        if (const auto* info = iwarp::find_scenario(c.scenario);
+            info && info->expect && j.contains("terminate_received") && j["terminate_received"].is_object()) {
+          const auto& t = j["terminate_received"];
+          const unsigned layer = t.value("layer", 99u), type = t.value("type", 99u);
+          if (layer != type && layer == info->expect->etype && type == info->expect->layer)
+            problems.push_back("read with Layer and EType exchanged it would be the required one");
+        }
+        break;
+      }
+    }
+    v.color = problems.empty() ? "green" : "red";
+    v.reason = problems.empty() ? c.why : fmt::format("{}", fmt::join(problems, "; "));
+  }
+  if (v.color == "red") {
+    if (!c.known_finding.empty())
+      v.reason = fmt::format("siw finding: {} (seen: {}; required: {})", c.known_finding, v.reason, c.why);
+    else
+      v.regression = true;
+  }
+  return v;
+}
+
+namespace {
+
+// Our own executable and the shared libraries it loads, for the guest.
+bool stage_engine(const fs::path& dir, std::ostream& log) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return log << "lab: cannot find our own executable\n", false;
+  fs::copy_file(self, dir / "rdmaconf", fs::copy_options::overwrite_existing, ec);
+  if (ec) return log << fmt::format("lab: cannot copy {}: {}\n", self.string(), ec.message()), false;
+  FILE* p = ::popen(fmt::format("ldd {}", shell_quote(self.string())).c_str(), "r");
+  if (!p) return log << "lab: cannot run ldd\n", false;
+  char line[1024];
+  while (std::fgets(line, sizeof line, p)) {
+    std::string l(line);
+    const auto slash = l.find('/');
+    if (slash == std::string::npos) continue;
+    const std::string path = l.substr(slash, l.find_first_of(" \n", slash) - slash);
+    fs::copy_file(path, dir / fs::path(path).filename(), fs::copy_options::overwrite_existing, ec);
+    if (ec) {
+      ::pclose(p);
+      return log << fmt::format("lab: cannot copy {}: {}\n", path, ec.message()), false;
+    }
+  }
+  ::pclose(p);
+  return fs::exists(dir / "ld-linux-x86-64.so.2") || (log << "lab: ldd named no ld-linux-x86-64.so.2\n", false);
+}
+
+// Runs a shell command; its exit status (or -1).
+int shell(const std::string& cmd) {
+  const int rc = std::system(cmd.c_str());
+  return rc == -1 ? -1 : WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
+}
+
+CellOutcome collect(const Cell& c, const fs::path& dir, const conformance::Checker& checker,
+                    const reports::RunInfo& run) {
+  CellOutcome o;
+  o.finished = fs::exists(dir / "finished");
+  const bool initiator = c.our_role == "initiator";
+  if (initiator) {
+    o.ours = nlohmann::json::parse(read_text(dir / "our.json"), nullptr, false);
+  } else {
+    const std::string first = read_text(dir / "our.out");
+    o.ours = nlohmann::json::parse(first.substr(0, first.find('\n')), nullptr, false);
+  }
+  if (o.ours.is_discarded()) o.ours = nullptr;
+  // siw's program is "peer" in the plan, whichever role it has.
+  if (const std::string rc = read_text(dir / "peer.rc"); !rc.empty()) o.program_rc = std::atoi(rc.c_str());
+  o.program_err = last_line(read_text(dir / "peer.err"));
+  if (const auto* info = iwarp::find_scenario(c.scenario); info && (info->expect || info->close_only)) {
+    o.required_failures.assign(info->failing_cases.begin(), info->failing_cases.end());
+    o.framing_lost = info->framing_lost;
+  }
+  const fs::path pcap = dir / "wire.pcap";
+  if (!fs::exists(pcap)) {
+    o.check_error = "no capture";
+    return o;
+  }
+  const auto r = checker.check_file(pcap.string());
+  if (!r.error.empty()) o.check_error = r.error;
+  std::set<std::string> failed;
+  for (const auto& s : r.scopes)
+    for (const auto& oc : s.outcomes) {
+      if (oc.tally.failed()) failed.insert(std::string(oc.info->id));
+      o.check_pass += oc.tally.checked() - oc.tally.failed();
+      o.check_fail += oc.tally.failed();
+      o.check_inconclusive += oc.tally.inconclusive_count();
+    }
+  o.failed_cases.assign(failed.begin(), failed.end());
+  std::ofstream(dir / "check.json") << reports::to_json(run, {r}).dump(2) << "\n";
+  return o;
+}
+
+}  // namespace
+
+int run(const LabOptions& o, std::ostream& log) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (o.peer != "siw") {
+    log << fmt::format("lab: peer '{}' is not in the lab yet (the rxe half waits for the RoCEv2 engine)\n", o.peer);
+    return 2;
+  }
+  const auto cells = siw_matrix(o.sweep, o.scenarios);
+  if (cells.empty()) {
+    log << "lab: no cell matches the requested scenarios\n";
+    return 2;
+  }
+  // Build (or reuse) the lab.
+  const fs::path lab_dir = o.lab_dir;
+  const fs::path out = fs::absolute(o.out_dir);
+  std::error_code ec;
+  fs::remove_all(out / "cells", ec);
+  fs::create_directories(out, ec);
+  if (ec) return log << fmt::format("lab: cannot create {}: {}\n", out.string(), ec.message()), 2;
+  const fs::path lab_path_file = out / "lab-path.txt";
+  if (shell(fmt::format("bash {} > {}", shell_quote((lab_dir / "build.sh").string()), shell_quote(lab_path_file.string()))) != 0)
+    return log << "lab: building the lab failed (see above)\n", 2;
+  const fs::path lab = last_line(read_text(lab_path_file));
+  if (!fs::exists(lab / "vmlinuz")) return log << fmt::format("lab: {} holds no kernel\n", lab.string()), 2;
+  if (!stage_engine(out / "engine", log)) return 2;
+  std::ofstream(out / "plan.sh") << guest_plan(cells);
+  fs::remove(out / "guest.log", ec);
+
+  // One boot for every cell; the guest has no network device at all.
+  const unsigned limit = 120 + kCellBudgetS * static_cast<unsigned>(cells.size());
+  log << fmt::format("lab: booting the guest for {} cells (at most {} s)\n", cells.size(), limit);
+  const auto boot0 = std::chrono::steady_clock::now();
+  const int qrc = shell(fmt::format(
+      "timeout -k 10 {} qemu-system-x86_64 -accel tcg -smp 2 -m 1024 -nographic -no-reboot -serial stdio "
+      "-monitor none -nic none -kernel {} -initrd {} -append 'console=ttyS0 quiet panic=-1' "
+      "-fsdev local,id=share,path={},security_model=none -device virtio-9p-pci,fsdev=share,mount_tag=share "
+      "> {} 2>&1",
+      limit, shell_quote((lab / "vmlinuz").string()), shell_quote((lab / "initrd.img").string()),
+      shell_quote(out.string()), shell_quote((out / "console.log").string())));
+  const double boot_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - boot0).count();
+  fs::remove_all(out / "engine", ec);
+  if (qrc != 0) log << fmt::format("lab: qemu exited with status {} (console: {})\n", qrc, (out / "console.log").string());
+  if (!fs::exists(out / "guest.log")) return log << "lab: the guest never ran its plan\n", 2;
+
+  conformance::CheckOptions co;
+  co.hash = true;
+  const conformance::Checker checker(co);
+  const reports::RunInfo run{"lab", {"lab", "run"}, false, {}, checker.active_cases()};
+  nlohmann::json jcells = nlohmann::json::array();
+  std::map<std::string, unsigned> count;
+  unsigned regressions = 0;
+  for (const auto& c : cells) {
+    const fs::path dir = out / "cells" / c.id;
+    const auto oc = collect(c, dir, checker, run);
+    const auto v = judge(c, oc);
+    ++count[v.color];
+    regressions += v.regression;
+    jcells.push_back({{"id", c.id},
+                      {"peer", "siw"},
+                      {"our_role", c.our_role},
+                      {"peer_program", c.program},
+                      {"scenario", c.scenario},
+                      {"configuration", {{"siw", c.siw.to_json()}, {"ours", c.our_args}, {"label", c.siw.label() + "/" + c.ours_label}}},
+                      {"expect", expect_name(c.expect)},
+                      {"verdict", v.color},
+                      {"reason", v.reason},
+                      {"known_finding", c.known_finding.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.known_finding)},
+                      {"regression", v.regression},
+                      {"capture", fs::exists(dir / "wire.pcap") ? (dir / "wire.pcap").string() : ""},
+                      {"check_report", fs::exists(dir / "check.json") ? (dir / "check.json").string() : ""},
+                      {"check", {{"pass", oc.check_pass}, {"fail", oc.check_fail}, {"inconclusive", oc.check_inconclusive},
+                                 {"failed_cases", oc.failed_cases}}},
+                      {"ours", oc.ours},
+                      {"peer_exit", oc.program_rc ? nlohmann::json(*oc.program_rc) : nlohmann::json(nullptr)}});
+    log << fmt::format("{:<8} {:<64} {}\n", v.color, c.id, v.color == "green" ? "" : v.reason);
+  }
+  const double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  nlohmann::json report = {
+      {"lab", {{"kernel", last_line(read_text(out / "kernel.txt"))},
+               {"manifest", read_text(lab / "manifest.txt")},
+               {"topology", fmt::format("siw0 on veth0 ({}), our engine in namespace eng on veth1 ({}); the guest has "
+                                        "no network device",
+                                        kSiwAddr, kOurAddr)}}},
+      {"sweep", o.sweep},
+      {"seconds", {{"total", total_s}, {"guest", boot_s}}},
+      {"summary", {{"cells", cells.size()}, {"green", count["green"]}, {"red", count["red"]}, {"skipped", count["skipped"]},
+                   {"regressions", regressions}}},
+      {"cells", jcells}};
+  std::ofstream(out / "lab-report.json") << report.dump(2) << "\n";
+  log << fmt::format("lab: {} cells: {} green, {} red ({} of them known siw findings), {} skipped; {:.0f} s ({:.0f} s "
+                     "in the guest); report {}\n",
+                     cells.size(), count["green"], count["red"], count["red"] - regressions, count["skipped"], total_s,
+                     boot_s, (out / "lab-report.json").string());
+  return regressions ? 1 : 0;
+}
+
+}  // namespace rdmaconf::interop::lab

@@ -1,0 +1,102 @@
+#pragma once
+// The soft-RNIC lab (`rdmaconf lab run`): our engine against the Linux
+// kernel's siw inside a qemu guest (docs/lab.md).
+//
+// The host builds the lab (interop/lab/build.sh), writes a plan of cells for
+// the guest (interop/lab/guest.sh runs it), boots the guest with no network
+// device, and reads back each cell's capture, logs and our engine's result.
+// Every capture goes through `rdmaconf check`; each cell then gets a verdict
+// against what the RFCs require of that configuration.
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace rdmaconf::interop::lab {
+
+// siw's MPA knobs (module parameters of the lab's siw.ko).
+struct SiwKnobs {
+  bool crc_required = false;
+  bool crc_strict = false;
+  unsigned mpa_version = 2;
+  bool peer_to_peer = false;
+  bool try_gso = false;
+  std::string label() const;      // "crc-off.v2", "crc-required.v2.p2p", ...
+  std::string load_args() const;  // the arguments of the guest's siw_load
+  nlohmann::json to_json() const;
+  bool operator==(const SiwKnobs&) const = default;
+};
+
+enum class Expect {
+  data,       // the exchange completes and the data verifies on both ends
+  reject,     // a conforming responder refuses the connection (MPA Reply with R set)
+  terminate,  // a conforming responder answers our fault with the scenario's Terminate and closes
+  close,      // a conforming responder closes without a Terminate
+};
+const char* expect_name(Expect e);
+
+struct Cell {
+  std::string id;          // stable; also the cell's folder name
+  std::string our_role;    // "initiator" or "responder"
+  std::string program;     // siw's side: "rping -s" or "rping -c"
+  std::string scenario;    // our engine's scenario (rping or terminate-*)
+  SiwKnobs siw;
+  std::vector<std::string> our_args;  // engine options
+  std::string ours_label;             // short name of our options ("crc", "no-crc", "markers", ...)
+  Expect expect = Expect::data;
+  bool expect_crc = false;  // data: whether CRC must be in use
+  std::string why;          // what the RFCs require here
+  // Non-empty: siw is known to differ from `why` here, for this reason. Such a
+  // cell is red in the matrix, but a known red does not fail the run.
+  std::string known_finding;
+  unsigned port = 0;
+  unsigned iterations = 10;
+  unsigned size = 64;
+};
+
+// The siw cells: a default set, or with `sweep` every knob combination.
+// `scenarios` (if not empty) keeps only cells whose scenario is listed.
+std::vector<Cell> siw_matrix(bool sweep, const std::vector<std::string>& scenarios);
+
+// The shell plan the guest runs.
+std::string guest_plan(const std::vector<Cell>& cells);
+
+// What a cell left behind.
+struct CellOutcome {
+  bool finished = false;
+  nlohmann::json ours;               // our engine's result (interop --json, or the peer's JSON line)
+  std::optional<int> program_rc;     // exit status of siw's program
+  std::string program_err;           // its last stderr line
+  std::string check_error;           // the capture could not be checked
+  std::uint64_t check_fail = 0, check_pass = 0, check_inconclusive = 0;
+  std::vector<std::string> failed_cases;  // case IDs the capture FAILs
+  std::vector<std::string> required_failures;  // terminate cells: cases the fault must FAIL
+  bool framing_lost = false;
+};
+
+struct Verdict {
+  std::string color;   // "green", "red" or "skipped"
+  std::string reason;  // why (a spec reason for red)
+  bool regression = false;  // red and not a known finding
+};
+
+// Pure: the verdict of one cell from what it left behind.
+Verdict judge(const Cell& cell, const CellOutcome& out);
+
+struct LabOptions {
+  std::string lab_dir;   // interop/lab of the source tree
+  std::string out_dir = "out/lab";
+  std::string peer = "siw";
+  std::vector<std::string> scenarios;
+  bool sweep = false;
+  bool keep_going = false;
+};
+
+// Builds the lab, runs the cells in one boot, checks every capture and writes
+// OUT/lab-report.json. Returns 0 when no cell regressed, 1 when one did, 2
+// when the lab could not be built or booted.
+int run(const LabOptions& o, std::ostream& log);
+
+}  // namespace rdmaconf::interop::lab

@@ -1,0 +1,168 @@
+// The lab's matrix, guest plan and verdicts, without booting anything: the
+// verdict logic must turn each way a cell can end into the right color.
+#include <algorithm>
+#include <set>
+
+#include <boost/test/unit_test.hpp>
+
+#include "interop/lab/lab.hpp"
+
+namespace lab = rdmaconf::interop::lab;
+
+namespace {
+
+const lab::Cell& find(const std::vector<lab::Cell>& cells, const std::string& id) {
+  const auto it = std::find_if(cells.begin(), cells.end(), [&](const lab::Cell& c) { return c.id == id; });
+  BOOST_REQUIRE_MESSAGE(it != cells.end(), "no cell " << id);
+  return *it;
+}
+
+lab::CellOutcome clean_initiator(bool crc) {
+  lab::CellOutcome o;
+  o.finished = true;
+  o.ours = {{"verdict", "PASS"}, {"message", "10 pings"}, {"negotiated", {{"crc", crc}}}};
+  o.program_rc = 0;
+  return o;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(lab_plan)
+
+BOOST_AUTO_TEST_CASE(matrix_has_unique_ids_and_ports_and_covers_the_sweep) {
+  const auto cells = lab::siw_matrix(true, {});
+  std::set<std::string> ids;
+  std::set<unsigned> ports;
+  std::set<std::string> configs;
+  for (const auto& c : cells) {
+    BOOST_CHECK_MESSAGE(ids.insert(c.id).second, "duplicate cell " << c.id);
+    BOOST_CHECK_MESSAGE(ports.insert(c.port).second, "duplicate port " << c.port);
+    BOOST_CHECK(!c.why.empty());
+    configs.insert(c.siw.label());
+  }
+  // CRC off / required / strict x (v2, v2 with p2p, v1).
+  BOOST_CHECK_EQUAL(configs.size(), 9u);
+  BOOST_CHECK(configs.count("crc-strict.v1"));
+  BOOST_CHECK(configs.count("crc-required.v2.p2p"));
+  // Both roles against every configuration.
+  for (const auto& cfg : configs) {
+    BOOST_CHECK(ids.count("siw.our-initiator.rping." + cfg + ".no-crc"));
+    BOOST_CHECK(ids.count("siw.our-responder.rping." + cfg + ".crc"));
+  }
+  BOOST_CHECK_LT(lab::siw_matrix(false, {}).size(), cells.size());
+}
+
+BOOST_AUTO_TEST_CASE(expectations_follow_the_crc_rule) {
+  const auto cells = lab::siw_matrix(true, {});
+  // We ask for CRC and siw does not: CRC must be on.
+  const auto& alone = find(cells, "siw.our-initiator.rping.crc-off.v2.crc");
+  BOOST_CHECK(alone.expect == lab::Expect::data);
+  BOOST_CHECK(alone.expect_crc);
+  // siw requires it and we do not ask: still on.
+  BOOST_CHECK(find(cells, "siw.our-responder.rping.crc-required.v2.no-crc").expect_crc);
+  BOOST_CHECK(!find(cells, "siw.our-responder.rping.crc-off.v2.no-crc").expect_crc);
+  // siw refuses CRC outright: asking for it must end in a refusal, not in a connection without CRC.
+  BOOST_CHECK(find(cells, "siw.our-initiator.rping.crc-strict.v2.crc").expect == lab::Expect::reject);
+  BOOST_CHECK(find(cells, "siw.our-initiator.rping.crc-off.v2.markers").expect == lab::Expect::reject);
+}
+
+BOOST_AUTO_TEST_CASE(scenario_filter_and_plan) {
+  const auto cells = lab::siw_matrix(false, {"terminate-crc", "rping"});
+  for (const auto& c : cells) BOOST_CHECK(c.scenario == "terminate-crc" || c.scenario == "rping");
+  const auto plan = lab::guest_plan(cells);
+  // siw is loaded once per configuration, before its first cell.
+  BOOST_CHECK_EQUAL(plan.find("siw_load 0 0 2 0 0\n"), plan.find("siw_load"));
+  BOOST_CHECK_EQUAL(plan.find("siw_load", plan.find("siw_load") + 1), std::string::npos);
+  for (const auto& c : cells) {
+    BOOST_CHECK(plan.find("cell " + c.id + "\n") != std::string::npos);
+    BOOST_CHECK(plan.find(":" + std::to_string(c.port)) != std::string::npos);
+  }
+  BOOST_CHECK(plan.find("'--peer-program' 'rping'") != std::string::npos);
+  BOOST_CHECK(plan.find("rping -c -a 192.0.2.2") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(data_cell_verdicts) {
+  const auto cells = lab::siw_matrix(true, {});
+  const auto& c = find(cells, "siw.our-initiator.rping.crc-off.v2.crc");
+  BOOST_CHECK_EQUAL(lab::judge(c, clean_initiator(true)).color, "green");
+
+  auto v = lab::judge(c, clean_initiator(false));  // connected without the CRC we asked for
+  BOOST_CHECK_EQUAL(v.color, "red");
+  BOOST_CHECK(v.regression);
+  BOOST_CHECK(v.reason.find("RFC 5044 §7.1") != std::string::npos);
+
+  auto o = clean_initiator(true);
+  o.program_rc = 255;
+  o.program_err = "rping server failed: -1";
+  v = lab::judge(c, o);
+  BOOST_CHECK_EQUAL(v.color, "red");
+  BOOST_CHECK(v.reason.find("rping server failed") != std::string::npos);
+
+  o = clean_initiator(true);
+  o.check_fail = 2;
+  o.failed_cases = {"iwarp.mpa.fpdu.crc"};
+  v = lab::judge(c, o);
+  BOOST_CHECK_EQUAL(v.color, "red");
+  BOOST_CHECK(v.reason.find("iwarp.mpa.fpdu.crc") != std::string::npos);
+
+  o = clean_initiator(true);
+  o.finished = false;
+  BOOST_CHECK_EQUAL(lab::judge(c, o).color, "red");
+
+  // Responder cells read the peer's JSON line.
+  const auto& r = find(cells, "siw.our-responder.rping.crc-required.v2.no-crc");
+  lab::CellOutcome ro;
+  ro.finished = true;
+  ro.ours = {{"ok", true}, {"negotiated", {{"crc", true}}}};
+  ro.program_rc = 0;
+  BOOST_CHECK_EQUAL(lab::judge(r, ro).color, "green");
+  ro.ours["ok"] = false;
+  BOOST_CHECK_EQUAL(lab::judge(r, ro).color, "red");
+}
+
+BOOST_AUTO_TEST_CASE(reject_and_fault_verdicts) {
+  const auto cells = lab::siw_matrix(false, {});
+  const auto& m = find(cells, "siw.our-initiator.rping.crc-off.v2.markers");
+  lab::CellOutcome o;
+  o.finished = true;
+  o.ours = {{"verdict", "FAIL"}, {"message", "MPA setup: the responder rejected the connection"}};
+  BOOST_CHECK_EQUAL(lab::judge(m, o).color, "green");
+  BOOST_CHECK_EQUAL(lab::judge(m, clean_initiator(false)).color, "red");  // markers accepted, none sent
+
+  // A fault cell: our run judged the Terminate; the checker must find the
+  // planted fault (whichever cases the scenario names; one is made up here).
+  const auto& f = find(cells, "siw.our-initiator.terminate-stag.crc-off.v2");
+  lab::CellOutcome t;
+  t.finished = true;
+  t.ours = {{"verdict", "PASS"}, {"message", "the responder sent Terminate 1/1/0x00 and closed, as required"}};
+  t.required_failures = {"iwarp.ddp.stag"};
+  t.failed_cases = {"iwarp.ddp.stag"};
+  t.check_fail = 1;
+  BOOST_CHECK_EQUAL(lab::judge(f, t).color, "green");
+  t.failed_cases = {};
+  t.check_fail = 0;
+  auto v = lab::judge(f, t);
+  BOOST_CHECK_EQUAL(v.color, "red");
+  BOOST_CHECK(v.reason.find("did not find the planted fault") != std::string::npos);
+
+  // A known siw finding stays red but is not a regression, and says why.
+  const auto& crc = find(cells, "siw.our-initiator.terminate-crc.crc-off.v2");
+  lab::CellOutcome k;
+  k.finished = true;
+  k.ours = {{"verdict", "FAIL"},
+            {"message", "the responder sent Terminate 0/2/0x02; expected 2/0/0x02"},
+            {"terminate_received", {{"layer", 0}, {"type", 2}, {"code", 2}}}};
+  v = lab::judge(crc, k);
+  BOOST_CHECK_EQUAL(v.color, "red");
+  BOOST_CHECK(!v.regression);
+  BOOST_CHECK(v.reason.find("Layer and EType exchanged") != std::string::npos);
+  BOOST_CHECK(v.reason.find("siw finding") != std::string::npos);
+
+  // Skipped stays skipped.
+  lab::CellOutcome s;
+  s.finished = true;
+  s.ours = {{"verdict", "SKIP"}, {"message", "not applicable"}};
+  BOOST_CHECK_EQUAL(lab::judge(f, s).color, "skipped");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
