@@ -140,6 +140,8 @@ int main(int argc, char** argv) {
   lab_run->add_option("--out", lab_opt.out_dir, "folder for the report, captures and logs (default out/lab)");
   lab_run->add_option("--lab-dir", lab_opt.lab_dir, "the lab scripts (default: interop/lab of the source tree)");
   lab_run->add_flag("--list", lab_list, "list the cells and exit");
+  lab_run->add_option("--export", lab_opt.export_dir, "copy the captures of the --export-cell cells here, with manifests");
+  lab_run->add_option("--export-cell", lab_opt.export_cells, "a cell whose capture --export copies (repeatable)");
 
   try {
     app.parse(argc, argv);

@@ -3,8 +3,9 @@
 # written by `rdmaconf lab run`; it calls the functions below.
 #
 # Topology: veth0 (192.0.2.1, the initial namespace, where siw/rxe devices
-# attach) <-> veth1 (192.0.2.2, namespace "eng", where our engine runs). Every
-# cell is captured by tcpdump on veth0.
+# attach) <-> veth1 (192.0.2.2, namespace "eng", where our engine runs); for
+# siw against siw, veth2 (192.0.2.3) <-> veth3 (192.0.2.4), both in the
+# initial namespace. Every cell is captured by tcpdump (veth0 unless named).
 set -u
 export PATH=/sbin:/bin:/usr/sbin:/usr/bin
 OUT=/share/cells
@@ -34,27 +35,54 @@ setup() {
   uname -r >/share/kernel.txt
 }
 
+# A second veth pair with both ends in the initial namespace, for siw
+# against siw: siw1 on veth2 (192.0.2.3) and siw2 on veth3 (192.0.2.4). Policy
+# routing sends traffic between the two addresses across the pair instead
+# of through lo (no rule uses "iif lo": rdma_cm would reject the connection).
+pair_setup() {
+  /usr/sbin/ip link add veth2 type veth peer name veth3
+  /usr/sbin/ip addr add 192.0.2.3/32 dev veth2
+  /usr/sbin/ip addr add 192.0.2.4/32 dev veth3
+  /usr/sbin/ip link set veth2 up
+  /usr/sbin/ip link set veth3 up
+  for i in all default veth2 veth3; do
+    echo 1 >/proc/sys/net/ipv4/conf/$i/accept_local
+    echo 0 >/proc/sys/net/ipv4/conf/$i/rp_filter
+  done
+  /usr/sbin/ip rule add pref 1000 lookup local
+  /usr/sbin/ip rule del pref 0 lookup local
+  /usr/sbin/ip rule add pref 10 iif veth2 lookup local
+  /usr/sbin/ip rule add pref 10 iif veth3 lookup local
+  /usr/sbin/ip rule add pref 20 to 192.0.2.4 lookup 24
+  /usr/sbin/ip rule add pref 20 to 192.0.2.3 lookup 23
+  /usr/sbin/ip route add 192.0.2.4 dev veth2 src 192.0.2.3 table 24
+  /usr/sbin/ip route add 192.0.2.3 dev veth3 src 192.0.2.4 table 23
+}
+
 # siw_load CRC_REQUIRED CRC_STRICT MPA_VERSION PEER_TO_PEER TRY_GSO
 siw_load() {
-  rdma link delete siw0 2>/dev/null
+  for d in siw0 siw1 siw2; do rdma link delete $d 2>/dev/null; done
   rmmod siw 2>/dev/null
   if ! modprobe siw mpa_crc_required="$1" mpa_crc_strict="$2" mpa_version="$3" peer_to_peer="$4" try_gso="$5"; then
     say "modprobe siw $* failed"
     return 1
   fi
   rdma link add siw0 type siw netdev veth0 || { say "rdma link add siw0 failed"; return 1; }
+  rdma link add siw1 type siw netdev veth2 || { say "rdma link add siw1 failed"; return 1; }
+  rdma link add siw2 type siw netdev veth3 || { say "rdma link add siw2 failed"; return 1; }
   SIW_PARAMS="mpa_crc_required=$1 mpa_crc_strict=$2 mpa_version=$3 peer_to_peer=$4 try_gso=$5"
   say "siw loaded: $SIW_PARAMS"
 }
 
-# cell ID: starts a cell: its folder and a capture of veth0.
+# cell ID [IFACE]: starts a cell: its folder and a capture of IFACE (veth0).
 cell() {
   CELL=$1
+  CAPIF=${2:-veth0}
   DIR=$OUT/$CELL
   SERVERS=""
   mkdir -p "$DIR"
   echo "${SIW_PARAMS:-}" >"$DIR/siw-params"
-  tcpdump --immediate-mode -B 65536 -s 0 -U -n -i veth0 -w "/tmp/$CELL.pcap" tcp 2>"$DIR/tcpdump.err" &
+  tcpdump --immediate-mode -B 65536 -s 0 -U -n -i "$CAPIF" -w "/tmp/$CELL.pcap" tcp 2>"$DIR/tcpdump.err" &
   TCPDUMP=$!
   i=0
   while ! grep -q "listening on" "$DIR/tcpdump.err" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
@@ -131,5 +159,6 @@ finish() {
 }
 
 setup
+pair_setup
 dmesg -c >/share/dmesg-boot.txt 2>/dev/null
 . "$1"

@@ -28,6 +28,8 @@ namespace {
 
 constexpr const char* kSiwAddr = "192.0.2.1";   // veth0, the initial namespace (siw0)
 constexpr const char* kOurAddr = "192.0.2.2";   // veth1, namespace eng (our engine)
+constexpr const char* kSiwPairServer = "192.0.2.3";  // veth2 (siw1); siw against siw
+constexpr const char* kSiwPairClient = "192.0.2.4";  // veth3 (siw2)
 constexpr unsigned kFirstPort = 7200;
 constexpr int kStepTimeoutMs = 8000;            // our engine, any one step
 constexpr unsigned kCellBudgetS = 30;           // a cell's programs are killed after this
@@ -41,6 +43,11 @@ const char* kSiwTermLayout =
     "siw lays out the Terminate Control field as little-endian bitfields (its iwarp.h): Layer and EType trade "
     "places and the M, D and R flags land in the reserved bits, where RFC 5040 §7.1 puts Layer in the four most "
     "significant bits and the flags right after the error code";
+
+const char* kSiwPad =
+    "siw sends the pad octets of short FPDUs unzeroed: its short-FPDU path (siw_qp_tx.c, payloads up to "
+    "MAX_HDR_INLINE) rounds the length up to a multiple of 4 without clearing the octets it adds (0x0040 seen "
+    "after a 2-octet Send), where RFC 5044 §4 has the pad sent as zeros";
 
 std::string shell_quote(const std::string& s) {
   std::string q = "'";
@@ -125,22 +132,32 @@ std::vector<Cell> siw_matrix(bool sweep, const std::vector<std::string>& scenari
   };
 
   for (const auto& k : configs) {
-    // Our engine with CRC off and on, in both roles. siw asks for CRC when
-    // mpa_crc_required; with mpa_crc_strict alone it refuses CRC (a party may
-    // refuse any connection; what it may not do is run without CRC when the
-    // other side asked for it).
+    // Our engine with CRC off and on, in both roles. What siw's knobs do
+    // (siw_cm.c): mpa_crc_required makes siw set C in its Request, and, as
+    // initiator, refuse a Reply without C; as responder siw sets C only when
+    // the Request did. mpa_crc_strict (without required) makes siw refuse any
+    // peer that sets C. Refusing is a party's right; running without CRC when
+    // either side set C is not.
     for (bool initiator : {true, false})
       for (bool crc : {false, true}) {
         Cell& c = add(k, initiator, crc ? "crc" : "no-crc", {crc ? "--crc" : "--no-crc"});
-        if (crc && k.crc_strict && !k.crc_required) {
+        const bool strict_refuses = crc && k.crc_strict && !k.crc_required;
+        const bool required_refuses = !initiator && k.crc_required && !crc;
+        if (strict_refuses || required_refuses) {
           c.expect = Expect::reject;
-          c.why = fmt::format("siw's mpa_crc_strict forbids CRC; refusing the connection is its right ({}), using "
-                              "it without CRC would not be",
-                              initiator ? "RFC 5044 §7.1.1: the responder may reject a Request"
-                                        : "RFC 5044 §7.1.1: the initiator may close instead of going on");
+          c.why = fmt::format(
+              "{}; refusing is its right ({}), using the connection without CRC would not be",
+              strict_refuses ? "siw's mpa_crc_strict refuses a peer that sets C"
+                             : "siw's mpa_crc_required refuses a Reply without C (CRC would be used anyway: siw's "
+                               "Request set C)",
+              initiator ? "RFC 5044 §7.1.1: a responder may reject a Request"
+                        : "RFC 5044 §7.1.1: an initiator may close instead of going on");
         } else {
-          c.expect_crc = crc || k.crc_required;
-          c.why = fmt::format("{}; rping's exchange completes with its data intact", kCrcRule);
+          c.expect_crc = crc || (!initiator && k.crc_required);
+          c.why = fmt::format("{}{}; rping's exchange completes with its data intact", kCrcRule,
+                              initiator && k.crc_required && !crc
+                                  ? " (as responder siw sets C only when the Request did, whatever mpa_crc_required says)"
+                                  : "");
         }
       }
   }
@@ -162,9 +179,14 @@ std::vector<Cell> siw_matrix(bool sweep, const std::vector<std::string>& scenari
     p.why = fmt::format("RFC 6581 §9.2: in peer-to-peer mode the responder echoes P2P and selects an RTR type the "
                         "initiator offered (here only {}), which the initiator sends first; then rping runs",
                         rtr);
-    if (std::string_view(rtr) == "send")
+    if (std::string_view(rtr) == "send") {
       p.known_finding = "siw answers an offer of the Send RTR alone by selecting the Write RTR, which was not offered "
-                        "(siw_cm.c falls back to Write whenever Write and Read were not offered)";
+                        "(siw_cm.c falls back to Write whenever Write and Read were not offered); when our initiator "
+                        "then gives up with a Terminate, the guest kernel hits BUG() in iw_cm's close handler "
+                        "(iwcm.c:964): a peer that leaves during the RTR exchange crashes a Linux iWARP responder";
+      p.run_last = true;
+      p.finding_cases = {"iwarp.mpa.v2.rtr_type"};
+    }
   }
   for (const auto& s : iwarp::scenarios()) {
     if (!s.expect && !s.close_only) continue;
@@ -182,6 +204,28 @@ std::vector<Cell> siw_matrix(bool sweep, const std::vector<std::string>& scenari
     else
       f.why = fmt::format("Terminate {}/{}/{:#04x}: {}", s.expect->layer, s.expect->etype, s.expect->code, s.rule);
   }
+  // siw against siw (no engine of ours): the reference traffic of the two
+  // kernel peers, without and with CRC.
+  for (bool crc : {false, true}) {
+    SiwKnobs k;
+    k.crc_required = crc;
+    for (const char* prog : {"rping", "ib_write_bw", "ib_read_bw", "ib_send_bw"}) {
+      Cell c;
+      c.siw = k;
+      c.our_role = "none";
+      c.scenario = prog;
+      c.program = std::string(prog) == "rping" ? "rping -s / rping -c" : fmt::format("{} -R (server / client)", prog);
+      c.ours_label = "siw-siw";
+      c.id = fmt::format("siw.siw-siw.{}.{}", prog, k.label());
+      c.why = fmt::format("two conforming peers: both programs succeed and the capture FAILs no case ({})", kCrcRule);
+      if (c.scenario != "rping") {  // perftest's small Sends go through siw's short-FPDU path
+        c.known_finding = kSiwPad;
+        c.finding_cases = {"iwarp.mpa.fpdu.pad"};
+      }
+      cells.push_back(std::move(c));
+    }
+  }
+
   // What siw was seen to do against these faults (see docs/lab.md).
   const std::map<std::string, std::string> term_findings = {
       {"terminate-crc", kSiwTermLayout},
@@ -194,14 +238,29 @@ std::vector<Cell> siw_matrix(bool sweep, const std::vector<std::string>& scenari
       {"terminate-stag", kSiwTermLayout},
   };
   for (auto& c : cells)
-    if (const auto it = term_findings.find(c.scenario); it != term_findings.end()) c.known_finding = it->second;
+    if (const auto it = term_findings.find(c.scenario); it != term_findings.end()) {
+      c.known_finding = it->second;
+      c.finding_cases = {"iwarp.rdmap.terminate.code"};  // siw's Terminate as the checker reads it
+    }
 
   if (!scenarios.empty())
     std::erase_if(cells, [&](const Cell& c) {
       return std::find(scenarios.begin(), scenarios.end(), c.scenario) == scenarios.end();
     });
+  std::stable_partition(cells.begin(), cells.end(), [](const Cell& c) { return !c.run_last; });
   unsigned port = kFirstPort;
-  for (auto& c : cells) c.port = port++;
+  for (auto& c : cells) {
+    c.port = port++;
+    if (c.our_role != "none") continue;
+    if (c.scenario == "rping") {
+      c.server_cmd = fmt::format("rping -s -a {} -p {} -C {} -S {}", kSiwPairServer, c.port, c.iterations, c.size);
+      c.client_cmd = fmt::format("rping -c -a {} -I {} -p {} -C {} -S {} -V", kSiwPairServer, kSiwPairClient, c.port,
+                                 c.iterations, c.size);
+    } else {
+      c.server_cmd = fmt::format("{} -R -F -d siw1 -p {} -n 20 -s 4096", c.scenario, c.port);
+      c.client_cmd = fmt::format("{} -R -F -d siw2 -p {} -n 20 -s 4096 {}", c.scenario, c.port, kSiwPairServer);
+    }
+  }
   return cells;
 }
 
@@ -215,6 +274,14 @@ std::string guest_plan(const std::vector<Cell>& cells) {
     }
     std::string ours;
     for (const auto& a : c.our_args) ours += " " + shell_quote(a);
+    if (c.our_role == "none") {
+      plan += fmt::format("cell {} veth2\n", c.id);
+      plan += fmt::format("server srv siw {}\n", c.server_cmd);
+      plan += fmt::format("wait_listen siw {}\n", c.port);
+      plan += fmt::format("client peer siw {}\n", c.client_cmd);
+      plan += fmt::format("finish {}\n", kGraceS);
+      continue;
+    }
     plan += fmt::format("cell {}\n", c.id);
     if (c.our_role == "initiator") {
       plan += fmt::format("server peer siw rping -s -a {} -p {} -C {} -S {}\n", kSiwAddr, c.port, c.iterations, c.size);
@@ -245,7 +312,16 @@ Verdict judge(const Cell& c, const CellOutcome& o) {
   const auto fails = fmt::format("{}", fmt::join(o.failed_cases, ", "));
 
   Verdict v;
-  if (!o.finished) {
+  if (c.our_role == "none") {
+    if (!o.finished) problems.push_back("the cell did not finish inside the guest (lab time limit)");
+    if (!o.check_error.empty()) problems.push_back(fmt::format("the capture could not be checked: {}", o.check_error));
+    for (const auto& [who, rc] : {std::pair{"server", o.server_rc}, std::pair{"client", o.program_rc}})
+      if (rc.value_or(-1) != 0)
+        problems.push_back(fmt::format("the {} exited with status {}", who, rc ? std::to_string(*rc) : "unknown"));
+    if (o.check_fail) problems.push_back(fmt::format("the capture FAILs {}", fails));
+    v.color = problems.empty() ? "green" : "red";
+    v.reason = problems.empty() ? c.why : fmt::format("{}", fmt::join(problems, "; "));
+  } else if (!o.finished) {
     v.color = "red";
     v.reason = "the cell did not finish inside the guest (lab time limit)";
   } else if (!o.check_error.empty()) {
@@ -307,8 +383,18 @@ Verdict judge(const Cell& c, const CellOutcome& o) {
     v.color = problems.empty() ? "green" : "red";
     v.reason = problems.empty() ? c.why : fmt::format("{}", fmt::join(problems, "; "));
   }
+  if (!o.kernel_trouble.empty()) {
+    v.color = "red";
+    v.reason = fmt::format("the guest kernel logged \"{}\"; {}", o.kernel_trouble, v.reason);
+  }
   if (v.color == "red") {
-    if (!c.known_finding.empty())
+    bool explained = !c.known_finding.empty();
+    for (const auto& f : o.failed_cases)
+      explained &= o.framing_lost || std::count(c.finding_cases.begin(), c.finding_cases.end(), f) ||
+                   std::count(o.required_failures.begin(), o.required_failures.end(), f);
+    if (c.our_role == "none") explained &= o.server_rc == 0 && o.program_rc == 0;
+    explained &= o.finished && o.check_error.empty();
+    if (explained)
       v.reason = fmt::format("siw finding: {} (seen: {}; required: {})", c.known_finding, v.reason, c.why);
     else
       v.regression = true;
@@ -355,7 +441,9 @@ CellOutcome collect(const Cell& c, const fs::path& dir, const conformance::Check
   CellOutcome o;
   o.finished = fs::exists(dir / "finished");
   const bool initiator = c.our_role == "initiator";
-  if (initiator) {
+  if (c.our_role == "none") {
+    o.ours = nullptr;
+  } else if (initiator) {
     o.ours = nlohmann::json::parse(read_text(dir / "our.json"), nullptr, false);
   } else {
     const std::string first = read_text(dir / "our.out");
@@ -365,6 +453,16 @@ CellOutcome collect(const Cell& c, const fs::path& dir, const conformance::Check
   // siw's program is "peer" in the plan, whichever role it has.
   if (const std::string rc = read_text(dir / "peer.rc"); !rc.empty()) o.program_rc = std::atoi(rc.c_str());
   o.program_err = last_line(read_text(dir / "peer.err"));
+  if (const std::string rc = read_text(dir / "srv.rc"); !rc.empty()) o.server_rc = std::atoi(rc.c_str());
+  {
+    std::istringstream dmesg(read_text(dir / "dmesg.txt"));
+    for (std::string line; o.kernel_trouble.empty() && std::getline(dmesg, line);)
+      for (const char* bad : {"kernel BUG", "Oops", "general protection fault", "WARNING: CPU", "BUG: "})
+        if (line.find(bad) != std::string::npos) {
+          o.kernel_trouble = line.substr(line.find(']') == std::string::npos ? 0 : line.find(']') + 2);
+          break;
+        }
+  }
   if (const auto* info = iwarp::find_scenario(c.scenario); info && (info->expect || info->close_only)) {
     o.required_failures.assign(info->failing_cases.begin(), info->failing_cases.end());
     o.framing_lost = info->framing_lost;
@@ -387,6 +485,42 @@ CellOutcome collect(const Cell& c, const fs::path& dir, const conformance::Check
   o.failed_cases.assign(failed.begin(), failed.end());
   std::ofstream(dir / "check.json") << reports::to_json(run, {r}).dump(2) << "\n";
   return o;
+}
+
+// A cell's capture with a manifest: how it was made, and what the checker
+// must find in it. The expected FAILs come from the cell's definition (the
+// planted fault, the siw finding), not from the check of the capture.
+void export_capture(const Cell& c, const CellOutcome& oc, const Verdict& v, const fs::path& dir, const fs::path& to,
+                    const std::string& kernel, std::ostream& log) {
+  std::error_code ec;
+  fs::create_directories(to, ec);
+  const std::string name = "lab-" + c.id.substr(c.id.find('.') + 1);  // drop the "siw." prefix
+  fs::copy_file(dir / "wire.pcap", to / (name + ".pcap"), fs::copy_options::overwrite_existing, ec);
+  if (ec) {
+    log << fmt::format("lab: cannot export {}: {}\n", c.id, ec.message());
+    return;
+  }
+  nlohmann::json must_fail = nlohmann::json::object();
+  for (const auto& f : oc.required_failures) must_fail[f] = fmt::format("the planted fault ({})", c.scenario);
+  for (const auto& f : c.finding_cases) must_fail[f] = fmt::format("siw finding: {}", c.known_finding);
+  nlohmann::json programs = nlohmann::json::object();
+  for (const char* p : {"peer", "srv", "our"})
+    if (const std::string cmd = last_line(read_text(dir / (std::string(p) + ".cmd"))); !cmd.empty())
+      programs[p] = cmd.starts_with("/share/engine/") ? "rdmaconf" + cmd.substr(cmd.find(" /share/engine/rdmaconf") + 23)
+                                                      : cmd;
+  const nlohmann::json m = {
+      {"capture", name + ".pcap"},
+      {"made_by", "rdmaconf lab run (interop/lab, docs/lab.md): a qemu guest, tcpdump on the veth siw is attached to"},
+      {"cell", c.id},
+      {"kernel", kernel},
+      {"siw_module_parameters", c.siw.to_json()},
+      {"our_role", c.our_role},
+      {"programs", programs},
+      {"description", c.why},
+      {"lab_verdict", v.color},
+      {"must_fail", must_fail},
+      {"others", "no other case may FAIL"}};
+  std::ofstream(to / (name + ".manifest.json")) << m.dump(2) << "\n";
 }
 
 }  // namespace
@@ -465,6 +599,8 @@ int run(const LabOptions& o, std::ostream& log) {
                       {"ours", oc.ours},
                       {"peer_exit", oc.program_rc ? nlohmann::json(*oc.program_rc) : nlohmann::json(nullptr)}});
     log << fmt::format("{:<8} {:<64} {}\n", v.color, c.id, v.color == "green" ? "" : v.reason);
+    if (!o.export_dir.empty() && std::count(o.export_cells.begin(), o.export_cells.end(), c.id))
+      export_capture(c, oc, v, dir, o.export_dir, last_line(read_text(out / "kernel.txt")), log);
   }
   const double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   nlohmann::json report = {

@@ -39,8 +39,9 @@ const char* expect_name(Expect e);
 
 struct Cell {
   std::string id;          // stable; also the cell's folder name
-  std::string our_role;    // "initiator" or "responder"
-  std::string program;     // siw's side: "rping -s" or "rping -c"
+  std::string our_role;    // "initiator", "responder", or "none" (siw against siw)
+  std::string program;     // siw's side: "rping -s" or "rping -c" (siw against siw: the program pair)
+  std::string server_cmd, client_cmd;  // siw against siw: the two command lines
   std::string scenario;    // our engine's scenario (rping or terminate-*)
   SiwKnobs siw;
   std::vector<std::string> our_args;  // engine options
@@ -51,6 +52,11 @@ struct Cell {
   // Non-empty: siw is known to differ from `why` here, for this reason. Such a
   // cell is red in the matrix, but a known red does not fail the run.
   std::string known_finding;
+  // The checker cases the finding makes FAIL. A red cell counts as the known
+  // finding only when nothing else FAILs (and, siw against siw, both programs
+  // succeed): anything more is a regression.
+  std::vector<std::string> finding_cases;
+  bool run_last = false;  // known to upset the guest kernel: run after every other cell
   unsigned port = 0;
   unsigned iterations = 10;
   unsigned size = 64;
@@ -67,13 +73,15 @@ std::string guest_plan(const std::vector<Cell>& cells);
 struct CellOutcome {
   bool finished = false;
   nlohmann::json ours;               // our engine's result (interop --json, or the peer's JSON line)
-  std::optional<int> program_rc;     // exit status of siw's program
+  std::optional<int> program_rc;     // exit status of siw's program (siw against siw: the client's)
+  std::optional<int> server_rc;      // siw against siw: the server's exit status
   std::string program_err;           // its last stderr line
   std::string check_error;           // the capture could not be checked
   std::uint64_t check_fail = 0, check_pass = 0, check_inconclusive = 0;
   std::vector<std::string> failed_cases;  // case IDs the capture FAILs
   std::vector<std::string> required_failures;  // terminate cells: cases the fault must FAIL
   bool framing_lost = false;
+  std::string kernel_trouble;  // the first BUG/Oops/WARNING line the guest kernel logged during the cell
 };
 
 struct Verdict {
@@ -91,7 +99,10 @@ struct LabOptions {
   std::string peer = "siw";
   std::vector<std::string> scenarios;
   bool sweep = false;
-  bool keep_going = false;
+  // Copy these cells' captures to export_dir with a manifest each (how the
+  // capture was made and which cases it must FAIL), for captures/lab.
+  std::string export_dir;
+  std::vector<std::string> export_cells;
 };
 
 // Builds the lab, runs the cells in one boot, checks every capture and writes

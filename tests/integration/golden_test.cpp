@@ -107,4 +107,37 @@ BOOST_AUTO_TEST_CASE(every_iwarp_case_has_a_failing_capture) {
   BOOST_TEST(iwarp >= 45);
 }
 
+// Captures of real kernel peers (siw against siw, and our engine against
+// siw) from the lab, each with the manifest written when it was made: the
+// cases its fault or a documented siw finding must FAIL; nothing else may.
+BOOST_AUTO_TEST_CASE(real_peer_captures_have_no_false_fail) {
+  const fs::path lab = fs::path(kSource) / "captures" / "lab";
+  const auto dir = temp_dir("lab");
+  int n = 0, siw_siw = 0, ours = 0;
+  for (auto& e : fs::directory_iterator(lab)) {
+    if (!e.path().string().ends_with(".manifest.json")) continue;
+    ++n;
+    const auto m = nlohmann::json::parse(slurp(e.path()));
+    (m["our_role"] == "none" ? siw_siw : ours) += 1;
+    const auto json = dir / "r.json";
+    const auto r = run(kBin + " check --quiet --json " + json.string() + " " + (lab / m["capture"].get<std::string>()).string() + " 2>&1");
+    BOOST_TEST_CONTEXT(e.path().filename().string()) {
+      BOOST_TEST(r.status == (m["must_fail"].empty() ? 0 : 1), r.out);
+      const auto report = nlohmann::json::parse(slurp(json));
+      std::map<std::string, std::vector<std::string>> verdicts;
+      for (const auto& in : report["inputs"]) {
+        BOOST_TEST(in["stats"]["iwarp_connections"].get<int>() >= 1);
+        for (const auto& sc : in["scopes"])
+          for (const auto& res : sc["results"]) verdicts[res["case"]].push_back(res["verdict"]);
+      }
+      for (const auto& [id, why] : m["must_fail"].items()) BOOST_TEST(aggregate(verdicts[id]) == "FAIL", id << ": " << why);
+      for (const auto& [id, vs] : verdicts)
+        if (!m["must_fail"].contains(id)) BOOST_TEST(aggregate(vs) != "FAIL", id);
+    }
+  }
+  BOOST_TEST(siw_siw >= 4);
+  BOOST_TEST(ours >= 6);
+  fs::remove_all(dir);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -66,4 +66,22 @@ BOOST_AUTO_TEST_CASE(tshark_agrees_on_every_fpdu_it_decodes) {
   BOOST_TEST(crc_fault_compared);
 }
 
+// The same cross-check on real traffic: siw against siw, and our engine
+// against siw (captures/lab, made by rdmaconf lab run).
+BOOST_AUTO_TEST_CASE(tshark_agrees_on_real_siw_captures) {
+  std::string caps;
+  for (auto& e : fs::directory_iterator(fs::path(kSource) / "captures" / "lab"))
+    if (e.path().extension() == ".pcap") caps += " " + e.path().string();
+  const auto r = run("/usr/bin/python3 " + kSource + "/tests/oracles/tshark_iwarp.py " + kBin + caps + " 2>&1");
+  BOOST_TEST_REQUIRE(r.status == 0, r.out);
+  const auto j = nlohmann::json::parse(r.out);
+  int compared = 0, siw_siw = 0;
+  for (const auto& c : j["results"]) {
+    compared += c["fpdus_compared"].get<int>();
+    if (c["capture"].get<std::string>().starts_with("lab-siw-siw")) siw_siw += c["fpdus_compared"].get<int>();
+  }
+  BOOST_TEST(compared >= 500);
+  BOOST_TEST(siw_siw >= 300);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
