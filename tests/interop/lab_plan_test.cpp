@@ -40,8 +40,9 @@ BOOST_AUTO_TEST_CASE(matrix_has_unique_ids_and_ports_and_covers_the_sweep) {
     BOOST_CHECK(!c.why.empty());
     configs.insert(c.siw.label());
   }
-  // CRC off / required / strict x (v2, v2 with p2p, v1).
-  BOOST_CHECK_EQUAL(configs.size(), 9u);
+  // CRC off / required / strict x (v2, v2 with p2p, v1), and siw's GSO experiment.
+  BOOST_CHECK_EQUAL(configs.size(), 10u);
+  BOOST_CHECK(configs.count("crc-off.v2.gso"));
   BOOST_CHECK(configs.count("crc-strict.v1"));
   BOOST_CHECK(configs.count("crc-required.v2.p2p"));
   // Both roles against every configuration.
