@@ -11,15 +11,13 @@
 namespace rdmaconf::engine::iwarp {
 
 namespace pi = protocols::iwarp;
+using pi::kTermLayerRdma, pi::kTermLayerDdp, pi::kTermLayerLlp;  // Terminate layers and error types
+using pi::kTermRdmaProtection, pi::kTermRdmaOperation, pi::kTermDdpTagged, pi::kTermDdpUntagged;
 using protocols::Header;
 using protocols::MutBytes;
 
 namespace {
 
-// Terminate layers and error types (RFC 5040 §7.2, RFC 5044 §8).
-constexpr unsigned kLayerRdma = 0, kLayerDdp = 1, kLayerLlp = 2;
-constexpr unsigned kRdmaProtection = 1, kRdmaOperation = 2;
-constexpr unsigned kDdpTaggedErr = 1, kDdpUntaggedErr = 2;
 constexpr std::size_t kHighWater = 512 * 1024;  // transmit backlog before pump() stops segmenting
 
 bool is_send_family(std::uint8_t op) {
@@ -130,14 +128,14 @@ void QueuePair::on_rr(Bytes frame) {
                            (cfg_.rtr == Rtr::read && v.get(pi::MpaV2::read_rtr));
         if (!v.get(pi::MpaV2::p2p) || !match) {
           established();
-          return terminate(kLayerLlp, 0, 0x07, "the Reply does not accept our peer-to-peer RTR type");
+          return terminate(kTermLayerLlp, 0, 0x07, "the Reply does not accept our peer-to-peer RTR type");
         }
         p2p_ = true;
         rtr_ = cfg_.rtr;
       }
       if (v.get(pi::MpaV2::ord) > cfg_.ird) {
         established();
-        return terminate(kLayerLlp, 0, 0x06,
+        return terminate(kTermLayerLlp, 0, 0x06,
                          fmt::format("the responder's ORD {} exceeds our IRD {}", v.get(pi::MpaV2::ord), cfg_.ird));
       }
     }
@@ -450,7 +448,7 @@ void QueuePair::pump() {
       if (n) {
         MemoryRegion* mr = pd_.find(o.src_stag);
         if (!mr || !mr->valid) {  // invalidated since the request was accepted
-          return terminate(kLayerRdma, kRdmaProtection, 0x00, "source STag invalidated before the Read Response");
+          return terminate(kTermLayerRdma, kTermRdmaProtection, 0x00, "source STag invalidated before the Read Response");
         }
         data = Bytes(mr->buf).subspan(o.src_to - mr->base_to + o.sent, n);
       }
@@ -542,7 +540,7 @@ void QueuePair::rx_bytes(Bytes in) {
           const std::uint64_t at = rx_pos_ - 4;
           const std::uint16_t ptr = protocols::be16(Bytes(marker_, 4), 2);
           if (ptr != at - fpdu_start_ || protocols::be16(Bytes(marker_, 4), 0) != 0) {
-            return terminate(kLayerLlp, 0, 0x03,
+            return terminate(kTermLayerLlp, 0, 0x03,
                              fmt::format("marker at stream offset {} points {} back; the FPDU started {} back", at,
                                          ptr, at - fpdu_start_));
           }
@@ -582,11 +580,11 @@ void QueuePair::on_fpdu(Bytes f, std::uint32_t crc) {
   const std::size_t len = protocols::be16(f, 0);
   const std::uint32_t wire = protocols::le32(f, f.size() - pi::kMpaCrcSize);
   if (crc_ && wire != crc) {
-    return terminate(kLayerLlp, 0, 0x02,
+    return terminate(kTermLayerLlp, 0, 0x02,
                      fmt::format("FPDU {} CRC 0x{:08x}, computed 0x{:08x}", fpdus_received_, wire, crc));
   }
   if (awaiting_rtr_ && !is_rtr(f.subspan(2, len)))
-    return terminate(kLayerLlp, 0, 0x07, "the first FPDU is not the negotiated peer-to-peer RTR", f.subspan(2, len));
+    return terminate(kTermLayerLlp, 0, 0x07, "the first FPDU is not the negotiated peer-to-peer RTR", f.subspan(2, len));
   if (!may_send_ && !cfg_.initiator && !awaiting_rtr_) may_send_ = true;
   on_ulpdu(f.subspan(2, len));
   if (state_ == QpState::connected && !awaiting_rtr_) may_send_ = true;
@@ -606,16 +604,16 @@ bool QueuePair::is_rtr(Bytes u) const {
 }
 
 void QueuePair::on_ulpdu(Bytes u) {
-  if (u.size() < 2) return terminate(kLayerRdma, kRdmaOperation, 0xff, "ULPDU shorter than a DDP control field", u);
+  if (u.size() < 2) return terminate(kTermLayerRdma, kTermRdmaOperation, 0xff, "ULPDU shorter than a DDP control field", u);
   const bool tagged = control(u, pi::DdpTagged::t);
   const unsigned dv = control(u, pi::DdpTagged::dv), rv = control(u, pi::DdpTagged::rv);
   if (dv != 1)
-    return terminate(kLayerDdp, tagged ? kDdpTaggedErr : kDdpUntaggedErr, tagged ? 0x04 : 0x06,
+    return terminate(kTermLayerDdp, tagged ? kTermDdpTagged : kTermDdpUntagged, tagged ? 0x04 : 0x06,
                      fmt::format("DDP version {}", dv), u);
-  if (rv != 1) return terminate(kLayerRdma, kRdmaOperation, 0x05, fmt::format("RDMAP version {}", rv), u);
+  if (rv != 1) return terminate(kTermLayerRdma, kTermRdmaOperation, 0x05, fmt::format("RDMAP version {}", rv), u);
   const auto& def = tagged ? pi::kDdpTagged : pi::kDdpUntagged;
   auto h = Header::decode(def, u);
-  if (!h) return terminate(kLayerRdma, kRdmaOperation, 0xff, "DDP segment shorter than its header", u);
+  if (!h) return terminate(kTermLayerRdma, kTermRdmaOperation, 0xff, "DDP segment shorter than its header", u);
   const Bytes rest = u.subspan(def.size);
   if (tagged) on_tagged(*h, u, rest);
   else on_untagged(*h, u, rest);
@@ -627,11 +625,11 @@ void QueuePair::on_tagged(const Header& h, Bytes u, Bytes payload) {
   const std::uint64_t to = h.get(pi::DdpTagged::to);
   const bool last = h.get(pi::DdpTagged::l);
   if (op != pi::kOpWrite && op != pi::kOpReadResponse)
-    return terminate(kLayerRdma, kRdmaOperation, 0x06, fmt::format("opcode 0x{:x} in a tagged segment", op), u);
+    return terminate(kTermLayerRdma, kTermRdmaOperation, 0x06, fmt::format("opcode 0x{:x} in a tagged segment", op), u);
   OutstandingRead* rd = nullptr;
   if (op == pi::kOpReadResponse) {
     if (reads_.empty() || reads_.front().atomic)
-      return terminate(kLayerRdma, kRdmaOperation, 0x06, "RDMA Read Response without an outstanding Read Request", u);
+      return terminate(kTermLayerRdma, kTermRdmaOperation, 0x06, "RDMA Read Response without an outstanding Read Request", u);
     rd = &reads_.front();
   }
   if (awaiting_rtr_ && rtr_ == Rtr::write) {  // the zero-length Write RTR (checked in on_fpdu)
@@ -642,14 +640,14 @@ void QueuePair::on_tagged(const Header& h, Bytes u, Bytes payload) {
   }
   if (!payload.empty()) {
     MemoryRegion* mr = pd_.find(stag);
-    if (!mr || !mr->valid) return terminate(kLayerDdp, kDdpTaggedErr, 0x00, fmt::format("STag 0x{:x} is not valid", stag), u);
+    if (!mr || !mr->valid) return terminate(kTermLayerDdp, kTermDdpTagged, 0x00, fmt::format("STag 0x{:x} is not valid", stag), u);
     if (op == pi::kOpWrite && !(mr->access & kRemoteWrite))
-      return terminate(kLayerRdma, kRdmaProtection, 0x02, fmt::format("STag 0x{:x} does not allow remote write", stag), u);
+      return terminate(kTermLayerRdma, kTermRdmaProtection, 0x02, fmt::format("STag 0x{:x} does not allow remote write", stag), u);
     if (op == pi::kOpReadResponse && (stag != rd->sink_stag || to != rd->sink_to + rd->received))
-      return terminate(kLayerDdp, kDdpTaggedErr, 0x01, "Read Response does not continue the requested sink buffer", u);
-    if (to + payload.size() < to) return terminate(kLayerDdp, kDdpTaggedErr, 0x03, "tagged offset wraps", u);
+      return terminate(kTermLayerDdp, kTermDdpTagged, 0x01, "Read Response does not continue the requested sink buffer", u);
+    if (to + payload.size() < to) return terminate(kTermLayerDdp, kTermDdpTagged, 0x03, "tagged offset wraps", u);
     if (to < mr->base_to || to - mr->base_to + payload.size() > mr->buf.size())
-      return terminate(kLayerDdp, kDdpTaggedErr, 0x01,
+      return terminate(kTermLayerDdp, kTermDdpTagged, 0x01,
                        fmt::format("TO 0x{:x} + {} outside STag 0x{:x} (base 0x{:x}, {} octets)", to, payload.size(),
                                    stag, mr->base_to, mr->buf.size()),
                        u);
@@ -658,10 +656,10 @@ void QueuePair::on_tagged(const Header& h, Bytes u, Bytes payload) {
   if (rd) {
     rd->received += static_cast<std::uint32_t>(payload.size());
     if (rd->received > rd->length)
-      return terminate(kLayerDdp, kDdpTaggedErr, 0x01, "Read Response longer than requested", u);
+      return terminate(kTermLayerDdp, kTermDdpTagged, 0x01, "Read Response longer than requested", u);
     if (last) {
       if (rd->received != rd->length)
-        return terminate(kLayerRdma, kRdmaOperation, 0xff,
+        return terminate(kTermLayerRdma, kTermRdmaOperation, 0xff,
                          fmt::format("Read Response of {} octets for a Read Request of {}", rd->received, rd->length), u);
       if (!rd->internal) scq_.push({rd->wr_id, WcOpcode::rdma_read, WcStatus::success, rd->length});
       reads_.pop_front();
@@ -677,19 +675,19 @@ void QueuePair::on_untagged(const Header& h, Bytes u, Bytes rest) {
   const auto mo = static_cast<std::uint32_t>(h.get(pi::DdpUntagged::mo));
   const bool last = h.get(pi::DdpUntagged::l);
   const int want_q = queue_of(op);
-  if (want_q < 0) return terminate(kLayerRdma, kRdmaOperation, 0x06, fmt::format("opcode 0x{:x} untagged", op), u);
+  if (want_q < 0) return terminate(kTermLayerRdma, kTermRdmaOperation, 0x06, fmt::format("opcode 0x{:x} untagged", op), u);
   if (qn != static_cast<std::uint64_t>(want_q))
-    return terminate(kLayerDdp, kDdpUntaggedErr, 0x01, fmt::format("QN {} for opcode 0x{:x}", qn, op), u);
+    return terminate(kTermLayerDdp, kTermDdpUntagged, 0x01, fmt::format("QN {} for opcode 0x{:x}", qn, op), u);
   if (op == pi::kOpTerminate) return on_terminate(rest);
   if (msn != expect_msn_[qn])
-    return terminate(kLayerDdp, kDdpUntaggedErr, 0x03, fmt::format("MSN {} on queue {}, expected {}", msn, qn, expect_msn_[qn]), u);
+    return terminate(kTermLayerDdp, kTermDdpUntagged, 0x03, fmt::format("MSN {} on queue {}, expected {}", msn, qn, expect_msn_[qn]), u);
   if (qn == 1) return on_read_request(h, u, rest);
   if (qn == 3) return on_atomic_request(h, u, rest);
   if (qn == 4) {
     auto r = Header::decode(pi::kAtomicResponse, rest);
-    if (!r || !last || mo != 0) return terminate(kLayerRdma, kRdmaOperation, 0xff, "malformed Atomic Response", u);
+    if (!r || !last || mo != 0) return terminate(kTermLayerRdma, kTermRdmaOperation, 0xff, "malformed Atomic Response", u);
     if (reads_.empty() || !reads_.front().atomic || reads_.front().req_id != r->get(pi::AtomicResponse::req_id))
-      return terminate(kLayerRdma, kRdmaOperation, 0x06, "Atomic Response that answers no outstanding request", u);
+      return terminate(kTermLayerRdma, kTermRdmaOperation, 0x06, "Atomic Response that answers no outstanding request", u);
     ++expect_msn_[4];
     const OutstandingRead rd = reads_.front();
     reads_.pop_front();
@@ -705,7 +703,7 @@ void QueuePair::on_untagged(const Header& h, Bytes u, Bytes rest) {
   }
   // Queue 0: Send family and Immediate Data.
   if (!in_send_.open) {
-    if (mo != 0) return terminate(kLayerDdp, kDdpUntaggedErr, 0x04, fmt::format("first segment with MO {}", mo), u);
+    if (mo != 0) return terminate(kTermLayerDdp, kTermDdpUntagged, 0x04, fmt::format("first segment with MO {}", mo), u);
     if (awaiting_rtr_ && rtr_ == Rtr::send && op == pi::kOpSend && rest.empty() && last && msn == 1) {
       awaiting_rtr_ = false;  // the peer-to-peer RTR: consumed here, no completion
       ++expect_msn_[0];
@@ -714,25 +712,25 @@ void QueuePair::on_untagged(const Header& h, Bytes u, Bytes rest) {
       return;
     }
     if (rq_.empty())
-      return terminate(kLayerDdp, kDdpUntaggedErr, 0x02, fmt::format("no receive buffer posted for MSN {}", msn), u);
+      return terminate(kTermLayerDdp, kTermDdpUntagged, 0x02, fmt::format("no receive buffer posted for MSN {}", msn), u);
     in_send_ = {true, rq_.front(), msn, 0};
     rq_.pop_front();
   } else if (mo != in_send_.got) {
-    return terminate(kLayerDdp, kDdpUntaggedErr, 0x04, fmt::format("MO {}, expected {}", mo, in_send_.got), u);
+    return terminate(kTermLayerDdp, kTermDdpUntagged, 0x04, fmt::format("MO {}, expected {}", mo, in_send_.got), u);
   }
   const bool imm = op == pi::kOpImmediate || op == pi::kOpImmediateSe;
   if (imm && (!last || mo != 0 || rest.size() != 8))
-    return terminate(kLayerRdma, kRdmaOperation, 0xff, "Immediate Data must be one segment of 8 octets", u);
+    return terminate(kTermLayerRdma, kTermRdmaOperation, 0xff, "Immediate Data must be one segment of 8 octets", u);
   const Sge& sge = in_send_.wr.sge;
   if (!imm) {
     if (in_send_.got + rest.size() > sge.length)
-      return terminate(kLayerDdp, kDdpUntaggedErr, 0x05,
+      return terminate(kTermLayerDdp, kTermDdpUntagged, 0x05,
                        fmt::format("message exceeds the {}-octet receive buffer", sge.length), u);
     if (!rest.empty()) {
       MemoryRegion* mr = pd_.find(sge.stag);
       if (!mr || !mr->valid || !(mr->access & kLocalWrite) || sge.offset + sge.length > mr->buf.size()) {
         rcq_.push({in_send_.wr.wr_id, WcOpcode::recv, WcStatus::local_protection_error});
-        return terminate(kLayerRdma, kRdmaOperation, 0x07, "our posted receive buffer is not usable", u);
+        return terminate(kTermLayerRdma, kTermRdmaOperation, 0x07, "our posted receive buffer is not usable", u);
       }
       std::memcpy(mr->buf.data() + sge.offset + in_send_.got, rest.data(), rest.size());
     }
@@ -749,7 +747,7 @@ void QueuePair::on_untagged(const Header& h, Bytes u, Bytes rest) {
     const auto inv = static_cast<std::uint32_t>(h.get(pi::DdpUntagged::rsvd_ulp));
     if (!pd_.invalidate(inv)) {
       rcq_.push(c);
-      return terminate(kLayerRdma, kRdmaOperation, 0x09, fmt::format("STag 0x{:x} cannot be invalidated", inv), u);
+      return terminate(kTermLayerRdma, kTermRdmaOperation, 0x09, fmt::format("STag 0x{:x} cannot be invalidated", inv), u);
     }
     c.invalidated = inv;
   }
@@ -759,9 +757,9 @@ void QueuePair::on_untagged(const Header& h, Bytes u, Bytes rest) {
 void QueuePair::on_read_request(const Header& h, Bytes u, Bytes body) {
   auto rr = Header::decode(pi::kReadRequest, body);
   if (!rr || body.size() != pi::kReadRequest.size || !h.get(pi::DdpUntagged::l) || h.get(pi::DdpUntagged::mo) != 0)
-    return terminate(kLayerRdma, kRdmaOperation, 0xff, "malformed RDMA Read Request", u, true);
+    return terminate(kTermLayerRdma, kTermRdmaOperation, 0xff, "malformed RDMA Read Request", u, true);
   if (inbound_reads_ >= ird_eff_ && !(awaiting_rtr_ && rtr_ == Rtr::read))
-    return terminate(kLayerDdp, kDdpUntaggedErr, 0x02,
+    return terminate(kTermLayerDdp, kTermDdpUntagged, 0x02,
                      fmt::format("Read Request beyond our IRD {} (no Read Request buffer)", ird_eff_), u);
   ++expect_msn_[1];
   OwedResponse o;
@@ -777,12 +775,12 @@ void QueuePair::on_read_request(const Header& h, Bytes u, Bytes body) {
   if (o.length) {
     MemoryRegion* mr = pd_.find(o.src_stag);
     if (!mr || !mr->valid)
-      return terminate(kLayerRdma, kRdmaProtection, 0x00, fmt::format("source STag 0x{:x} is not valid", o.src_stag), u, true);
+      return terminate(kTermLayerRdma, kTermRdmaProtection, 0x00, fmt::format("source STag 0x{:x} is not valid", o.src_stag), u, true);
     if (!(mr->access & kRemoteRead))
-      return terminate(kLayerRdma, kRdmaProtection, 0x02, fmt::format("source STag 0x{:x} does not allow remote read", o.src_stag), u, true);
-    if (o.src_to + o.length < o.src_to) return terminate(kLayerRdma, kRdmaProtection, 0x04, "source tagged offset wraps", u, true);
+      return terminate(kTermLayerRdma, kTermRdmaProtection, 0x02, fmt::format("source STag 0x{:x} does not allow remote read", o.src_stag), u, true);
+    if (o.src_to + o.length < o.src_to) return terminate(kTermLayerRdma, kTermRdmaProtection, 0x04, "source tagged offset wraps", u, true);
     if (o.src_to < mr->base_to || o.src_to - mr->base_to + o.length > mr->buf.size())
-      return terminate(kLayerRdma, kRdmaProtection, 0x01,
+      return terminate(kTermLayerRdma, kTermRdmaProtection, 0x01,
                        fmt::format("Read of {} at TO 0x{:x} outside STag 0x{:x}", o.length, o.src_to, o.src_stag), u, true);
   }
   ++inbound_reads_;
@@ -793,18 +791,18 @@ void QueuePair::on_read_request(const Header& h, Bytes u, Bytes body) {
 void QueuePair::on_atomic_request(const Header& h, Bytes u, Bytes body) {
   auto a = Header::decode(pi::kAtomicRequest, body);
   if (!a || body.size() != pi::kAtomicRequest.size || !h.get(pi::DdpUntagged::l))
-    return terminate(kLayerRdma, kRdmaOperation, 0xff, "malformed Atomic Request", u);
+    return terminate(kTermLayerRdma, kTermRdmaOperation, 0xff, "malformed Atomic Request", u);
   if (inbound_reads_ >= ird_eff_)
-    return terminate(kLayerDdp, kDdpUntaggedErr, 0x02, fmt::format("Atomic Request beyond our IRD {}", ird_eff_), u);
+    return terminate(kTermLayerDdp, kTermDdpUntagged, 0x02, fmt::format("Atomic Request beyond our IRD {}", ird_eff_), u);
   ++expect_msn_[3];
   const auto stag = static_cast<std::uint32_t>(a->get(pi::AtomicRequest::stag));
   const std::uint64_t to = a->get(pi::AtomicRequest::to);
   MemoryRegion* mr = pd_.find(stag);
-  if (!mr || !mr->valid) return terminate(kLayerRdma, kRdmaProtection, 0x00, fmt::format("STag 0x{:x} is not valid", stag), u);
+  if (!mr || !mr->valid) return terminate(kTermLayerRdma, kTermRdmaProtection, 0x00, fmt::format("STag 0x{:x} is not valid", stag), u);
   if (!(mr->access & kRemoteAtomic))
-    return terminate(kLayerRdma, kRdmaProtection, 0x02, fmt::format("STag 0x{:x} does not allow atomics", stag), u);
+    return terminate(kTermLayerRdma, kTermRdmaProtection, 0x02, fmt::format("STag 0x{:x} does not allow atomics", stag), u);
   if (to % 8 != 0 || to < mr->base_to || to - mr->base_to + 8 > mr->buf.size())
-    return terminate(kLayerRdma, kRdmaProtection, 0x01, fmt::format("atomic target TO 0x{:x} unaligned or outside", to), u);
+    return terminate(kTermLayerRdma, kTermRdmaProtection, 0x01, fmt::format("atomic target TO 0x{:x} unaligned or outside", to), u);
   std::byte* p = mr->buf.data() + (to - mr->base_to);
   std::uint64_t cur;
   std::memcpy(&cur, p, 8);
@@ -816,7 +814,7 @@ void QueuePair::on_atomic_request(const Header& h, Bytes u, Bytes body) {
     const std::uint64_t cmask = a->get(pi::AtomicRequest::compare_mask);
     if ((cur & cmask) == (a->get(pi::AtomicRequest::compare) & cmask)) next = (cur & ~mask) | (add_swap & mask);
   } else {
-    return terminate(kLayerRdma, kRdmaOperation, 0xff, fmt::format("atomic operation {}", a->get(pi::AtomicRequest::op)), u);
+    return terminate(kTermLayerRdma, kTermRdmaOperation, 0xff, fmt::format("atomic operation {}", a->get(pi::AtomicRequest::op)), u);
   }
   std::memcpy(p, &next, 8);
   OwedResponse o;

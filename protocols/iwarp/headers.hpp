@@ -128,6 +128,11 @@ inline constexpr FieldDef kTerminateFields[] = {
 };
 inline constexpr HeaderDef kTerminate{"rdmap.term", "RDMAP Terminate control", "RFC 5040 §4.8", 4, kTerminateFields};
 
+// Terminate layers and error types (RFC 5040 §7.2, RFC 5044 §8).
+inline constexpr unsigned kTermLayerRdma = 0, kTermLayerDdp = 1, kTermLayerLlp = 2;
+inline constexpr unsigned kTermRdmaProtection = 1, kTermRdmaOperation = 2;
+inline constexpr unsigned kTermDdpTagged = 1, kTermDdpUntagged = 2;
+
 // Layer / error type / error code combinations a Terminate may carry
 // (RFC 5040 §7.2 for the RDMA and DDP layers; RFC 5044 §8 and RFC 6581 §9
 // for the LLP layer). Section numbers to be confirmed: docs/spec-references.md.
