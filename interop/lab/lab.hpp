@@ -58,6 +58,7 @@ struct Cell {
   std::vector<std::string> finding_cases;
   bool run_last = false;  // known to upset the guest kernel: run after every other cell
   unsigned port = 0;
+  unsigned connections = 1;  // our-initiator cells: this many connections, one after the other
   unsigned iterations = 10;
   unsigned size = 64;
 };

@@ -96,6 +96,20 @@ BOOST_AUTO_TEST_CASE(scenario_filter_and_plan) {
   BOOST_CHECK(plan.find("rping -c -a 192.0.2.2") != std::string::npos);
 }
 
+// The "data right after the MPA Reply" cell opens twenty connections, each to
+// a server of its own, each with its own result file.
+BOOST_AUTO_TEST_CASE(early_data_cell_runs_twenty_connections) {
+  const auto cells = lab::siw_matrix(false, {"rping"});
+  const auto& e = find(cells, "siw.our-initiator.rping.crc-off.v2.early-data");
+  BOOST_CHECK_EQUAL(e.connections, 20u);
+  const auto plan = lab::guest_plan({e});
+  std::size_t clients = 0;
+  for (auto at = plan.find("client our"); at != std::string::npos; at = plan.find("client our", at + 1)) ++clients;
+  BOOST_CHECK_EQUAL(clients, 20u);
+  BOOST_CHECK(plan.find("$DIR/our20.json") != std::string::npos);
+  BOOST_CHECK(plan.find("-p " + std::to_string(e.port + 19000) + " ") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(data_cell_verdicts) {
   const auto cells = lab::siw_matrix(true, {});
   const auto& c = find(cells, "siw.our-initiator.rping.crc-off.v2.crc");
