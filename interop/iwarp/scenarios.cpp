@@ -450,32 +450,52 @@ struct Initiator {
     return true;
   }
 
+  // How many `size`-octet slots the responder's buffer of `len` octets holds;
+  // nothing (with the reason in r.message) unless a whole, non-zero number.
+  std::optional<std::uint32_t> whole_slots(std::uint32_t len) {
+    const std::uint32_t slots = len / std::max<std::uint32_t>(size, 1);
+    if (slots == 0 || len % size) {
+      r.message = fmt::format("the responder's buffer ({} octets) is not a whole number of {}-octet slots", len, size);
+      return std::nullopt;
+    }
+    return slots;
+  }
+
+  // Posts the work requests make(0) .. make(iters - 1), at most `window` in
+  // flight, until all have completed. `bad` (if given) is a data error found
+  // by a completion handler: it ends the run.
+  bool pump(unsigned window, std::string_view what, const std::function<SendWr(std::uint64_t)>& make,
+            const std::string* bad = nullptr) {
+    std::uint64_t posted = 0;
+    while (s.completed < iters) {
+      while (posted < iters && s.outstanding < window) s.post(make(posted++));
+      const std::uint64_t target = s.completed + 1;
+      if (!s.wait([&] { return s.completed >= target; })) return fail(what);
+      if (bad && !bad->empty()) {
+        r.message = *bad;
+        return false;
+      }
+    }
+    return true;
+  }
+
   bool write_bw() {
     const auto c = hello({});
     if (!c) return false;
-    const std::uint32_t slots = c->len / std::max<std::uint32_t>(size, 1);
-    if (slots == 0 || c->len % size) {
-      r.message = fmt::format("the responder's buffer ({} octets) is not a whole number of {}-octet slots", c->len, size);
-      return false;
-    }
-    auto& src = s.buffer(std::size_t(size) * slots);
-    for (std::uint32_t k = 0; k < slots; ++k) fill_pattern(std::span(src).subspan(std::size_t(k) * size, size), k + 1);
+    const auto slots = whole_slots(c->len);
+    if (!slots) return false;
+    auto& src = s.buffer(std::size_t(size) * *slots);
+    for (std::uint32_t k = 0; k < *slots; ++k) fill_pattern(std::span(src).subspan(std::size_t(k) * size, size), k + 1);
     const auto stag = s.pd.register_mr(src, 0);
-    std::uint64_t posted = 0;
     const auto t0 = Clock::now();
-    while (s.completed < iters) {
-      while (posted < iters && s.outstanding < o.window) {
-        const std::uint64_t k = posted % slots;
-        SendWr w{kDataBase + posted, WrOpcode::write, {stag, k * size, size}};
-        w.remote_stag = c->stag;
-        w.remote_to = c->to + k * size;
-        s.post(w);
-        ++posted;
-      }
-      const std::uint64_t target = s.completed + 1;
-      if (!s.wait([&] { return s.completed >= target; })) return fail("RDMA Write");
-    }
-    if (!finish()) return false;
+    const bool ok = pump(o.window, "RDMA Write", [&](std::uint64_t i) {
+      const std::uint64_t k = i % *slots;
+      SendWr w{kDataBase + i, WrOpcode::write, {stag, k * size, size}};
+      w.remote_stag = c->stag;
+      w.remote_to = c->to + k * size;
+      return w;
+    });
+    if (!ok || !finish()) return false;
     r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     r.bytes = iters * size;
     return true;
@@ -484,11 +504,8 @@ struct Initiator {
   bool read_bw() {
     const auto c = hello({});
     if (!c) return false;
-    const std::uint32_t slots = c->len_ro / std::max<std::uint32_t>(size, 1);
-    if (slots == 0 || c->len_ro % size) {
-      r.message = fmt::format("the responder's buffer ({} octets) is not a whole number of {}-octet slots", c->len_ro, size);
-      return false;
-    }
+    const auto slots = whole_slots(c->len_ro);
+    if (!slots) return false;
     const unsigned window = std::max(1u, o.window);
     auto& dst = s.buffer(std::size_t(size) * window);
     const auto stag = s.pd.register_mr(dst, kLocalWrite);
@@ -496,28 +513,18 @@ struct Initiator {
     s.on_data = [&](const Completion& done) {
       const std::uint64_t i = done.wr_id - kDataBase;
       const auto got = std::span(dst).subspan((i % window) * size, size);
-      if (const auto at = check_pattern(got, i % slots + 1); at && bad.empty())
+      if (const auto at = check_pattern(got, i % *slots + 1); at && bad.empty())
         bad = fmt::format("read {}: octet {} differs from the responder's buffer", i, *at);
     };
-    std::uint64_t posted = 0;
     const auto t0 = Clock::now();
-    while (s.completed < iters) {
-      while (posted < iters && s.outstanding < window) {
-        SendWr w{kDataBase + posted, WrOpcode::read, {stag, (posted % window) * size, size}};
-        w.remote_stag = c->stag_ro;
-        w.remote_to = c->to_ro + (posted % slots) * size;
-        s.post(w);
-        ++posted;
-      }
-      const std::uint64_t target = s.completed + 1;
-      if (!s.wait([&] { return s.completed >= target; })) return fail("RDMA Read");
-      if (!bad.empty()) {
-        r.message = bad;
-        return false;
-      }
-    }
+    const bool ok = pump(window, "RDMA Read", [&](std::uint64_t i) {
+      SendWr w{kDataBase + i, WrOpcode::read, {stag, (i % window) * size, size}};
+      w.remote_stag = c->stag_ro;
+      w.remote_to = c->to_ro + (i % *slots) * size;
+      return w;
+    }, &bad);
     s.on_data = nullptr;
-    if (!finish()) return false;
+    if (!ok || !finish()) return false;
     r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     r.bytes = iters * size;
     return true;
