@@ -2,6 +2,7 @@
 //   rdmaconf check PATH... [--json FILE] [--junit FILE] [--cases PATTERN] [--strict] [--quiet] [--verbose]
 //   rdmaconf cases [--json]
 //   rdmaconf fpdus PATH
+//   rdmaconf packets PATH
 //   rdmaconf interop --peer tcp://ADDR:PORT --scenario NAME [options]   (cli/live.cpp)
 //   rdmaconf peer --listen ADDR:PORT [options]
 //   rdmaconf lab run [--peer siw] [--scenario NAME]... [--sweep] [--out DIR]   (interop/lab)
@@ -113,6 +114,9 @@ int main(int argc, char** argv) {
   check->add_option("--cases", patterns, "only cases whose ID matches the glob PATTERN (comma-separated; repeatable)");
   check->add_flag("--strict", strict, "also run SHOULD- and MAY-level cases");
   check->add_option("--roce-port", roce_ports, "UDP port(s) carrying RoCEv2 (default 4791)");
+  std::uint32_t roce_mtu = 0;
+  check->add_option("--roce-mtu", roce_mtu, "Path MTU of the RoCE traffic (default: found from its First/Middle packets)")
+      ->check(CLI::IsMember({256, 512, 1024, 2048, 4096}));
   auto* q = check->add_flag("--quiet", quiet, "print nothing but errors");
   check->add_flag("--verbose", verbose, "list every verdict, not only failures")->excludes(q);
 
@@ -120,6 +124,9 @@ int main(int argc, char** argv) {
   bool cases_json = false;
   cases->add_flag("--json", cases_json, "print the catalog as JSON");
 
+  auto* packets = app.add_subcommand("packets", "list every RoCEv2 packet decoded from a capture, one JSON object per line");
+  std::string packets_path;
+  packets->add_option("path", packets_path, "capture file")->required();
   auto* fpdus = app.add_subcommand("fpdus", "list every FPDU decoded from a capture, one JSON object per line");
   std::string fpdus_path;
   fpdus->add_option("path", fpdus_path, "capture file")->required();
@@ -161,11 +168,27 @@ int main(int argc, char** argv) {
     return interop::lab::run(lab_opt, std::cerr);
   }
 
-  if (*fpdus) {
+  if (*fpdus || *packets) {
     conformance::CheckOptions o;
     o.case_patterns = {"-"};  // no case runs: decoding only
     o.hash = false;
-    o.on_fpdu = [](const conformance::iwarp::FpduEvent& e) {
+    if (*packets) o.on_roce = [](const conformance::RocePacketEvent& e) {
+      nlohmann::json j = {{"frame", e.pkt->frame}, {"dir", e.dir}};
+      if (!e.ib->ok()) {
+        j["error"] = e.ib->error().message();
+      } else {
+        const auto& p = **e.ib;
+        j["bth"] = p.bth;
+        for (std::size_t i = 0; i < protocols::ib::kExtCount; ++i)
+          if (p.ext[i]) j[std::string(protocols::ib::ext_def(i).abbrev)] = *p.ext[i];
+        j["payload_length"] = p.payload.size();
+        j["pad"] = p.pad;
+        j["icrc"] = p.icrc;
+        j["icrc_ok"] = p.icrc == e.icrc_computed;
+      }
+      std::cout << j.dump() << "\n";
+    };
+    else o.on_fpdu = [](const conformance::iwarp::FpduEvent& e) {
       nlohmann::json j = {{"frame", e.last_frame}, {"first_frame", e.first_frame}, {"dir", e.dir}, {"offset", e.offset},
                           {"ulpdu_length", e.fpdu->ulpdu_len}, {"crc", e.fpdu->crc_wire}, {"markers", e.markers.size()}};
       if (e.crc_in_use) j["crc_ok"] = e.fpdu->crc_wire == e.crc_computed;
@@ -176,7 +199,7 @@ int main(int argc, char** argv) {
       }
       std::cout << j.dump() << "\n";
     };
-    const auto r = conformance::Checker(o).check_file(fpdus_path);
+    const auto r = conformance::Checker(o).check_file(*packets ? packets_path : fpdus_path);
     if (!r.error.empty()) {
       std::cerr << "rdmaconf: " << r.error << "\n";
       return kExitUsage;
@@ -216,6 +239,7 @@ int main(int argc, char** argv) {
   opt.strict = strict;
   opt.hash = !json_out.empty();  // only the JSON report carries it
   if (!roce_ports.empty()) opt.roce_ports = roce_ports;
+  opt.roce_mtu = roce_mtu;
   const bool tty = isatty(STDERR_FILENO) && !quiet;
   std::string current;
   if (tty) {

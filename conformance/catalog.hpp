@@ -8,6 +8,7 @@
 #include "conformance/capture/packet.hpp"
 #include "conformance/case.hpp"
 #include "conformance/iwarp/mpa_stream.hpp"
+#include "conformance/roce/qp_state.hpp"
 #include "protocols/ib/packet.hpp"
 
 namespace rdmaconf::conformance {
@@ -48,6 +49,7 @@ struct RocePacketEvent {
   const protocols::Result<protocols::ib::IbPacket>* ib = nullptr;
   std::uint32_t icrc_computed = 0;
   int dir = 0;
+  const roce::Facts* facts = nullptr;  // set when the packet decoded
 };
 
 class RoceCase {
@@ -55,6 +57,8 @@ class RoceCase {
   virtual ~RoceCase() = default;
   virtual const CaseInfo& info() const = 0;
   virtual void on_packet(CaseCtx&, const RocePacketEvent&) const {}
+  // End of the conversation: what the per-QP state left open.
+  virtual void on_close(CaseCtx&, const roce::Closing&) const {}
 };
 
 class Catalog {
@@ -86,5 +90,6 @@ void add_iwarp_mpa_fpdu_cases(Catalog&);
 void add_iwarp_ddp_cases(Catalog&);
 void add_iwarp_rdmap_cases(Catalog&);
 void add_roce_transport_cases(Catalog&);
+void add_ib_reliable_cases(Catalog&);
 
 }  // namespace rdmaconf::conformance

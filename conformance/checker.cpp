@@ -82,8 +82,8 @@ nlohmann::json negotiated_json(const iwarp::Negotiated& n) {
 class Run final : public TcpSink {
  public:
   Run(const std::vector<const IwarpCase*>& iw, const std::vector<const RoceCase*>& rc, InputResult& out,
-      const std::function<void(const iwarp::FpduEvent&)>& fpdu_hook)
-      : iwarp_(iw), roce_(rc), out_(out), fpdu_hook_(fpdu_hook) {
+      const CheckOptions& opt)
+      : iwarp_(iw), roce_(rc), out_(out), fpdu_hook_(opt.on_fpdu), roce_hook_(opt.on_roce), roce_mtu_(opt.roce_mtu) {
     for (std::size_t i = 0; i < iw.size(); ++i)
       for (unsigned b = 0; b < handlers_.size(); ++b)
         if (iw[i]->events() & (1u << b)) handlers_[b].push_back(i);
@@ -180,7 +180,8 @@ class Run final : public TcpSink {
     std::uint64_t id = 0, first_frame = 0, last_frame = 0, packets = 0;
     std::string label;
     std::map<std::uint32_t, std::uint64_t> qps;
-    explicit RoceConv(std::size_t n) : scope(n) {}
+    roce::Conversation qp;
+    RoceConv(std::size_t n, std::uint32_t pmtu) : scope(n), qp(pmtu) {}
   };
 
   void roce(const Packet& p) {
@@ -191,7 +192,7 @@ class Run final : public TcpSink {
     auto key = std::make_pair(lo, hi);
     auto it = roce_conv_.find(key);
     if (it == roce_conv_.end()) {
-      auto c = std::make_unique<RoceConv>(roce_.size());
+      auto c = std::make_unique<RoceConv>(roce_.size(), roce_mtu_);
       c->id = ++roce_ids_;
       c->first_frame = p.frame;
       const std::string a = format_address(p.ip_version, lo), b = format_address(p.ip_version, hi);
@@ -210,8 +211,10 @@ class Run final : public TcpSink {
     e.dir = p.src == lo ? 0 : 1;
     if (pkt.ok()) {
       c.qps[static_cast<std::uint32_t>(pkt->bth.get(ib::Bth::destqp))]++;
-      if (!roce_.empty()) e.icrc_computed = ib::roce_icrc(p.l3, p.ip_version == 6, p.ip_header_len);
+      if (!roce_.empty() || roce_hook_) e.icrc_computed = ib::roce_icrc(p.l3, p.ip_version == 6, p.ip_header_len);
+      e.facts = &c.qp.packet(e.dir, *pkt, p.frame);
     }
+    if (roce_hook_) roce_hook_(e);
     for (std::size_t i = 0; i < roce_.size(); ++i) {
       CaseCtx ctx = c.scope.ctx(i);
       roce_[i]->on_packet(ctx, e);
@@ -232,6 +235,18 @@ class Run final : public TcpSink {
       nlohmann::json qps = nlohmann::json::array();
       for (auto& [qp, n] : c->qps) qps.push_back({{"dest_qp", qp}, {"packets", n}});
       r.params["dest_qps"] = qps;
+      if (c->qp.pmtu()) r.params["path_mtu"] = c->qp.pmtu();
+      r.params["path_mtu_inferred"] = c->qp.pmtu_inferred();
+      nlohmann::json flows = nlohmann::json::array();
+      for (const auto* f : c->qp.request_flows())
+        flows.push_back({{"from", c->scope.sides[f->dir]}, {"dest_qp", f->dqp}, {"transport", ib::transport_name(f->transport)},
+                         {"packets", f->packets}, {"answered_by_qp", f->resp ? nlohmann::json(f->resp->dqp) : nlohmann::json()}});
+      r.params["request_flows"] = flows;
+      const roce::Closing closing = c->qp.close();
+      for (std::size_t i = 0; i < roce_.size(); ++i) {
+        CaseCtx ctx = c->scope.ctx(i);
+        roce_[i]->on_close(ctx, closing);
+      }
       r.first_frame = c->first_frame;
       r.last_frame = c->last_frame;
       r.outcomes = outcomes(roce_, c->scope);
@@ -244,6 +259,8 @@ class Run final : public TcpSink {
   const std::vector<const RoceCase*>& roce_;
   InputResult& out_;
   const std::function<void(const iwarp::FpduEvent&)>& fpdu_hook_;
+  const std::function<void(const RocePacketEvent&)>& roce_hook_;
+  std::uint32_t roce_mtu_;
   std::array<std::vector<std::size_t>, 4> handlers_;  // case indices per event bit
   std::map<std::uint64_t, std::unique_ptr<Conn>> conns_;
   std::map<std::uint64_t, ScopeResult> finished_;  // by connection number, for a stable order
@@ -276,7 +293,7 @@ InputResult Checker::check_file(const std::string& path) const {
     out.sha256 = reader->sha256();
     return out;
   }
-  Run run(iwarp_, roce_, out, opt_.on_fpdu);
+  Run run(iwarp_, roce_, out, opt_);
   TcpReassembler tcp(run);
   std::uint64_t last = 0;
   while (auto f = reader->next()) {

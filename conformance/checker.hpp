@@ -15,10 +15,14 @@ struct CheckOptions {
   std::vector<std::string> case_patterns;  // globs; empty = all
   bool strict = false;                     // also SHOULD and MAY cases
   std::vector<std::uint16_t> roce_ports{protocols::ib::kRoceV2Port};
+  // Path MTU of the RoCE conversations (0: found from the traffic).
+  std::uint32_t roce_mtu = 0;
   // Called now and then with octets read so far and the file size.
   std::function<void(std::uint64_t, std::uint64_t)> progress;
   // Called for every FPDU decoded (for `rdmaconf fpdus` and the tshark cross-check).
   std::function<void(const iwarp::FpduEvent&)> on_fpdu;
+  // Called for every RoCE packet (for `rdmaconf packets` and the tshark cross-check).
+  std::function<void(const RocePacketEvent&)> on_roce;
   // Compute each capture's SHA-256 (for the JSON report), on a second thread.
   bool hash = true;
 };

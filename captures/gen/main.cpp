@@ -316,103 +316,172 @@ nlohmann::json iwarp_conversation(const std::string& path, const IwarpConfig& c)
   return landings.empty() ? nlohmann::json::object() : nlohmann::json(landings);
 }
 
-// ---- RoCEv2
-struct RoceConfig {
+// ---- RoCEv2: a conversation as a list of packets, which fault scenarios edit
+struct RocePkt {
+  bool from_a = true;
+  std::uint8_t opcode = 0;
+  std::uint32_t qp = 0, psn = 0;
+  Buf payload;
+  std::vector<std::pair<ib::Ext, Header>> exts;
+  bool ackreq = false;
+  std::uint16_t pkey = 0xffff;
+  std::function<void(Buf&)> mangle;  // edits the encoded transport packet (BTH to ICRC)
+  bool corrupt_icrc = false;
+};
+struct RoceTraffic {
   bool ipv6 = false;
-  int corrupt_icrc_at = -1;
-  int tver_at = -1;
-  int bad_opcode_at = -1;
-  int reserved_at = -1;
-  int truncate_at = -1;
-  int bad_pad_at = -1;
+  std::vector<RocePkt> pkts;
+  std::string fault;
+  std::function<void(RoceTraffic&)> edit;
 };
 
-nlohmann::json config_json(const RoceConfig& c) {
-  return {{"ipv6", c.ipv6}, {"corrupt_icrc_at_packet", c.corrupt_icrc_at}, {"tver_1_at_packet", c.tver_at},
-          {"undefined_opcode_at_packet", c.bad_opcode_at}, {"reserved_bit_at_packet", c.reserved_at},
-          {"truncated_reth_at_packet", c.truncate_at}, {"wrong_pad_at_packet", c.bad_pad_at}};
+Header reth(std::uint64_t va, std::uint32_t rkey, std::uint64_t len) {
+  Header h(ib::kReth);
+  h.set(ib::Reth::va, va);
+  h.set(ib::Reth::rkey, rkey);
+  h.set(ib::Reth::dmalen, len);
+  return h;
+}
+Header aeth(std::uint32_t msn, std::uint32_t syndrome = 0) {
+  Header h(ib::kAeth);
+  h.set(ib::Aeth::syndrome, syndrome);
+  h.set(ib::Aeth::msn, msn);
+  return h;
+}
+Header deth(std::uint32_t qkey, std::uint32_t srcqp) {
+  Header h(ib::kDeth);
+  h.set(ib::Deth::qkey, qkey);
+  h.set(ib::Deth::srcqp, srcqp);
+  return h;
+}
+Header atomic_eth(std::uint64_t va) {
+  Header h(ib::kAtomicEth);
+  h.set(ib::AtomicEth::va, va);
+  h.set(ib::AtomicEth::rkey, 0x99);
+  h.set(ib::AtomicEth::swapadd, 1);
+  return h;
+}
+Header imm_eth(std::uint32_t v) {
+  Header h(ib::kImmDt);
+  h.set(ib::ImmDt::imm, v);
+  return h;
 }
 
-void roce_capture(const std::string& path, const RoceConfig& c) {
-  PcapWriter w(path);
-  const Host a = c.ipv6 ? host_v6(0x11, 49152) : host_v4(198, 51, 100, 1, 49152);
-  Host b = c.ipv6 ? host_v6(0x12, ib::kRoceV2Port) : host_v4(198, 51, 100, 2, ib::kRoceV2Port);
-  Host a_dst = a;
-  a_dst.port = ib::kRoceV2Port;
-  Host b_src = b;
-  b_src.port = 49153;
-  int index = 0;
-  auto packet = [&](bool from_a, std::uint8_t opcode, std::uint32_t qp, std::uint32_t psn, Buf payload,
-                    std::initializer_list<std::pair<ib::Ext, Header>> exts) {
-    ib::IbPacketSpec s;
-    s.bth.set(ib::Bth::opcode, opcode);
-    s.bth.set(ib::Bth::pkey, 0xffff);
-    s.bth.set(ib::Bth::destqp, qp);
-    s.bth.set(ib::Bth::psn, psn);
-    s.bth.set(ib::Bth::ackreq, opcode <= 0x14 && (opcode & 0x1f) != 0x11);
-    if (index == c.tver_at) s.bth.set(ib::Bth::tver, 1);
-    if (index == c.bad_opcode_at) s.bth.set(ib::Bth::opcode, 0x1f);
-    if (index == c.reserved_at) s.bth.set(ib::Bth::rsvd2, 0x10);
-    for (auto& [e, h] : exts) s.ext[static_cast<std::size_t>(__builtin_ctz(e))] = h;
-    s.payload = std::move(payload);
-    Buf t;
-    ib::encode_transport(t, s);
-    if (index == c.truncate_at) t.erase(t.begin() + 12 + 8, t.begin() + 12 + 16);  // cut half of the RETH
-    if (index == c.bad_pad_at) t.erase(t.end() - 4 - 1);  // one pad octet fewer than the pad count says
-    auto l3 = ip_udp(from_a ? a : b_src, from_a ? b : a_dst, B(t), c.ipv6);
-    const std::size_t iph = c.ipv6 ? 40 : 20;
-    put_le32(l3, l3.size() - 4, ib::roce_icrc(B(l3), c.ipv6, iph));
-    if (index == c.corrupt_icrc_at) l3[l3.size() - 2] ^= std::byte{0x01};
-    w.ip_packet(from_a ? a : b_src, from_a ? b : a_dst, B(l3));
-    ++index;
-  };
-  auto reth = [](std::uint64_t va, std::uint32_t rkey, std::uint32_t len) {
-    Header h(ib::kReth);
-    h.set(ib::Reth::va, va);
-    h.set(ib::Reth::rkey, rkey);
-    h.set(ib::Reth::dmalen, len);
-    return h;
-  };
-  auto aeth = [](std::uint32_t msn) {
-    Header h(ib::kAeth);
-    h.set(ib::Aeth::msn, msn);
-    return h;
-  };
-  const std::uint32_t qa = 0x11, qb = 0x12;
-  // RC: Write First/Middle/Last (1024 PMTU), Send Only, Send Only with Immediate, Read Request and its Response
-  // First/Last, CmpSwap and FetchAdd with their Atomic ACKs, ACKs.
-  packet(true, 0x06, qb, 100, pattern(1024, 1), {{ib::kExtReth, reth(0x1000, 0x77, 2500)}});
-  packet(true, 0x07, qb, 101, pattern(1024, 2), {});
-  packet(true, 0x08, qb, 102, pattern(452, 3), {});
-  packet(false, 0x11, qa, 102, {}, {{ib::kExtAeth, aeth(1)}});
-  packet(true, 0x04, qb, 103, pattern(33, 4), {});
-  Header imm(ib::kImmDt);
-  imm.set(ib::ImmDt::imm, 0xfeedbeef);
-  packet(true, 0x05, qb, 104, pattern(7, 5), {{ib::kExtImmDt, imm}});
-  packet(true, 0x0C, qb, 105, {}, {{ib::kExtReth, reth(0x9000, 0x88, 1500)}});
-  packet(false, 0x0D, qa, 105, pattern(1024, 6), {{ib::kExtAeth, aeth(3)}});
-  packet(false, 0x0F, qa, 106, pattern(476, 7), {{ib::kExtAeth, aeth(3)}});
-  Header at(ib::kAtomicEth);
-  at.set(ib::AtomicEth::va, 0x40);
-  at.set(ib::AtomicEth::rkey, 0x99);
-  at.set(ib::AtomicEth::swapadd, 1);
-  at.set(ib::AtomicEth::compare, 0);
-  packet(true, 0x13, qb, 107, {}, {{ib::kExtAtomicEth, at}});
+constexpr std::uint32_t kQa = 0x11, kQb = 0x12;  // A's and B's RC QPs
+// AETH syndromes: NAK PSN sequence error; NAK remote access error; RNR NAK, timer 14
+constexpr std::uint32_t kNakSeq = 0x60, kNakRemoteAccess = 0x62, kRnrNak = 0x2e;
+
+RocePkt req(std::uint8_t op, std::uint32_t psn, Buf payload, std::vector<std::pair<ib::Ext, Header>> exts = {}, bool ackreq = false) {
+  return RocePkt{true, op, kQb, psn, std::move(payload), std::move(exts), ackreq, 0xffff, {}, false};
+}
+RocePkt resp(std::uint8_t op, std::uint32_t psn, Buf payload, std::vector<std::pair<ib::Ext, Header>> exts) {
+  return RocePkt{false, op, kQa, psn, std::move(payload), std::move(exts), false, 0xffff, {}, false};
+}
+RocePkt ack(std::uint32_t psn, std::uint32_t msn, std::uint32_t syndrome = 0) { return resp(0x11, psn, {}, {{ib::kExtAeth, aeth(msn, syndrome)}}); }
+RocePkt send_only(std::uint32_t psn, std::size_t n, bool ackreq = false) { return req(0x04, psn, pattern(n, psn), {}, ackreq); }
+
+// Every RC operation with its answers (path MTU 1024), UC, UD, a datagram to
+// the general services QP, and a CNP.
+std::vector<RocePkt> roce_all_opcodes() {
   Header aa(ib::kAtomicAckEth);
-  aa.set(ib::AtomicAckEth::orig, 0);
-  packet(false, 0x12, qa, 107, {}, {{ib::kExtAeth, aeth(4)}, {ib::kExtAtomicAckEth, aa}});
-  packet(true, 0x14, qb, 108, {}, {{ib::kExtAtomicEth, at}});
-  packet(false, 0x12, qa, 108, {}, {{ib::kExtAeth, aeth(5)}, {ib::kExtAtomicAckEth, aa}});
   Header ieth(ib::kIeth);
   ieth.set(ib::Ieth::rkey, 0x77);
-  packet(true, 0x17, qb, 109, pattern(12, 8), {{ib::kExtIeth, ieth}});
-  packet(false, 0x11, qa, 109, {}, {{ib::kExtAeth, aeth(6)}});
-  // UD Send Only with DETH, and a CNP.
-  Header deth(ib::kDeth);
-  deth.set(ib::Deth::qkey, 0x11111111);
-  deth.set(ib::Deth::srcqp, 0x20);
-  packet(true, 0x64, 0x21, 1, pattern(256, 9), {{ib::kExtDeth, deth}});
-  packet(false, 0x81, qa, 0, Buf(16), {});
+  std::vector<RocePkt> v = {
+      req(0x06, 100, pattern(1024, 1), {{ib::kExtReth, reth(0x1000, 0x77, 2500)}}),   // 0 WRITE First
+      req(0x07, 101, pattern(1024, 2)),                                               // 1 WRITE Middle
+      req(0x08, 102, pattern(452, 3), {}, true),                                      // 2 WRITE Last
+      ack(102, 1),                                                                    // 3
+      send_only(103, 33),                                                             // 4 SEND Only, pad 3
+      req(0x05, 104, pattern(7, 5), {{ib::kExtImmDt, imm_eth(0xfeedbeef)}}, true),    // 5 SEND Only with Immediate
+      ack(104, 3),                                                                    // 6 (coalesced)
+      req(0x0C, 105, {}, {{ib::kExtReth, reth(0x9000, 0x88, 1500)}}),                 // 7 READ Request, PSNs 105-106
+      resp(0x0D, 105, pattern(1024, 6), {{ib::kExtAeth, aeth(3)}}),                   // 8 READ Response First
+      resp(0x0F, 106, pattern(476, 7), {{ib::kExtAeth, aeth(4)}}),                    // 9 READ Response Last
+      req(0x13, 107, {}, {{ib::kExtAtomicEth, atomic_eth(0x40)}}),                    // 10 CmpSwap
+      resp(0x12, 107, {}, {{ib::kExtAeth, aeth(5)}, {ib::kExtAtomicAckEth, aa}}),     // 11 ATOMIC Acknowledge
+      req(0x14, 108, {}, {{ib::kExtAtomicEth, atomic_eth(0x48)}}),                    // 12 FetchAdd
+      resp(0x12, 108, {}, {{ib::kExtAeth, aeth(6)}, {ib::kExtAtomicAckEth, aa}}),     // 13
+      req(0x17, 109, pattern(12, 8), {{ib::kExtIeth, ieth}}, true),                   // 14 SEND Only with Invalidate
+      ack(109, 7),                                                                    // 15
+      req(0x00, 110, pattern(1024, 10)),                                              // 16 SEND First
+      req(0x01, 111, pattern(1024, 11)),                                              // 17 SEND Middle
+      req(0x03, 112, pattern(100, 12), {{ib::kExtImmDt, imm_eth(7)}}, true),          // 18 SEND Last with Immediate
+      ack(112, 8),                                                                    // 19
+      req(0x0B, 113, pattern(64, 13), {{ib::kExtReth, reth(0x2000, 0x77, 64)}, {ib::kExtImmDt, imm_eth(8)}}, true),  // 20
+      ack(113, 9),                                                                    // 21
+      req(0x0A, 114, {}, {{ib::kExtReth, reth(0x3000, 0x77, 0)}}, true),              // 22 zero-length WRITE Only
+      ack(114, 10),                                                                   // 23
+      req(0x0C, 115, {}, {{ib::kExtReth, reth(0x9000, 0x88, 0)}}),                    // 24 zero-length READ
+      resp(0x10, 115, {}, {{ib::kExtAeth, aeth(11)}}),                                // 25 READ Response Only
+      req(0x0C, 116, {}, {{ib::kExtReth, reth(0x9400, 0x88, 200)}}),                  // 26
+      resp(0x10, 116, pattern(200, 16), {{ib::kExtAeth, aeth(12)}}),                  // 27
+      RocePkt{true, 0x26, 0x31, 500, pattern(1024, 17), {{ib::kExtReth, reth(0x5000, 0x55, 1124)}}, false, 0xffff, {}, false},  // 28 UC WRITE First
+      RocePkt{true, 0x28, 0x31, 501, pattern(100, 18), {}, false, 0xffff, {}, false},  // 29 UC WRITE Last
+      RocePkt{true, 0x24, 0x31, 502, pattern(40, 19), {}, false, 0xffff, {}, false},   // 30 UC SEND Only
+      RocePkt{true, 0x64, 0x21, 1, pattern(256, 9), {{ib::kExtDeth, deth(0x11111111, 0x20)}}, false, 0xffff, {}, false},  // 31 UD SEND Only
+      RocePkt{true, 0x65, 0x21, 2, pattern(16, 20), {{ib::kExtDeth, deth(0x11111111, 0x20)}, {ib::kExtImmDt, imm_eth(9)}}, false, 0xffff, {}, false},  // 32
+      RocePkt{false, 0x64, 1, 7, pattern(256, 21), {{ib::kExtDeth, deth(0x80010000, 1)}}, false, 0xffff, {}, false},  // 33 UD to QP1 (GSI)
+      RocePkt{false, 0x81, kQa, 0, Buf(16), {}, false, 0xffff, {}, false},           // 34 CNP
+  };
+  v[18].mangle = [](Buf& b) { b[1] |= std::byte{0x80}; };  // the SEND Last with Immediate asks for a solicited event
+  return v;
+}
+
+// RC recovery: PSN 202 is lost on the link (not in the capture), the
+// responder sends one sequence-error NAK and drops 204, the requester resends
+// from 202; an RNR NAK and a resend; a READ Request repeated after a timeout
+// and served twice; a READ refused with a remote access error NAK, after
+// which the requester sends nothing more.
+std::vector<RocePkt> roce_recovery() {
+  return {
+      send_only(200, 64), send_only(201, 64), send_only(203, 64),
+      ack(202, 2, kNakSeq),                                      // 3 NAK: PSN sequence error, expected 202
+      send_only(204, 64),                                        // 4 in flight before the NAK arrived; dropped
+      send_only(202, 64), send_only(203, 64), send_only(204, 64, true),  // 5-7 resent
+      ack(204, 5),                                               // 8
+      send_only(205, 64, true),                                  // 9
+      ack(205, 5, kRnrNak),                                      // 10 RNR NAK
+      send_only(205, 64, true),                                  // 11 resent after the RNR timer
+      ack(205, 6),                                               // 12
+      req(0x0C, 206, {}, {{ib::kExtReth, reth(0x9000, 0x88, 100)}}),  // 13
+      req(0x0C, 206, {}, {{ib::kExtReth, reth(0x9000, 0x88, 100)}}),  // 14 repeated after a timeout
+      resp(0x10, 206, pattern(100, 22), {{ib::kExtAeth, aeth(7)}}),   // 15
+      resp(0x10, 206, pattern(100, 22), {{ib::kExtAeth, aeth(7)}}),   // 16 served again for the duplicate
+      send_only(207, 8, true), ack(207, 8),
+      req(0x0C, 208, {}, {{ib::kExtReth, reth(0x9000, 0x66, 64)}}),  // 19 READ with an R_Key the responder does not know
+      ack(208, 8, kNakRemoteAccess),                                 // 20 fatal: the requester's QP goes to error
+  };
+}
+
+nlohmann::json roce_capture(const std::string& path, RoceTraffic t) {
+  if (t.edit) t.edit(t);
+  PcapWriter w(path);
+  const Host a = t.ipv6 ? host_v6(0x11, 49152) : host_v4(198, 51, 100, 1, 49152);
+  const Host b = t.ipv6 ? host_v6(0x12, ib::kRoceV2Port) : host_v4(198, 51, 100, 2, ib::kRoceV2Port);
+  Host a_dst = a, b_src = b;
+  a_dst.port = ib::kRoceV2Port;
+  b_src.port = 49153;
+  for (const auto& p : t.pkts) {
+    ib::IbPacketSpec s;
+    s.bth.set(ib::Bth::opcode, p.opcode);
+    s.bth.set(ib::Bth::pkey, p.pkey);
+    s.bth.set(ib::Bth::destqp, p.qp);
+    s.bth.set(ib::Bth::psn, p.psn);
+    s.bth.set(ib::Bth::ackreq, p.ackreq);
+    for (const auto& [e, h] : p.exts) s.ext[static_cast<std::size_t>(__builtin_ctz(e))] = h;
+    s.payload = p.payload;
+    Buf tr;
+    ib::encode_transport(tr, s);
+    if (p.mangle) p.mangle(tr);
+    auto l3 = ip_udp(p.from_a ? a : b_src, p.from_a ? b : a_dst, B(tr), t.ipv6);
+    const std::size_t iph = t.ipv6 ? 40 : 20;
+    put_le32(l3, l3.size() - 4, ib::roce_icrc(B(l3), t.ipv6, iph));
+    if (p.corrupt_icrc) l3[l3.size() - 2] ^= std::byte{0x01};
+    w.ip_packet(p.from_a ? a : b_src, p.from_a ? b : a_dst, B(l3));
+  }
+  nlohmann::json j = {{"ipv6", t.ipv6}, {"packets", t.pkts.size()}, {"path_mtu", 1024}};
+  if (!t.fault.empty()) j["fault"] = t.fault;
+  return j;
 }
 
 // ---- scenarios
@@ -454,15 +523,6 @@ Expect iwarp_expect(const IwarpConfig& c) {
   e["iwarp.rdmap.ird_ord"] = v(enh && !mid);
   return e;
 }
-Expect with(Expect e, const std::string& id, const std::string& v) {
-  e[id] = v;
-  return e;
-}
-Expect roce_clean() {
-  return {{"roce.packet.headers", "PASS"}, {"roce.icrc", "PASS"}, {"ib.bth.tver", "PASS"},
-          {"ib.bth.opcode", "PASS"}, {"ib.bth.reserved", "PASS"}, {"ib.bth.padcnt", "PASS"}};
-}
-
 std::function<nlohmann::json(const std::string&)> iw(IwarpConfig c) {
   return [c](const std::string& p) {
     auto j = config_json(c);
@@ -471,11 +531,6 @@ std::function<nlohmann::json(const std::string&)> iw(IwarpConfig c) {
     return j;
   };
 }
-template <class C>
-std::function<nlohmann::json(const std::string&)> ro(C c) {
-  return [c](const std::string& p) { roce_capture(p, c); return config_json(c); };
-}
-
 std::vector<Scenario> scenarios() {
   std::vector<Scenario> v;
   // One iWARP scenario: its expectations are those of its configuration, with
@@ -727,30 +782,155 @@ std::vector<Scenario> scenarios() {
     iwarp("iwarp-gap", "300 octets of the initiator's FPDU stream are missing from the capture: what follows is inconclusive, not a violation", gap, e);
   }
 
-  v.push_back({"roce-v4", "RoCEv2 over IPv4: RC Write/Send/Read/Atomics/ACKs, Send with Invalidate, UD Send, CNP", ro(RoceConfig{}), roce_clean()});
-  RoceConfig v6;
-  v6.ipv6 = true;
-  v.push_back({"roce-v6", "the same traffic over IPv6 (UDP checksum set)", ro(v6), roce_clean()});
-  RoceConfig icrc;
-  icrc.corrupt_icrc_at = 4;
-  v.push_back({"roce-fault-icrc", "the ICRC of the fifth packet is altered", ro(icrc), with(roce_clean(), "roce.icrc", "FAIL")});
-  RoceConfig tver;
-  tver.tver_at = 1;
-  v.push_back({"roce-fault-tver", "the second packet has transport version 1", ro(tver), with(roce_clean(), "ib.bth.tver", "FAIL")});
-  RoceConfig op;
-  op.bad_opcode_at = 3;
-  v.push_back({"roce-fault-opcode", "the fourth packet (an ACK) has the undefined opcode 0x1F", ro(op), with(roce_clean(), "ib.bth.opcode", "FAIL")});
-  RoceConfig rs;
-  rs.reserved_at = 2;
-  v.push_back({"roce-fault-reserved", "the third packet sets a reserved BTH bit", ro(rs), with(roce_clean(), "ib.bth.reserved", "FAIL")});
-  RoceConfig tr;
-  tr.truncate_at = 6;
-  v.push_back({"roce-fault-truncated-reth", "the seventh packet (RDMA READ Request, no payload) carries only half of its RETH", ro(tr),
-               with(roce_clean(), "roce.packet.headers", "FAIL")});
-  RoceConfig pad;
-  pad.bad_pad_at = 4;
-  v.push_back({"roce-fault-padcnt", "the fifth packet (33-octet SEND Only, pad count 3) carries only two pad octets", ro(pad),
-               with(roce_clean(), "ib.bth.padcnt", "FAIL")});
+  // ---- RoCEv2. Every case of the RoCE catalog, and what a clean capture of
+  // each traffic kind exercises; the rest is NOT_APPLICABLE there.
+  const std::vector<std::string> roce_cases = {
+      "roce.packet.headers", "roce.icrc", "ib.bth.tver", "ib.bth.opcode", "ib.bth.reserved", "ib.eth.reserved",
+      "ib.bth.padcnt", "ib.bth.pkey", "ib.payload.rule", "ib.cnp.format", "roce.qp0", "ib.ud.gsi_qkey",
+      "ib.atomic.alignment", "ib.reth.length", "ib.aeth.syndrome", "ib.qp.pkey", "ib.qp.transport", "ib.payload.pmtu",
+      "ib.payload.first_middle", "ib.payload.last", "ib.opseq", "ib.psn.sequential", "ib.psn.resend_after_nak",
+      "ib.nak.sequence", "ib.nak.psn", "ib.ack.psn", "ib.aeth.msn", "ib.ackreq.answered", "ib.response.match",
+      "ib.read.response_psn", "ib.read.response_length", "ib.reth.dma_length", "roce.deth.srcqp", "ib.bth.se",
+      "ib.nak.fatal"};
+  auto roce_expect = [&](std::initializer_list<const char*> not_applicable, Expect changes = {}) {
+    Expect e;
+    for (const auto& id : roce_cases) e[id] = "PASS";
+    for (const char* id : not_applicable) e[id] = NA;
+    for (auto& [id, verdict] : changes) e[id] = verdict;
+    return e;
+  };
+  auto roce = [&v](std::string name, std::string desc, RoceTraffic t, Expect e) {
+    if (!t.fault.empty()) desc += "; fault: " + t.fault;
+    v.push_back({std::move(name), std::move(desc), [t](const std::string& p) { return roce_capture(p, t); }, std::move(e)});
+  };
+  const auto all_na = {"ib.psn.resend_after_nak", "ib.nak.sequence", "ib.nak.psn", "ib.nak.fatal"};
+  const Expect all_ok = roce_expect(all_na);
+  // A fault on the all-opcodes traffic: its expectations are the clean ones
+  // with the verdicts the fault changes.
+  auto roce_fault = [&](std::string name, std::string fault, std::function<void(RoceTraffic&)> change, Expect changes) {
+    RoceTraffic t{false, roce_all_opcodes(), std::move(fault), std::move(change)};
+    Expect e = all_ok;
+    for (auto& [id, verdict] : changes) e[id] = verdict;
+    roce(std::move(name), "as roce-v4", std::move(t), std::move(e));
+  };
+  auto recovery_fault = [&](std::string name, std::string fault, std::function<void(RoceTraffic&)> change, Expect e) {
+    roce(std::move(name), "as roce-rc-recovery", RoceTraffic{false, roce_recovery(), std::move(fault), std::move(change)}, std::move(e));
+  };
+  // The recovery traffic has no multi-packet message, no Atomic, no CNP and no datagram.
+  const auto recovery_na = {"ib.payload.pmtu", "ib.payload.first_middle", "ib.payload.last", "ib.reth.dma_length",
+                            "ib.atomic.alignment", "ib.cnp.format", "ib.ud.gsi_qkey", "roce.deth.srcqp"};
+
+  roce("roce-v4", "RoCEv2 over IPv4, path MTU 1024: every RC operation (WRITE First/Middle/Last, with Immediate, zero-length; SEND "
+       "Only/First/Middle/Last, with Immediate, with Invalidate; READ of 1500, 0 and 200 octets; CmpSwap; FetchAdd) with its "
+       "ACKs, Read Responses and ATOMIC Acknowledges; UC WRITE and SEND; UD SEND with and without Immediate; a datagram to QP1; a CNP",
+       RoceTraffic{false, roce_all_opcodes(), {}, {}}, all_ok);
+  roce("roce-v6", "the traffic of roce-v4 over IPv6 (UDP checksum set)", RoceTraffic{true, roce_all_opcodes(), {}, {}}, all_ok);
+  roce("roce-rc-recovery", "RC error recovery as a conforming pair does it: PSN 202 lost on the link, one sequence-error NAK, the "
+       "out-of-sequence 204 dropped, a resend from 202; an RNR NAK and a resend; a READ Request repeated after a timeout and served twice",
+       RoceTraffic{false, roce_recovery(), {}, {}}, roce_expect(recovery_na));
+  roce("roce-capture-loss", "the capture misses PSN 301, which the responder acknowledges: what the missing packet touches is "
+       "inconclusive, not a violation",
+       RoceTraffic{false, {send_only(300, 64), send_only(302, 64, true), ack(302, 3)}, {}, {}},
+       roce_expect({"ib.payload.pmtu", "ib.payload.first_middle", "ib.payload.last", "ib.reth.dma_length", "ib.read.response_psn",
+                    "ib.read.response_length", "ib.response.match", "ib.atomic.alignment", "ib.cnp.format", "ib.ud.gsi_qkey",
+                    "ib.reth.length", "ib.psn.resend_after_nak", "ib.nak.psn", "ib.aeth.msn", "roce.deth.srcqp", "ib.nak.fatal"},
+                   {{"ib.psn.sequential", INC}, {"ib.nak.sequence", INC}}));
+
+  // packet by packet
+  roce_fault("roce-fault-icrc", "the ICRC of the fifth packet is altered", [](RoceTraffic& t) { t.pkts[4].corrupt_icrc = true; },
+             {{"roce.icrc", F}});
+  roce_fault("roce-fault-tver", "the second packet has transport version 1",
+             [](RoceTraffic& t) { t.pkts[1].mangle = [](Buf& b) { b[1] |= std::byte{0x01}; }; }, {{"ib.bth.tver", F}});
+  roce_fault("roce-fault-opcode", "the fourth packet (an ACK) has the undefined opcode 0x1F",
+             [](RoceTraffic& t) { t.pkts[3].mangle = [](Buf& b) { b[0] = std::byte{0x1f}; }; }, {{"ib.bth.opcode", F}});
+  roce_fault("roce-fault-reserved", "the third packet sets a reserved BTH bit",
+             [](RoceTraffic& t) { t.pkts[2].mangle = [](Buf& b) { b[8] |= std::byte{0x10}; }; }, {{"ib.bth.reserved", F}});
+  roce_fault("roce-fault-truncated-aeth", "the first ATOMIC Acknowledge carries only half of its AtomicAckETH",
+             [](RoceTraffic& t) { t.pkts[11].mangle = [](Buf& b) { b.erase(b.begin() + 16, b.begin() + 20); }; },
+             {{"roce.packet.headers", F}});
+  roce_fault("roce-fault-padcnt", "the fifth packet (33-octet SEND Only, pad count 3) carries only two pad octets",
+             [](RoceTraffic& t) { t.pkts[4].mangle = [](Buf& b) { b.erase(b.end() - 5); }; }, {{"ib.bth.padcnt", F}});
+  roce_fault("roce-fault-eth-reserved", "the UD SEND's DETH sets its reserved octet",
+             [](RoceTraffic& t) { t.pkts[31].exts[0].second.set(ib::Deth::rsvd, 0x40); }, {{"ib.eth.reserved", F}});
+  roce_fault("roce-fault-pkey", "the CNP carries P_Key 0x8000, an invalid partition",
+             [](RoceTraffic& t) { t.pkts[34].pkey = 0x8000; }, {{"ib.bth.pkey", F}});
+  roce_fault("roce-fault-payload-rule", "the 200-octet READ Request carries 4 octets of payload",
+             [](RoceTraffic& t) { t.pkts[26].payload = Buf(4); }, {{"ib.payload.rule", F}});
+  roce_fault("roce-fault-cnp", "the CNP sets a bit in its reserved octets",
+             [](RoceTraffic& t) { t.pkts[34].payload[3] = std::byte{0x01}; }, {{"ib.cnp.format", F}});
+  roce_fault("roce-fault-qp0", "the UD SEND with Immediate is addressed to QP 0",
+             [](RoceTraffic& t) { t.pkts[32].qp = 0; }, {{"roce.qp0", F}});
+  roce_fault("roce-fault-gsi-qkey", "the datagram to QP1 carries Q_Key 0x11111111",
+             [](RoceTraffic& t) { t.pkts[33].exts[0].second.set(ib::Deth::qkey, 0x11111111); }, {{"ib.ud.gsi_qkey", F}});
+  roce_fault("roce-fault-atomic-alignment", "the CmpSwap names address 0x44",
+             [](RoceTraffic& t) { t.pkts[10].exts[0].second.set(ib::AtomicEth::va, 0x44); }, {{"ib.atomic.alignment", F}});
+  roce_fault("roce-fault-reth-length", "the capture ends with a UC RDMA WRITE First announcing 2^31+1 octets",
+             [](RoceTraffic& t) {
+               t.pkts.push_back(RocePkt{true, 0x26, 0x31, 503, pattern(1024, 30), {{ib::kExtReth, reth(0x6000, 0x55, 0x80000001ull)}}, false, 0xffff, {}, false});
+             },
+             {{"ib.reth.length", F}});
+  roce_fault("roce-fault-aeth-syndrome", "the ACK of PSN 109 carries syndrome 0x40 (a reserved kind)",
+             [](RoceTraffic& t) { t.pkts[15].exts[0].second.set(ib::Aeth::syndrome, 0x40); }, {{"ib.aeth.syndrome", F}});
+
+  // across packets
+  roce_fault("roce-fault-qp-pkey", "the SEND Only of PSN 103 carries P_Key 0x8001, another partition than the QP's",
+             [](RoceTraffic& t) { t.pkts[4].pkey = 0x8001; }, {{"ib.qp.pkey", F}});
+  roce_fault("roce-fault-qp-transport", "the capture ends with a UC SEND Only addressed to the RC QP",
+             [](RoceTraffic& t) { t.pkts.push_back(RocePkt{true, 0x24, kQb, 117, pattern(8, 31), {}, false, 0xffff, {}, false}); },
+             {{"ib.qp.transport", F}});
+  roce_fault("roce-fault-payload-pmtu", "the UD SEND carries 1100 octets on a path MTU of 1024",
+             [](RoceTraffic& t) { t.pkts[31].payload = pattern(1100, 9); }, {{"ib.payload.pmtu", F}});
+  roce_fault("roce-fault-first-middle", "the WRITE Middle carries 1000 octets (the Last 24 more, so the length still adds up)",
+             [](RoceTraffic& t) {
+               t.pkts[1].payload.resize(1000);
+               t.pkts[2].payload = pattern(476, 3);
+             },
+             {{"ib.payload.first_middle", F}});
+  roce_fault("roce-fault-last", "the SEND Last with Immediate carries no payload",
+             [](RoceTraffic& t) { t.pkts[18].payload.clear(); }, {{"ib.payload.last", F}});
+  roce_fault("roce-fault-opseq", "the SEND First is followed by an RDMA WRITE Middle",
+             [](RoceTraffic& t) { t.pkts[17].opcode = 0x07; }, {{"ib.opseq", F}});
+  roce_fault("roce-fault-psn-skip", "the requester skips PSN 117 for good: the responder NAKs it once and no RC request follows",
+             [](RoceTraffic& t) { t.pkts.insert(t.pkts.begin() + 28, {send_only(118, 16), ack(117, 12, kNakSeq)}); },
+             {{"ib.psn.sequential", F}, {"ib.nak.psn", "PASS"}});
+  roce_fault("roce-fault-ack-psn", "the responder acknowledges PSN 106 when the requester has sent up to 104",
+             [](RoceTraffic& t) { t.pkts[6].psn = 106; }, {{"ib.ack.psn", F}});
+  roce_fault("roce-fault-msn", "the ACK of PSN 109 carries MSN 2, below the MSN 6 before it",
+             [](RoceTraffic& t) { t.pkts[15].exts[0].second.set(ib::Aeth::msn, 2); }, {{"ib.aeth.msn", F}});
+  roce_fault("roce-fault-unanswered", "a SEND Only with AckReq at PSN 117 is followed by an ACK of 116 only",
+             [](RoceTraffic& t) { t.pkts.insert(t.pkts.begin() + 28, {send_only(117, 16, true), ack(116, 12)}); },
+             {{"ib.ackreq.answered", F}});
+  roce_fault("roce-fault-response-match", "the second ATOMIC Acknowledge carries PSN 118, which no Atomic request had",
+             [](RoceTraffic& t) { t.pkts[13].psn = 118; }, {{"ib.response.match", F}});
+  roce_fault("roce-fault-read-response-psn", "the READ Response Last carries PSN 107 instead of 106",
+             [](RoceTraffic& t) { t.pkts[9].psn = 107; }, {{"ib.read.response_psn", F}});
+  roce_fault("roce-fault-read-response-length", "the READ Response Last is 6 octets short of the 1500 requested",
+             [](RoceTraffic& t) { t.pkts[9].payload.resize(470); }, {{"ib.read.response_length", F}});
+  roce_fault("roce-fault-write-length", "the RDMA WRITE carries 4 octets less than its RETH's 2500",
+             [](RoceTraffic& t) { t.pkts[2].payload.resize(448); }, {{"ib.reth.dma_length", F}});
+  recovery_fault("roce-fault-no-nak", "the responder sends no sequence-error NAK; the requester resends from 202 after its timeout",
+                 [](RoceTraffic& t) { t.pkts.erase(t.pkts.begin() + 3); }, roce_expect(recovery_na, {{"ib.nak.sequence", F}, {"ib.nak.psn", NA}}));
+  recovery_fault("roce-fault-double-nak", "the responder NAKs the same gap twice (after 203 and after 204)",
+                 [](RoceTraffic& t) { t.pkts.insert(t.pkts.begin() + 5, ack(202, 2, kNakSeq)); }, roce_expect(recovery_na, {{"ib.nak.sequence", F}}));
+  recovery_fault("roce-fault-nak-psn", "the sequence-error NAK names PSN 203 instead of the missing 202",
+                 [](RoceTraffic& t) { t.pkts[3].psn = 203; }, roce_expect(recovery_na, {{"ib.nak.psn", F}}));
+  recovery_fault("roce-fault-no-resend", "after the RNR NAK of 205 the requester goes on with 206 and never resends 205; the "
+                 "responder NAKs 206 as out of sequence and the capture ends",
+                 [](RoceTraffic& t) {
+                   t.pkts.resize(11);
+                   t.pkts.push_back(send_only(206, 64));
+                   t.pkts.push_back(ack(205, 5, kNakSeq));
+                 },
+                 roce_expect({"ib.payload.pmtu", "ib.payload.first_middle", "ib.payload.last", "ib.reth.dma_length", "ib.read.response_psn",
+                              "ib.read.response_length", "ib.response.match", "ib.atomic.alignment", "ib.cnp.format", "ib.ud.gsi_qkey",
+                              "ib.reth.length", "roce.deth.srcqp", "ib.nak.fatal"},
+                             {{"ib.psn.resend_after_nak", F}}));
+  recovery_fault("roce-fault-after-fatal", "the requester sends a SEND after the remote access error NAK",
+                 [](RoceTraffic& t) { t.pkts.push_back(send_only(209, 8)); }, roce_expect(recovery_na, {{"ib.nak.fatal", F}}));
+  roce_fault("roce-fault-se", "the SEND First carries the Solicited Event bit",
+             [](RoceTraffic& t) { t.pkts[16].mangle = [](Buf& b) { b[1] |= std::byte{0x80}; }; }, {{"ib.bth.se", F}});
+  roce_fault("roce-fault-deth-srcqp", "the UD SEND names source QP 0",
+             [](RoceTraffic& t) { t.pkts[31].exts[0].second.set(ib::Deth::srcqp, 0); }, {{"roce.deth.srcqp", F}});
   return v;
 }
 

@@ -38,14 +38,28 @@ class BuiltIwarpCase final : public IwarpCase {
 class BuiltRoceCase final : public RoceCase {
  public:
   using Packet = std::function<void(CaseCtx&, const RocePacketEvent&)>;
-  BuiltRoceCase(CaseInfo i, Packet f) : info_(i), f_(std::move(f)) {}
+  using Close = std::function<void(CaseCtx&, const roce::Closing&)>;
+  BuiltRoceCase(CaseInfo i, Packet f, Close c = {}) : info_(i), f_(std::move(f)), close_(std::move(c)) {}
   const CaseInfo& info() const override { return info_; }
-  void on_packet(CaseCtx& c, const RocePacketEvent& e) const override { f_(c, e); }
+  void on_packet(CaseCtx& c, const RocePacketEvent& e) const override { if (f_) f_(c, e); }
+  void on_close(CaseCtx& c, const roce::Closing& k) const override { if (close_) close_(c, k); }
 
  private:
   CaseInfo info_;
   Packet f_;
+  Close close_;
 };
+
+// Evidence at a RoCE packet: its frame, sender, opcode, QP and PSN.
+Evidence packet_evidence(CaseCtx& ctx, const RocePacketEvent& e);
+// Records a failure at a RoCE packet (texts built only on failure, through the macro below).
+void roce_fail(CaseCtx& ctx, const RocePacketEvent& e, std::string expected, std::string actual, std::string detail = {});
+#define RDMACONF_ROCE_JUDGE(ctx, e, ok, ...) ((ok) ? (ctx).tally.pass() : roce_fail((ctx), (e), __VA_ARGS__))
+// Settles one item left open at the end of a conversation.
+void settle(CaseCtx& ctx, const roce::Closing::Item& item, std::string expected);
+inline void add_roce(Catalog& k, CaseInfo i, BuiltRoceCase::Packet f, BuiltRoceCase::Close c = {}) {
+  k.roce.push_back(std::make_unique<BuiltRoceCase>(i, std::move(f), std::move(c)));
+}
 
 // Records a failure at an MPA frame or FPDU.
 template <class Event>

@@ -87,8 +87,8 @@ BOOST_AUTO_TEST_CASE(markers_land_in_every_part_of_an_fpdu) {
     BOOST_TEST(m["config"]["marker_landings"].value(part, 0) > 0, part);
 }
 
-// Each iWARP case has a negative capture that makes it FAIL (one per requirement).
-BOOST_AUTO_TEST_CASE(every_iwarp_case_has_a_failing_capture) {
+// Each case, iWARP and RoCE, has a negative capture that makes it FAIL (one per requirement).
+BOOST_AUTO_TEST_CASE(every_case_has_a_failing_capture) {
   std::set<std::string> failing;
   for (const auto& m : manifests()) {
     const auto manifest = nlohmann::json::parse(slurp(m));
@@ -97,14 +97,14 @@ BOOST_AUTO_TEST_CASE(every_iwarp_case_has_a_failing_capture) {
   }
   const auto r = run(kBin + " cases --json");
   BOOST_TEST_REQUIRE(r.status == 0);
-  int iwarp = 0;
+  int iwarp = 0, roce = 0;
   for (const auto& c : nlohmann::json::parse(r.out)) {
     const std::string id = c["id"];
-    if (!id.starts_with("iwarp.")) continue;
-    ++iwarp;
+    (c["family"] == "iwarp" ? iwarp : roce) += 1;
     BOOST_TEST(failing.count(id) == 1u, id << " has no capture that makes it FAIL");
   }
   BOOST_TEST(iwarp >= 45);
+  BOOST_TEST(roce >= 35);
 }
 
 // Captures of real kernel peers (siw against siw, and our engine against
