@@ -40,6 +40,7 @@ for cap in sorted(os.listdir(golden)):
         continue
     path = os.path.join(golden, cap)
     streams = {}
+    roce = b""
     put("fuzz_capture", cap, open(path, "rb").read())
     for i, frame in enumerate(records(path)):
         if len(frame) < 14 + 20:
@@ -47,6 +48,11 @@ for cap in sorted(os.listdir(golden)):
         ipv6 = frame[12:14] == b"\x86\xdd"
         l4 = 14 + (40 if ipv6 else 20)
         proto = frame[14 + 6] if ipv6 else frame[14 + 9]
+        if proto == 17 and len(frame) > l4 + 8:
+            # a record for fuzz_roce_state: direction bit and length, then the transport packet
+            src = frame[14 + 8:14 + 24] if ipv6 else frame[14 + 12:14 + 16]
+            pkt = frame[l4 + 8:][:0x7fff]
+            roce += bytes([(0x80 if src[-1] & 1 == 0 else 0) | (len(pkt) >> 8), len(pkt) & 0xff]) + pkt
         if proto == 6 and len(frame) > l4 + 12:
             payload = frame[l4 + (frame[l4 + 12] >> 4) * 4:]
             src = frame[14 + 8:14 + 24] if ipv6 else frame[14 + 12:14 + 16]
@@ -62,6 +68,8 @@ for cap in sorted(os.listdir(golden)):
         elif proto == 17:
             put("fuzz_ib", "%s-%d" % (cap, i), frame[l4 + 8:])
             put("fuzz_headers", "%s-%d" % (cap, i), bytes([23]) + frame[l4 + 8:])
+    if roce:
+        put("fuzz_roce_state", cap, bytes([1]) + roce)
     # Whole streams for the engine: what the initiator (first sender) sent, to
     # our responder (CRC asked), and what the responder sent, to our initiator.
     for n, (src, stream) in enumerate(streams.items()):
