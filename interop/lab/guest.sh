@@ -61,7 +61,7 @@ pair_setup() {
 
 # siw_load CRC_REQUIRED CRC_STRICT MPA_VERSION PEER_TO_PEER TRY_GSO
 siw_load() {
-  for d in siw0 siw1 siw2; do rdma link delete $d 2>/dev/null; done
+  for d in siw0 siw1 siw2 rxe1 rxe2; do rdma link delete $d 2>/dev/null; done
   rmmod siw 2>/dev/null
   if ! modprobe siw mpa_crc_required="$1" mpa_crc_strict="$2" mpa_version="$3" peer_to_peer="$4" try_gso="$5"; then
     say "modprobe siw $* failed"
@@ -74,15 +74,29 @@ siw_load() {
   say "siw loaded: $SIW_PARAMS"
 }
 
-# cell ID [IFACE]: starts a cell: its folder and a capture of IFACE (veth0).
+# rxe_load: rxe1 on veth2 and rxe2 on veth3 (RoCEv2 between 192.0.2.3 and
+# 192.0.2.4), in place of any siw device (one RDMA device per address).
+rxe_load() {
+  for d in siw0 siw1 siw2 rxe1 rxe2; do rdma link delete $d 2>/dev/null; done
+  modprobe rdma_rxe || { say "modprobe rdma_rxe failed"; return 1; }
+  rdma link add rxe1 type rxe netdev veth2 || { say "rdma link add rxe1 failed"; return 1; }
+  rdma link add rxe2 type rxe netdev veth3 || { say "rdma link add rxe2 failed"; return 1; }
+  SIW_PARAMS=""
+  say "rxe loaded on veth2 and veth3"
+}
+
+# cell ID [IFACE [FILTER]]: starts a cell: its folder and a capture of IFACE
+# (veth0) with the tcpdump FILTER (tcp; rxe cells: udp, or tcp for perftest's exchange).
 cell() {
   CELL=$1
   CAPIF=${2:-veth0}
+  FILTER=${3:-tcp}
+  [ "$FILTER" = udp ] && FILTER="udp or tcp"
   DIR=$OUT/$CELL
   SERVERS=""
   mkdir -p "$DIR"
   echo "${SIW_PARAMS:-}" >"$DIR/siw-params"
-  tcpdump --immediate-mode -B 65536 -s 0 -U -n -i "$CAPIF" -w "/tmp/$CELL.pcap" tcp 2>"$DIR/tcpdump.err" &
+  tcpdump --immediate-mode -B 65536 -s 0 -U -n -i "$CAPIF" -w "/tmp/$CELL.pcap" $FILTER 2>"$DIR/tcpdump.err" &
   TCPDUMP=$!
   i=0
   while ! grep -q "listening on" "$DIR/tcpdump.err" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
@@ -120,6 +134,19 @@ client() {
 }
 
 # wait_listen SIDE PORT: until something listens on TCP PORT (at most 10 s).
+# wait_rdma SIDE PORT: waits until an rdma_cm listener on PORT shows (rxe
+# listens without a TCP socket), at most 3 s.
+wait_rdma() {
+  i=0
+  while [ $i -lt 30 ]; do
+    rdma res show cm_id 2>/dev/null | grep -q "LISTEN.*:$2\b" && return 0
+    sleep 0.1
+    i=$((i + 1))
+  done
+  say "no rdma_cm listener seen on port $2; going on"
+  return 0
+}
+
 wait_listen() {
   hex=$(printf '%04X' "$2")
   i=0

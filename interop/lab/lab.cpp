@@ -243,6 +243,21 @@ std::vector<Cell> siw_matrix(bool sweep, const std::vector<std::string>& scenari
     }
   }
 
+  // rxe against rxe on the same veth pair (RoCEv2): rdma_cm connections (CM
+  // MADs over QP1, then RC), perftest with rdma_cm and with its own TCP
+  // parameter exchange (port 18515 style, on the cell's port).
+  for (const char* prog : {"rping", "ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw", "ib_write_bw-tcp"}) {
+    Cell c;
+    c.kernel = "rxe";
+    c.our_role = "none";
+    c.scenario = prog;
+    c.ours_label = "rxe-rxe";
+    c.id = fmt::format("rxe.rxe-rxe.{}", prog);
+    c.why = "two conforming peers: both programs succeed and the capture FAILs no case (IBTA Vol.1 ch. 9, Annex A17)";
+    c.program = std::string(prog) == "rping" ? "rping -s / rping -c" : fmt::format("{} (server / client)", prog);
+    cells.push_back(std::move(c));
+  }
+
   for (auto& c : cells)
     if (c.siw.try_gso) {
       c.known_finding = kSiwGso;
@@ -275,6 +290,23 @@ std::vector<Cell> siw_matrix(bool sweep, const std::vector<std::string>& scenari
   for (auto& c : cells) {
     c.port = port++;
     if (c.our_role != "none") continue;
+    if (c.kernel == "rxe") {
+      const std::string prog = c.scenario.substr(0, c.scenario.find('-'));
+      const bool tcp = c.scenario.ends_with("-tcp");
+      if (prog == "rping") {
+        c.server_cmd = fmt::format("rping -s -a {} -p {} -C {} -S {}", kSiwPairServer, c.port, c.iterations, c.size);
+        c.client_cmd = fmt::format("rping -c -a {} -I {} -p {} -C {} -S {} -V", kSiwPairServer, kSiwPairClient, c.port,
+                                   c.iterations, c.size);
+      } else {
+        c.server_cmd = fmt::format("{}{} -F -d rxe1 -p {} -n 20 -s 4096", prog, tcp ? "" : " -R", c.port);
+        c.client_cmd = fmt::format("{}{} -F -d rxe2 -p {} -n 20 -s 4096 {}", prog, tcp ? "" : " -R", c.port, kSiwPairServer);
+        if (prog == "ib_atomic_bw") {
+          c.server_cmd = fmt::format("ib_atomic_bw -R -F -d rxe1 -p {} -n 20", c.port);
+          c.client_cmd = fmt::format("ib_atomic_bw -R -F -d rxe2 -p {} -n 20 {}", c.port, kSiwPairServer);
+        }
+      }
+      continue;
+    }
     if (c.scenario == "rping") {
       c.server_cmd = fmt::format("rping -s -a {} -p {} -C {} -S {}", kSiwPairServer, c.port, c.iterations, c.size);
       c.client_cmd = fmt::format("rping -c -a {} -I {} -p {} -C {} -S {} -V", kSiwPairServer, kSiwPairClient, c.port,
@@ -294,11 +326,25 @@ std::string connection_suffix(unsigned k) { return k ? std::to_string(k + 1) : s
 
 std::string guest_plan(const std::vector<Cell>& cells) {
   std::string plan = "# written by rdmaconf lab run; executed by lab-guest (interop/lab/guest.sh)\n";
-  std::optional<SiwKnobs> loaded;
+  SiwKnobs loaded;
+  bool siw = false, rxe = false;  // which kernel peer the guest has loaded
   for (const auto& c : cells) {
-    if (!loaded || !(*loaded == c.siw)) {
+    if (c.kernel == "rxe") {
+      if (!rxe) plan += "rxe_load\n";
+      rxe = true;
+      siw = false;
+      plan += fmt::format("cell {} veth2 udp\n", c.id);
+      plan += fmt::format("server srv siw {}\n", c.server_cmd);
+      plan += fmt::format("wait_{} siw {}\n", c.scenario.ends_with("-tcp") ? "listen" : "rdma", c.port);
+      plan += fmt::format("client peer siw {}\n", c.client_cmd);
+      plan += fmt::format("finish {}\n", kGraceS);
+      continue;
+    }
+    if (!siw || !(loaded == c.siw)) {
       plan += fmt::format("siw_load {}\n", c.siw.load_args());
       loaded = c.siw;
+      siw = true;
+      rxe = false;
     }
     std::string ours;
     for (const auto& a : c.our_args) ours += " " + shell_quote(a);
@@ -541,7 +587,7 @@ void export_capture(const Cell& c, const CellOutcome& oc, const Verdict& v, cons
                     const std::string& kernel, std::ostream& log) {
   std::error_code ec;
   fs::create_directories(to, ec);
-  const std::string name = "lab-" + c.id.substr(c.id.find('.') + 1);  // drop the "siw." prefix
+  const std::string name = "lab-" + c.id.substr(c.id.find('.') + 1);  // drop the "siw." / "rxe." prefix
   fs::copy_file(dir / "wire.pcap", to / (name + ".pcap"), fs::copy_options::overwrite_existing, ec);
   if (ec) {
     log << fmt::format("lab: cannot export {}: {}\n", c.id, ec.message());
@@ -557,10 +603,12 @@ void export_capture(const Cell& c, const CellOutcome& oc, const Verdict& v, cons
                                                       : cmd;
   const nlohmann::json m = {
       {"capture", name + ".pcap"},
-      {"made_by", "rdmaconf lab run (interop/lab, docs/lab.md): a qemu guest, tcpdump on the veth siw is attached to"},
+      {"made_by", fmt::format("rdmaconf lab run (interop/lab, docs/lab.md): a qemu guest, tcpdump on the veth {} is attached to", c.kernel)},
       {"cell", c.id},
       {"kernel", kernel},
-      {"siw_module_parameters", c.siw.to_json()},
+      {c.kernel == "rxe" ? "rxe" : "siw_module_parameters",
+       c.kernel == "rxe" ? nlohmann::json("rdma_rxe of the kernel: rxe1 on veth2 (192.0.2.3), rxe2 on veth3 (192.0.2.4)")
+                         : c.siw.to_json()},
       {"our_role", c.our_role},
       {"programs", programs},
       {"description", c.why},
@@ -574,11 +622,12 @@ void export_capture(const Cell& c, const CellOutcome& oc, const Verdict& v, cons
 
 int run(const LabOptions& o, std::ostream& log) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (o.peer != "siw") {
-    log << fmt::format("lab: peer '{}' is not in the lab yet (the rxe half waits for the RoCEv2 engine)\n", o.peer);
+  if (o.peer != "siw" && o.peer != "rxe" && o.peer != "all") {
+    log << fmt::format("lab: unknown peer '{}' (siw, rxe or all)\n", o.peer);
     return 2;
   }
-  const auto cells = siw_matrix(o.sweep, o.scenarios);
+  auto cells = siw_matrix(o.sweep, o.scenarios);
+  if (o.peer != "all") std::erase_if(cells, [&](const Cell& c) { return c.kernel != o.peer; });
   if (cells.empty()) {
     log << "lab: no cell matches the requested scenarios\n";
     return 2;

@@ -39,7 +39,8 @@ const char* expect_name(Expect e);
 
 struct Cell {
   std::string id;          // stable; also the cell's folder name
-  std::string our_role;    // "initiator", "responder", or "none" (siw against siw)
+  std::string our_role;    // "initiator", "responder", or "none" (kernel peer against kernel peer)
+  std::string kernel = "siw";  // the kernel peer: "siw" or "rxe" (rxe cells are rxe against rxe for now)
   std::string program;     // siw's side: "rping -s" or "rping -c" (siw against siw: the program pair)
   std::string server_cmd, client_cmd;  // siw against siw: the two command lines
   std::string scenario;    // our engine's scenario (rping or terminate-*)
@@ -97,7 +98,7 @@ Verdict judge(const Cell& cell, const CellOutcome& out);
 struct LabOptions {
   std::string lab_dir;   // interop/lab of the source tree
   std::string out_dir = "out/lab";
-  std::string peer = "siw";
+  std::string peer = "all";  // "siw", "rxe" or "all"
   std::vector<std::string> scenarios;
   bool sweep = false;
   // Copy these cells' captures to export_dir with a manifest each (how the

@@ -81,15 +81,24 @@ BOOST_AUTO_TEST_CASE(scenario_filter_and_plan) {
   const auto cells = lab::siw_matrix(false, {"terminate-crc", "rping"});
   for (const auto& c : cells) BOOST_CHECK(c.scenario == "terminate-crc" || c.scenario == "rping");
   const auto plan = lab::guest_plan(cells);
-  // siw is (re)loaded only where the configuration changes, first with the first cell's.
+  // siw is (re)loaded only where the configuration changes or after rxe
+  // cells, first with the first cell's; rxe once per run of rxe cells.
   BOOST_CHECK_EQUAL(plan.find("siw_load " + cells.front().siw.load_args() + "\n"), plan.find("siw_load"));
-  std::size_t changes = 1, loads = 0;
-  for (std::size_t i = 1; i < cells.size(); ++i) changes += !(cells[i].siw == cells[i - 1].siw);
+  std::size_t changes = 0, loads = 0, rxe_runs = 0, rxe_loads = 0;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const bool after_other = i == 0 || cells[i - 1].kernel != cells[i].kernel;
+    if (cells[i].kernel == "rxe") rxe_runs += after_other;
+    else changes += after_other || !(cells[i].siw == cells[i - 1].siw);
+  }
   for (auto at = plan.find("siw_load"); at != std::string::npos; at = plan.find("siw_load", at + 1)) ++loads;
+  for (auto at = plan.find("rxe_load"); at != std::string::npos; at = plan.find("rxe_load", at + 1)) ++rxe_loads;
   BOOST_CHECK_EQUAL(loads, changes);
+  BOOST_CHECK_EQUAL(rxe_loads, rxe_runs);
+  BOOST_CHECK_EQUAL(rxe_runs, 1u);  // the rxe rping cell
   BOOST_CHECK_LT(changes, cells.size());
   for (const auto& c : cells) {
-    BOOST_CHECK(plan.find("cell " + c.id + (c.our_role == "none" ? " veth2\n" : "\n")) != std::string::npos);
+    const std::string capture = c.kernel == "rxe" ? " veth2 udp\n" : c.our_role == "none" ? " veth2\n" : "\n";
+    BOOST_CHECK(plan.find("cell " + c.id + capture) != std::string::npos);
     BOOST_CHECK(plan.find(std::to_string(c.port)) != std::string::npos);
   }
   BOOST_CHECK(plan.find("'--peer-program' 'rping'") != std::string::npos);
