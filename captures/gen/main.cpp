@@ -369,7 +369,9 @@ Header imm_eth(std::uint32_t v) {
 
 constexpr std::uint32_t kQa = 0x11, kQb = 0x12;  // A's and B's RC QPs
 // AETH syndromes: NAK PSN sequence error; NAK remote access error; RNR NAK, timer 14
-constexpr std::uint32_t kNakSeq = 0x60, kNakRemoteAccess = 0x62, kRnrNak = 0x2e;
+constexpr std::uint32_t kNakSeq = ib::syndrome(ib::AckKind::nak, ib::kNakPsnSequence);
+constexpr std::uint32_t kNakRemoteAccess = ib::syndrome(ib::AckKind::nak, ib::kNakRemoteAccess);
+constexpr std::uint32_t kRnrNak = ib::syndrome(ib::AckKind::rnr_nak, 14);
 
 RocePkt req(std::uint8_t op, std::uint32_t psn, Buf payload, std::vector<std::pair<ib::Ext, Header>> exts = {}, bool ackreq = false) {
   return RocePkt{true, op, kQb, psn, std::move(payload), std::move(exts), ackreq, 0xffff, {}, false};
@@ -870,7 +872,7 @@ std::vector<Scenario> scenarios() {
              },
              {{"ib.reth.length", F}});
   roce_fault("roce-fault-aeth-syndrome", "the ACK of PSN 109 carries syndrome 0x40 (a reserved kind)",
-             [](RoceTraffic& t) { t.pkts[15].exts[0].second.set(ib::Aeth::syndrome, 0x40); }, {{"ib.aeth.syndrome", F}});
+             [](RoceTraffic& t) { t.pkts[15].exts[0].second.set(ib::Aeth::syndrome, ib::syndrome(ib::AckKind::reserved, 0)); }, {{"ib.aeth.syndrome", F}});
 
   // across packets
   roce_fault("roce-fault-qp-pkey", "the SEND Only of PSN 103 carries P_Key 0x8001, another partition than the QP's",

@@ -32,11 +32,13 @@ inline std::uint32_t psn_add(std::uint32_t a, std::int64_t n) { return static_ca
 std::uint32_t read_packets(std::uint64_t len, std::uint32_t pmtu);
 bool valid_mtu(std::uint64_t n);
 
-// AETH syndrome (IBTA Vol.1 §9.3.5): bit 7 reserved, bits 6-5 kind, 4-0 credit / timer / code.
-enum class AckKind { ack, rnr_nak, reserved, nak };
-inline AckKind ack_kind(std::uint32_t syndrome) { return static_cast<AckKind>((syndrome >> 5) & 3); }
-inline constexpr std::uint32_t kNakPsnSequence = 0, kNakInvalidRequest = 1, kNakRemoteAccess = 2,
-                               kNakRemoteOperational = 3, kNakInvalidRd = 4;
+using protocols::ib::AckKind;
+using protocols::ib::ack_kind;
+using protocols::ib::kNakPsnSequence;
+using protocols::ib::kNakInvalidRequest;
+using protocols::ib::kNakRemoteAccess;
+using protocols::ib::kNakRemoteOperational;
+using protocols::ib::kNakInvalidRd;
 
 struct Request {  // an outstanding Read or Atomic request
   std::uint32_t psn = 0;

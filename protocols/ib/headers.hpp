@@ -103,6 +103,14 @@ inline constexpr FieldDef kAethFields[] = {
 };
 inline constexpr HeaderDef kAeth{"ib.aeth", "ACK ETH", "IBTA Vol.1 §9.3.5", 4, kAethFields};
 
+// AETH syndrome (IBTA Vol.1 §9.3.5): bit 7 reserved, bits 6-5 the kind,
+// bits 4-0 the credit count (ACK), the timer (RNR NAK) or the NAK code.
+enum class AckKind : std::uint8_t { ack, rnr_nak, reserved, nak };
+inline constexpr AckKind ack_kind(std::uint32_t syndrome) { return static_cast<AckKind>((syndrome >> 5) & 3); }
+inline constexpr std::uint32_t syndrome(AckKind k, std::uint32_t low) { return static_cast<std::uint32_t>(k) << 5 | (low & 0x1f); }
+inline constexpr std::uint32_t kNakPsnSequence = 0, kNakInvalidRequest = 1, kNakRemoteAccess = 2,
+                               kNakRemoteOperational = 3, kNakInvalidRd = 4;
+
 struct AtomicAckEth { enum : std::size_t { orig, count_ }; };
 inline constexpr FieldDef kAtomicAckEthFields[] = {
     {"ib.atomicacketh.orig", "Original remote data", 0, 64, Display::hex, {}, false, "IBTA Vol.1 §9.3.6"},
