@@ -13,7 +13,6 @@
 #include <string>
 
 #include "engines/iwarp/qp.hpp"
-#include "engines/iwarp/verbs.hpp"
 
 namespace rdmaconf::engine::iwarp {
 

@@ -296,6 +296,7 @@ void QueuePair::send_tagged(std::uint8_t opcode, std::uint32_t stag, std::uint64
 }
 
 bool QueuePair::post_send(const SendWr& wr) {
+  if (wr.op == WrOpcode::send_imm || wr.op == WrOpcode::write_imm) return false;  // InfiniBand only
   if (state_ != QpState::connected && state_ != QpState::connecting && state_ != QpState::idle) {
     scq_.push({wr.wr_id, WcOpcode::send, WcStatus::flushed});
     return false;
@@ -314,22 +315,6 @@ bool QueuePair::post_recv(const RecvWr& wr) {
   return true;
 }
 
-namespace {
-
-WcOpcode wc_of(WrOpcode op) {
-  switch (op) {
-    case WrOpcode::send:
-    case WrOpcode::send_invalidate: return WcOpcode::send;
-    case WrOpcode::write: return WcOpcode::rdma_write;
-    case WrOpcode::read: return WcOpcode::rdma_read;
-    case WrOpcode::immediate: return WcOpcode::immediate;
-    case WrOpcode::atomic_fetch_add: return WcOpcode::atomic_fetch_add;
-    case WrOpcode::atomic_compare_swap: return WcOpcode::atomic_compare_swap;
-  }
-  return WcOpcode::send;
-}
-
-}  // namespace
 
 // Segments (part of) the head work request; false when it has to wait.
 bool QueuePair::start_wr(const SendWr& wr) {
@@ -343,7 +328,7 @@ bool QueuePair::start_wr(const SendWr& wr) {
   if (needs_local && (!mr || !mr->valid || wr.local.offset + local_len > mr->buf.size() ||
                       ((wr.op == WrOpcode::read || local_len == 8) && wr.op != WrOpcode::send &&
                        wr.op != WrOpcode::write && !(mr->access & kLocalWrite)))) {
-    scq_.push({wr.wr_id, wc_of(wr.op), WcStatus::local_protection_error});
+    scq_.push({wr.wr_id, wc_opcode(wr.op), WcStatus::local_protection_error});
     sq_.pop_front();
     return true;
   }
@@ -377,7 +362,7 @@ bool QueuePair::start_wr(const SendWr& wr) {
       p.sent += n;
       if (!last) return true;
       ++next_msn_[0];
-      scq_.push({wr.wr_id, wc_of(wr.op), WcStatus::success, static_cast<std::uint32_t>(data.size())});
+      scq_.push({wr.wr_id, wc_opcode(wr.op), WcStatus::success, static_cast<std::uint32_t>(data.size())});
       sq_.pop_front();
       return true;
     }
@@ -419,11 +404,13 @@ bool QueuePair::start_wr(const SendWr& wr) {
         a.set(pi::AtomicRequest::compare, wr.compare);
         a.set(pi::AtomicRequest::compare_mask, ~0ull);
         send_untagged(pi::kOpAtomicRequest, 3, next_msn_[3]++, a.bytes(), {}, 0, 0);
-        reads_.push_back({wr.wr_id, wr.local.stag, mr->base_to + wr.local.offset, 8, 0, true, wc_of(wr.op), id, false});
+        reads_.push_back({wr.wr_id, wr.local.stag, mr->base_to + wr.local.offset, 8, 0, true, wc_opcode(wr.op), id, false});
       }
       sq_.pop_front();
       return true;
     }
+    case WrOpcode::send_imm:
+    case WrOpcode::write_imm: break;  // refused by post_send
   }
   return false;
 }
@@ -803,20 +790,13 @@ void QueuePair::on_atomic_request(const Header& h, Bytes u, Bytes body) {
     return terminate(kTermLayerRdma, kTermRdmaProtection, 0x02, fmt::format("STag 0x{:x} does not allow atomics", stag), u);
   if (to % 8 != 0 || to < mr->base_to || to - mr->base_to + 8 > mr->buf.size())
     return terminate(kTermLayerRdma, kTermRdmaProtection, 0x01, fmt::format("atomic target TO 0x{:x} unaligned or outside", to), u);
-  std::byte* p = mr->buf.data() + (to - mr->base_to);
-  std::uint64_t cur;
-  std::memcpy(&cur, p, 8);
-  const std::uint64_t add_swap = a->get(pi::AtomicRequest::add_swap), mask = a->get(pi::AtomicRequest::add_swap_mask);
-  std::uint64_t next = cur;
-  if (a->get(pi::AtomicRequest::op) == 0) {
-    next = cur + add_swap;
-  } else if (a->get(pi::AtomicRequest::op) == 1) {
-    const std::uint64_t cmask = a->get(pi::AtomicRequest::compare_mask);
-    if ((cur & cmask) == (a->get(pi::AtomicRequest::compare) & cmask)) next = (cur & ~mask) | (add_swap & mask);
-  } else {
-    return terminate(kTermLayerRdma, kTermRdmaOperation, 0xff, fmt::format("atomic operation {}", a->get(pi::AtomicRequest::op)), u);
-  }
-  std::memcpy(p, &next, 8);
+  const auto aop = a->get(pi::AtomicRequest::op);
+  if (aop > 1)
+    return terminate(kTermLayerRdma, kTermRdmaOperation, 0xff, fmt::format("atomic operation {}", aop), u);
+  const std::uint64_t cur =
+      atomic_apply(mr->buf.data() + (to - mr->base_to), aop == 1, a->get(pi::AtomicRequest::add_swap),
+                   a->get(pi::AtomicRequest::compare), a->get(pi::AtomicRequest::add_swap_mask),
+                   a->get(pi::AtomicRequest::compare_mask));
   OwedResponse o;
   o.atomic = true;
   o.req_id = static_cast<std::uint32_t>(a->get(pi::AtomicRequest::req_id));
@@ -888,7 +868,7 @@ void QueuePair::fail(std::string why) {
 }
 
 void QueuePair::flush_queues() {
-  for (auto& p : sq_) scq_.push({p.wr.wr_id, wc_of(p.wr.op), WcStatus::flushed});
+  for (auto& p : sq_) scq_.push({p.wr.wr_id, wc_opcode(p.wr.op), WcStatus::flushed});
   sq_.clear();
   for (auto& r : reads_)
     if (!r.internal) scq_.push({r.wr_id, r.op, WcStatus::flushed});
@@ -901,38 +881,5 @@ void QueuePair::flush_queues() {
 }
 
 // --------------------------------------------------------------- verbs
-
-std::uint32_t ProtectionDomain::register_mr(std::span<std::byte> buf, unsigned access, std::uint64_t base_to) {
-  const std::uint32_t stag = (next_index_++ << 8) | key_;
-  key_ = static_cast<std::uint8_t>(key_ * 37 + 11);
-  mrs_[stag] = MemoryRegion{stag, buf, base_to, access, true};
-  return stag;
-}
-
-bool ProtectionDomain::deregister(std::uint32_t stag) { return mrs_.erase(stag) > 0; }
-
-bool ProtectionDomain::invalidate(std::uint32_t stag) {
-  auto* m = find(stag);
-  if (!m || !m->valid) return false;
-  m->valid = false;
-  return true;
-}
-
-MemoryRegion* ProtectionDomain::find(std::uint32_t stag) {
-  auto it = mrs_.find(stag);
-  return it == mrs_.end() ? nullptr : &it->second;
-}
-
-std::string_view wc_status_name(WcStatus s) {
-  switch (s) {
-    case WcStatus::success: return "success";
-    case WcStatus::local_length_error: return "local length error";
-    case WcStatus::local_protection_error: return "local protection error";
-    case WcStatus::remote_access_error: return "remote access error";
-    case WcStatus::remote_operation_error: return "remote operation error";
-    case WcStatus::flushed: return "flushed";
-  }
-  return "?";
-}
 
 }  // namespace rdmaconf::engine::iwarp

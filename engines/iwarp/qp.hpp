@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "engines/iwarp/verbs.hpp"
+#include "engines/common/verbs.hpp"
 #include "protocols/core/bits.hpp"
 #include "protocols/core/header.hpp"
 #include "protocols/iwarp/codec.hpp"
@@ -28,6 +28,10 @@
 namespace rdmaconf::engine::iwarp {
 
 using protocols::Bytes;
+// The verbs-style types are shared with the InfiniBand engine.
+using engine::Access, engine::kLocalWrite, engine::kRemoteRead, engine::kRemoteWrite, engine::kRemoteAtomic;
+using engine::Completion, engine::wc_opcode, engine::CompletionQueue, engine::MemoryRegion, engine::ProtectionDomain, engine::RecvWr,
+    engine::SendWr, engine::Sge, engine::WcOpcode, engine::WcStatus, engine::WrOpcode, engine::wc_status_name;
 
 enum class Rtr { none, send, write, read };  // RFC 6581 ready-to-receive message type
 

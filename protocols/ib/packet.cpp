@@ -12,6 +12,39 @@ namespace {
 constexpr const HeaderDef* kExtDefs[kExtCount] = {&kRdeth, &kDeth, &kXrceth, &kFeth, &kReth,
                                                    &kAtomicEth, &kAeth, &kAtomicAckEth, &kImmDt, &kIeth};
 constexpr std::size_t ext_index(Ext e) { return static_cast<std::size_t>(__builtin_ctz(e)); }
+
+// Sets the fields the ICRC does not cover to all ones in a copy of IP, UDP
+// and BTH (IBTA Vol.1 Annex A17.3.3).
+void mask_variant_fields(MutBytes m, bool ipv6, std::size_t ip_header_len) {
+  const auto ff = std::byte{0xff};
+  if (ipv6) {
+    m[0] |= std::byte{0x0f};  // traffic class (low nibble of octet 0 ...)
+    m[1] = ff;                // ... rest of traffic class and flow label
+    m[2] = ff;
+    m[3] = ff;
+    m[7] = ff;                // hop limit
+  } else {
+    m[1] = ff;                // TOS
+    m[8] = ff;                // TTL
+    m[10] = ff;               // header checksum
+    m[11] = ff;
+  }
+  m[ip_header_len + 6] = ff;  // UDP checksum
+  m[ip_header_len + 7] = ff;
+  m[ip_header_len + net::kUdp.size + 4] = ff;  // BTH FECN, BECN, reserved
+}
+
+// The ICRC of a packet whose IP, UDP and BTH headers are `head` and whose
+// octets after the BTH, up to the ICRC field, are `rest`.
+std::uint32_t icrc_of(Bytes head, Bytes rest, bool ipv6, std::size_t ip_header_len) {
+  std::array<std::byte, 8 + 60 + 8 + 12> buf{};
+  if (head.size() + 8 > buf.size()) return 0;
+  std::fill_n(buf.begin(), 8, std::byte{0xff});
+  std::memcpy(buf.data() + 8, head.data(), head.size());
+  mask_variant_fields(MutBytes{buf.data() + 8, head.size()}, ipv6, ip_header_len);
+  return ~crc::crc32_update(crc::crc32_update(crc::kCrc32Init, Bytes{buf.data(), head.size() + 8}), rest);
+}
+
 }  // namespace
 
 const HeaderDef& ext_def(std::size_t index) { return *kExtDefs[index]; }
@@ -49,32 +82,36 @@ Result<IbPacket> decode_transport(Bytes in) {
 }
 
 std::uint32_t roce_icrc(Bytes l3, bool ipv6, std::size_t ip_header_len) {
-  // Masked copy of IP + UDP + BTH; everything after the BTH is covered as is.
-  std::array<std::byte, 8 + 60 + 8 + 12> buf{};
   const std::size_t masked = ip_header_len + net::kUdp.size + kBth.size;
-  if (l3.size() < masked + kIcrcSize || masked + 8 > buf.size()) return 0;
-  std::fill_n(buf.begin(), 8, std::byte{0xff});
-  std::memcpy(buf.data() + 8, l3.data(), masked);
-  MutBytes m{buf.data() + 8, masked};
-  const auto ff = std::byte{0xff};
-  if (ipv6) {
-    m[0] |= std::byte{0x0f};  // traffic class (low nibble of octet 0 ...)
-    m[1] = ff;                // ... rest of traffic class and flow label
-    m[2] = ff;
-    m[3] = ff;
-    m[7] = ff;                // hop limit
+  if (l3.size() < masked + kIcrcSize) return 0;
+  return icrc_of(l3.first(masked), l3.subspan(masked, l3.size() - masked - kIcrcSize), ipv6, ip_header_len);
+}
+
+std::uint32_t roce_icrc(Bytes transport, const RoceFlow& f) {
+  const std::size_t iph = f.ipv6 ? 40 : 20, udp_len = net::kUdp.size + transport.size();
+  std::array<std::byte, 40 + 8 + 12> head{};
+  const std::size_t hn = iph + net::kUdp.size + kBth.size;
+  if (transport.size() < kBth.size + kIcrcSize) return 0;
+  MutBytes h{head.data(), hn};
+  if (f.ipv6) {
+    h[0] = std::byte{0x60};
+    put_be16(h, 4, static_cast<std::uint16_t>(udp_len));
+    h[6] = std::byte{17};
+    std::memcpy(h.data() + 8, f.src.data(), 16);
+    std::memcpy(h.data() + 24, f.dst.data(), 16);
   } else {
-    m[1] = ff;                // TOS
-    m[8] = ff;                // TTL
-    m[10] = ff;               // header checksum
-    m[11] = ff;
+    h[0] = std::byte{0x45};
+    put_be16(h, 2, static_cast<std::uint16_t>(iph + udp_len));
+    h[6] = std::byte{0x40};  // DF
+    h[9] = std::byte{17};
+    std::memcpy(h.data() + 12, f.src.data(), 4);
+    std::memcpy(h.data() + 16, f.dst.data(), 4);
   }
-  m[ip_header_len + 6] = ff;  // UDP checksum
-  m[ip_header_len + 7] = ff;
-  m[ip_header_len + net::kUdp.size + 4] = ff;  // BTH FECN, BECN, reserved
-  std::uint32_t s = crc::crc32_update(crc::kCrc32Init, Bytes{buf.data(), masked + 8});
-  s = crc::crc32_update(s, l3.subspan(masked, l3.size() - masked - kIcrcSize));
-  return ~s;
+  put_be16(h, iph, f.sport);
+  put_be16(h, iph + 2, f.dport);
+  put_be16(h, iph + 4, static_cast<std::uint16_t>(udp_len));
+  std::memcpy(h.data() + iph + net::kUdp.size, transport.data(), kBth.size);
+  return icrc_of(h, transport.subspan(kBth.size, transport.size() - kBth.size - kIcrcSize), f.ipv6, iph);
 }
 
 void encode_transport(std::vector<std::byte>& out, const IbPacketSpec& p) {

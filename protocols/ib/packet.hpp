@@ -40,6 +40,23 @@ Result<IbPacket> decode_transport(Bytes in);
 std::uint32_t roce_icrc(Bytes l3, bool ipv6, std::size_t ip_header_len);
 inline std::uint32_t read_icrc(Bytes l3) { return le32(l3, l3.size() - kIcrcSize); }
 
+// The addresses a RoCEv2 packet travels with, for an endpoint that sends and
+// receives transport packets through a UDP socket and so never sees the IP
+// header: the ICRC is computed over the IP and UDP headers the kernel builds
+// for an unconnected socket with DF set (IPv4: identification 0, flags DF,
+// protocol 17; IPv6: next header 17), which are the octets on the wire.
+// Addresses in network order (4 octets for IPv4, 16 for IPv6).
+struct RoceFlow {
+  bool ipv6 = false;
+  std::array<std::byte, 16> src{}, dst{};
+  std::uint16_t sport = 0, dport = kRoceV2Port;
+};
+// `transport` runs from the BTH to the end of the ICRC field.
+std::uint32_t roce_icrc(Bytes transport, const RoceFlow& f);
+inline void seal_icrc(MutBytes transport, const RoceFlow& f) {
+  put_le32(transport, transport.size() - kIcrcSize, roce_icrc(transport, f));
+}
+
 // Appends BTH, extension headers, payload, zero pad; the ICRC is written by
 // finish_roce_icrc once IP and UDP are in place.
 struct IbPacketSpec {
