@@ -8,11 +8,13 @@
 #include <fmt/format.h>
 
 #include "engines/iwarp/device.hpp"
+#include "interop/ib/scenarios.hpp"
 #include "interop/iwarp/scenarios.hpp"
 
 namespace rdmaconf::cli {
 
 namespace ii = interop::iwarp;
+namespace ib = interop::ib;
 namespace eng = engine::iwarp;
 
 namespace {
@@ -26,6 +28,10 @@ extern "C" void on_signal(int) { g_stop.request_stop(); }
 }  // namespace
 
 struct LiveOptions {
+  std::string transport = "iwarp";
+  // RoCEv2 (--transport roce)
+  std::string udp;
+  unsigned mtu = 1024;
   // Engine (both commands).
   bool crc = true;
   bool markers = false;
@@ -89,18 +95,86 @@ void engine_options(CLI::App* c, LiveOptions& o) {
 }
 
 std::string scenario_list() {
-  std::string s = "scenarios:\n";
+  std::string s = "iWARP scenarios (--transport iwarp):\n";
   for (const auto& i : ii::scenarios()) s += fmt::format("  {:<24} {}\n", i.name, i.summary);
+  s += "RoCEv2 scenarios (--transport roce):\n";
+  for (const auto& i : ib::scenarios()) s += fmt::format("  {:<24} {}\n", i.name, i.summary);
   return s;
+}
+
+void roce_options(CLI::App* c, LiveOptions& o, const char* udp_default) {
+  c->add_option("--transport", o.transport, "iwarp (MPA/DDP/RDMAP over TCP) or roce (InfiniBand transport over UDP)")
+      ->check(CLI::IsMember({"iwarp", "roce"}));
+  c->add_option("--udp", o.udp, fmt::format("roce: our RoCEv2 endpoint ADDR:PORT (default {})", udp_default));
+  c->add_option("--mtu", o.mtu, "roce: path MTU (256, 512, 1024, 2048 or 4096)")
+      ->check(CLI::IsMember({256, 512, 1024, 2048, 4096}));
+}
+
+int run_roce_interop(const LiveOptions& o) {
+  if (!ib::find_scenario(o.scenario)) {
+    std::cerr << fmt::format("rdmaconf interop: unknown RoCEv2 scenario '{}'\n{}", o.scenario, scenario_list());
+    return kExitUsage;
+  }
+  ib::RunOptions ro;
+  ro.scenario = o.scenario;
+  ro.size = o.size;
+  ro.iterations = o.iterations;
+  ro.qp.pmtu = o.mtu;
+  ro.udp_local = o.udp.empty() ? "127.0.0.2:4791" : o.udp;
+  ro.pcap = o.pcap;
+  ro.timeout_ms = o.timeout_ms;
+  ro.window = o.window;
+  const auto r = ib::run_initiator(o.peer_addr, ro);
+  const auto j = r.to_json();
+  std::string line = fmt::format("{}: {} - {}", r.scenario, j["verdict"].get<std::string>(), r.message);
+  if (r.ok && r.seconds > 0 && j.contains("messages_per_s"))
+    line += fmt::format("; {} x {} octets in {:.3f} s, {:.0f} messages/s, {:.2f} Gbit/s", r.iterations, r.size,
+                        r.seconds, j["messages_per_s"].get<double>(), j["gbit_per_s"].get<double>());
+  std::cout << line << "\n";
+  if (!o.json_out.empty()) {
+    std::ofstream os(o.json_out);
+    os << j.dump(2) << "\n";
+    if (!os) {
+      std::cerr << "rdmaconf interop: cannot write " << o.json_out << "\n";
+      return kExitUsage;
+    }
+  }
+  return r.ok ? 0 : kExitFail;
+}
+
+int run_roce_peer(const LiveOptions& o) {
+  std::string err;
+  eng::Fd lfd = eng::tcp_listen(o.listen, err);
+  if (!lfd) {
+    std::cerr << "rdmaconf peer: " << err << "\n";
+    return kExitUsage;
+  }
+  ib::PeerOptions po;
+  po.qp.pmtu = o.mtu;
+  po.udp_local = o.udp.empty() ? "127.0.0.1:4791" : o.udp;
+  po.connections = o.connections;
+  po.idle_timeout_ms = o.timeout_ms;
+  po.max_size = o.max_size;
+  po.pcap_dir = o.pcap_dir;
+  if (!po.pcap_dir.empty()) std::filesystem::create_directories(po.pcap_dir);
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  std::cerr << fmt::format("rdmaconf peer: control on port {}, RoCEv2 on {}\n", eng::local_port(lfd.get()), po.udp_local);
+  bool all_ok = true;
+  ib::serve(lfd.get(), po, [&](const nlohmann::json& rep) {
+    all_ok &= rep.value("ok", false);
+    std::cout << rep.dump() << std::endl;
+  }, g_stop.get_token());
+  return all_ok ? 0 : kExitFail;
 }
 
 }  // namespace
 
 LiveCommands::LiveCommands(CLI::App& app) : o_(std::make_unique<LiveOptions>()) {
   LiveOptions& o = *o_;
-  interop_ = app.add_subcommand("interop", "run a scenario with our iWARP engine as the initiator");
+  interop_ = app.add_subcommand("interop", "run a scenario with our iWARP or RoCEv2 engine as the initiator");
   interop_->footer(scenario_list());
-  interop_->add_option("--peer", o.peer_addr, "the responder: tcp://ADDR:PORT");
+  interop_->add_option("--peer", o.peer_addr, "the responder: tcp://ADDR:PORT (roce: its control endpoint)");
   interop_->add_option("--scenario", o.scenario, "what to run (see below)");
   interop_->add_option("--size", o.size, "message size in octets (default: the scenario's)");
   interop_->add_option("--iterations", o.iterations, "how many messages (default: the scenario's)");
@@ -113,14 +187,16 @@ LiveCommands::LiveCommands(CLI::App& app) : o_(std::make_unique<LiveOptions>()) 
                        "scenarios then skip faults that need a buffer of the responder's)")
       ->check(CLI::IsMember({"rdmaconf", "rping"}));
   engine_options(interop_, o);
+  roce_options(interop_, o, "127.0.0.2:4791");
 
-  peer_ = app.add_subcommand("peer", "run our iWARP engine as a responder for interop scenarios and rping clients");
+  peer_ = app.add_subcommand("peer", "run our iWARP or RoCEv2 engine as a responder for interop scenarios (and rping clients)");
   peer_->add_option("--listen", o.listen, "ADDR:PORT to listen on")->required();
   peer_->add_option("--connections", o.connections, "exit after serving this many connections (default: run until a signal)");
   peer_->add_option("--pcap-dir", o.pcap_dir, "record connection N as DIR/peer-N.pcap");
   peer_->add_flag("--reject", o.reject, "reject every MPA Request");
   peer_->add_option("--max-size", o.max_size, "largest buffer a client may ask for");
   engine_options(peer_, o);
+  roce_options(peer_, o, "127.0.0.1:4791");
 }
 
 LiveCommands::~LiveCommands() = default;
@@ -139,6 +215,7 @@ int LiveCommands::run() {
       std::cerr << "rdmaconf interop: --peer and --scenario are required (--list shows the scenarios)\n";
       return kExitUsage;
     }
+    if (o.transport == "roce") return run_roce_interop(o);
     if (!ii::find_scenario(o.scenario)) {
       std::cerr << fmt::format("rdmaconf interop: unknown scenario '{}'\n{}", o.scenario, scenario_list());
       return kExitUsage;
@@ -180,6 +257,7 @@ int LiveCommands::run() {
     return r.ok ? 0 : kExitFail;
   }
 
+  if (o.transport == "roce") return run_roce_peer(o);
   if (const std::string bad = eng::Device().validate(o.qp(false)); !bad.empty()) {
     std::cerr << "rdmaconf peer: configuration not supported: " << bad << "\n";
     return kExitUsage;

@@ -130,6 +130,7 @@ void Conversation::request(int dir, const ib::IbPacket& p, std::uint64_t frame) 
       facts_.psn = Facts::PsnClass::resend;
     } else {
       facts_.psn = Facts::PsnClass::gap;
+      f.msg_dmalen.reset();  // the Write in progress lost packets: its resend is judged, not this copy
       f.gaps.push_back({f.next_psn, std::vector<bool>(std::min<std::size_t>(static_cast<std::size_t>(d), kMaxGap)), frame, false});
     }
   }

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "engines/common/socket.hpp"
 #include "engines/iwarp/qp.hpp"
 
 namespace rdmaconf::captures {
@@ -35,37 +36,10 @@ class TcpConversation;
 
 namespace rdmaconf::engine::iwarp {
 
-// An owned file descriptor.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& o) noexcept : fd_(o.release()) {}
-  Fd& operator=(Fd&& o) noexcept;
-  ~Fd();
-  int get() const { return fd_; }
-  int release() {
-    const int f = fd_;
-    fd_ = -1;
-    return f;
-  }
-  explicit operator bool() const { return fd_ >= 0; }
-
- private:
-  int fd_ = -1;
-};
-
-// "ADDR:PORT", "[V6ADDR]:PORT" or "tcp://" followed by either. Numeric
-// addresses only (no name resolution: the lab and tests use literals).
-bool parse_endpoint(std::string_view text, sockaddr_storage& out, unsigned& len, std::string& err);
-std::string endpoint_name(const sockaddr_storage& a);
-
-Fd tcp_listen(std::string_view endpoint, std::string& err);
-// The port a listening socket was bound to (useful with port 0).
-std::uint16_t local_port(int fd);
-// Waits up to timeout_ms for a connection; empty Fd on timeout (err says so).
-Fd tcp_accept(int listen_fd, int timeout_ms, std::string& err);
-Fd tcp_connect(std::string_view endpoint, int timeout_ms, std::string& err);
+// Sockets: Fd, endpoints, TCP listen/accept/connect (shared with the
+// InfiniBand engine's adapters).
+using engine::Fd, engine::parse_endpoint, engine::endpoint_name, engine::tcp_listen, engine::local_port,
+    engine::tcp_accept, engine::tcp_connect;
 
 enum class WaitMode { block, spin };
 

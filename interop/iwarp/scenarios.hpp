@@ -23,6 +23,7 @@
 
 #include "engines/iwarp/qp.hpp"
 #include "engines/iwarp/tcp_link.hpp"
+#include "interop/pattern.hpp"
 
 namespace rdmaconf::interop::iwarp {
 
@@ -103,9 +104,6 @@ struct PeerOptions {
 void serve(int listen_fd, const PeerOptions& o, const std::function<void(const nlohmann::json&)>& on_connection,
            std::stop_token stop = {});
 
-// The data pattern both sides derive from a seed (docs/interop.md).
-void fill_pattern(std::span<std::byte> b, std::uint64_t seed);
-// Offset of the first octet that differs from the pattern, if any.
-std::optional<std::size_t> check_pattern(std::span<const std::byte> b, std::uint64_t seed);
+using interop::fill_pattern, interop::check_pattern;
 
 }  // namespace rdmaconf::interop::iwarp

@@ -1,0 +1,228 @@
+#include "engines/ib/udp_link.hpp"
+
+#include <arpa/inet.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "captures/gen/pcap_writer.hpp"
+
+namespace rdmaconf::engine::ib {
+
+namespace pib = protocols::ib;
+
+namespace {
+
+constexpr std::size_t kBatch = 32;
+constexpr std::size_t kMaxDatagram = 4096 + 128;
+
+bool ipv4_endpoint(std::string_view text, sockaddr_in& out, std::string& err) {
+  sockaddr_storage ss{};
+  unsigned len = 0;
+  if (!parse_endpoint(text, ss, len, err)) return false;
+  if (ss.ss_family != AF_INET) {
+    err = fmt::format("{}: the RoCEv2 adapter takes IPv4 addresses", text);
+    return false;
+  }
+  std::memcpy(&out, &ss, sizeof out);
+  return true;
+}
+
+void set_flow(pib::RoceFlow& f, const sockaddr_in& src, const sockaddr_in& dst) {
+  f = {};
+  std::memcpy(f.src.data(), &src.sin_addr, 4);
+  std::memcpy(f.dst.data(), &dst.sin_addr, 4);
+  f.sport = ntohs(src.sin_port);
+  f.dport = ntohs(dst.sin_port);
+}
+
+captures::Host host_of(const sockaddr_in& a) {
+  captures::Host h;
+  std::memcpy(h.addr.data(), &a.sin_addr, 4);
+  h.port = ntohs(a.sin_port);
+  return h;
+}
+
+}  // namespace
+
+std::uint64_t now_ms() {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count());
+}
+
+UdpLink::UdpLink() : batch_(kBatch), rx_(kBatch, std::vector<std::byte>(kMaxDatagram)) {}
+UdpLink::~UdpLink() = default;
+
+bool UdpLink::open(std::string_view local, std::string& err) {
+  if (!ipv4_endpoint(local, local_, err)) return false;
+  if (local_.sin_addr.s_addr == htonl(INADDR_ANY)) {
+    err = fmt::format("{}: bind to one address (the ICRC covers it)", local);
+    return false;
+  }
+  fd_ = Fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd_) {
+    err = errno_text("socket");
+    return false;
+  }
+  // DF on every datagram: the kernel then sends identification 0, which
+  // the ICRC covers (protocols/ib/packet.hpp).
+  const int pmtu = IP_PMTUDISC_DO, big = 4 << 20;
+  ::setsockopt(fd_.get(), IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof pmtu);
+  // UC and UD have no flow control: a receive buffer beyond the default
+  // rmem_max (root may force it) keeps loopback bursts from overflowing.
+  if (::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof big) != 0)
+    ::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+  if (::setsockopt(fd_.get(), SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof big) != 0)
+    ::setsockopt(fd_.get(), SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
+  if (::bind(fd_.get(), reinterpret_cast<const sockaddr*>(&local_), sizeof local_) != 0) {
+    err = errno_text(fmt::format("bind {}", local).c_str());
+    fd_ = Fd();
+    return false;
+  }
+  socklen_t l = sizeof local_;
+  ::getsockname(fd_.get(), reinterpret_cast<sockaddr*>(&local_), &l);
+  return true;
+}
+
+bool UdpLink::set_peer(std::string_view peer, std::string& err) {
+  if (!ipv4_endpoint(peer, peer_, err)) return false;
+  have_peer_ = true;
+  set_flow(out_flow_, local_, peer_);
+  set_flow(in_flow_, peer_, local_);
+  return true;
+}
+
+std::uint16_t UdpLink::port() const { return ntohs(local_.sin_port); }
+
+std::string UdpLink::local_name() const {
+  sockaddr_storage ss{};
+  std::memcpy(&ss, &local_, sizeof local_);
+  return endpoint_name(ss);
+}
+
+bool UdpLink::record(const std::string& path, std::string& err) {
+  try {
+    pcap_ = std::make_unique<captures::PcapWriter>(path);
+  } catch (const std::exception& e) {
+    err = fmt::format("{}: {}", path, e.what());
+    return false;
+  }
+  return true;
+}
+
+void UdpLink::stop_recording() { pcap_.reset(); }
+
+void UdpLink::tap(bool outbound, protocols::Bytes pkt) {
+  if (!pcap_) return;
+  pcap_->set_time_us(std::chrono::duration_cast<std::chrono::microseconds>(
+                         std::chrono::system_clock::now().time_since_epoch()).count());
+  const auto us = host_of(local_), them = host_of(peer_);
+  const auto& from = outbound ? us : them;
+  const auto& to = outbound ? them : us;
+  pcap_->ip_packet(from, to, protocols::Bytes(captures::ip_udp(from, to, pkt, false)));
+}
+
+bool UdpLink::flush(QueuePair& qp) {
+  if (!have_peer_) return true;
+  for (;;) {
+    std::size_t n = 0;
+    while (n < kBatch && qp.next_output(batch_[n])) {
+      auto& b = batch_[n].bytes;
+      pib::seal_icrc(b, out_flow_);
+      if (batch_[n].corrupt_icrc) b[b.size() - 1] ^= std::byte{0x40};
+      tap(true, b);
+      ++n;
+    }
+    if (n == 0) return true;
+    mmsghdr msgs[kBatch]{};
+    iovec iov[kBatch];
+    for (std::size_t i = 0; i < n; ++i) {
+      iov[i] = {batch_[i].bytes.data(), batch_[i].bytes.size()};
+      msgs[i].msg_hdr.msg_iov = &iov[i];
+      msgs[i].msg_hdr.msg_iovlen = 1;
+      msgs[i].msg_hdr.msg_name = &peer_;
+      msgs[i].msg_hdr.msg_namelen = sizeof peer_;
+    }
+    std::size_t done = 0;
+    while (done < n) {
+      const int r = ::sendmmsg(fd_.get(), msgs + done, static_cast<unsigned>(n - done), 0);
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) {
+          pollfd p{fd_.get(), POLLOUT, 0};
+          ::poll(&p, 1, 10);
+          continue;
+        }
+        if (errno == ECONNREFUSED) {  // an ICMP error from an earlier datagram: the packet is lost, as on a wire
+          ++done;
+          continue;
+        }
+        error_ = errno_text("sendmmsg");
+        return false;
+      }
+      done += static_cast<std::size_t>(r);
+    }
+    sent_ += n;
+  }
+}
+
+std::size_t UdpLink::poll(QueuePair& qp) {
+  mmsghdr msgs[kBatch]{};
+  iovec iov[kBatch];
+  sockaddr_in from[kBatch];
+  for (std::size_t i = 0; i < kBatch; ++i) {
+    iov[i] = {rx_[i].data(), rx_[i].size()};
+    msgs[i].msg_hdr.msg_iov = &iov[i];
+    msgs[i].msg_hdr.msg_iovlen = 1;
+    msgs[i].msg_hdr.msg_name = &from[i];
+    msgs[i].msg_hdr.msg_namelen = sizeof from[i];
+  }
+  const int r = ::recvmmsg(fd_.get(), msgs, kBatch, MSG_DONTWAIT, nullptr);
+  if (r <= 0) return 0;
+  std::size_t handed = 0;
+  for (int i = 0; i < r; ++i) {
+    if (!have_peer_ || from[i].sin_addr.s_addr != peer_.sin_addr.s_addr || from[i].sin_port != peer_.sin_port) continue;
+    const protocols::Bytes pkt{rx_[i].data(), msgs[i].msg_len};
+    ++received_;
+    tap(false, pkt);
+    const bool ok = pkt.size() >= pib::kBth.size + pib::kIcrcSize && pib::roce_icrc(pkt, in_flow_) == pib::read_icrc(pkt);
+    if (!ok) ++icrc_bad_;
+    qp.receive(pkt, ok);
+    ++handed;
+  }
+  return handed;
+}
+
+bool UdpLink::run_until(QueuePair& qp, const std::function<bool()>& done, int timeout_ms) {
+  const std::uint64_t end = now_ms() + static_cast<std::uint64_t>(timeout_ms);
+  for (;;) {
+    const std::uint64_t t = now_ms();
+    qp.tick(t);
+    const bool finished = done();  // may post work: flush after it
+    const std::uint64_t before = sent_;
+    if (!flush(qp)) return false;
+    if (finished) return true;
+    if (qp.state() == QpState::error) {
+      error_ = fmt::format("queue pair in error: {}", qp.error());
+      return false;
+    }
+    if (t >= end) {
+      error_ = fmt::format("timed out after {} ms", timeout_ms);
+      return false;
+    }
+    if (poll(qp) > 0 || sent_ != before) continue;
+    // Nothing arrived: sleep until a datagram, the QP's timer or the end.
+    std::uint64_t wait = end - t;
+    if (auto nt = qp.next_timer(t)) wait = std::min<std::uint64_t>(wait, *nt);
+    pollfd p{fd_.get(), POLLIN, 0};
+    ::poll(&p, 1, static_cast<int>(std::min<std::uint64_t>(wait, 50)));
+  }
+}
+
+}  // namespace rdmaconf::engine::ib

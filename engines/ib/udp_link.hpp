@@ -1,0 +1,77 @@
+#pragma once
+// The RoCEv2 adapter around the sans-I/O queue pair: one UDP socket (IPv4,
+// bound to a numeric address, RoCEv2 port 4791 by default), batched
+// sendmmsg / recvmmsg, and a loop that moves packets between them.
+//
+//   std::string err;
+//   UdpLink link;
+//   link.open("127.0.0.1:4791", err);
+//   link.set_peer("127.0.0.2:4791", err);
+//   link.record("run.pcap", err);                          // optional
+//   link.run_until(qp, [&] { return done; }, 5000);
+//
+// The ICRC of every packet sent is computed from the socket's addresses
+// (protocols::ib::RoceFlow: the kernel sends an unconnected socket's DF
+// datagrams with IPv4 identification 0); received packets are checked the
+// same way, and a packet whose ICRC differs reaches the queue pair marked
+// bad, which drops it. Datagrams from any other address are ignored.
+#include <netinet/in.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engines/common/socket.hpp"
+#include "engines/ib/qp.hpp"
+
+namespace rdmaconf::captures {
+class PcapWriter;
+}
+
+namespace rdmaconf::engine::ib {
+
+class UdpLink {
+ public:
+  UdpLink();
+  ~UdpLink();
+  bool open(std::string_view local, std::string& err);
+  bool set_peer(std::string_view peer, std::string& err);
+  // Records every packet sent and received as IPv4/UDP frames.
+  bool record(const std::string& path, std::string& err);
+  void stop_recording();
+  int fd() const { return fd_.get(); }
+  std::uint16_t port() const;
+  std::string local_name() const;
+
+  // Sends what qp has to send; false on a socket error (error() says which).
+  bool flush(QueuePair& qp);
+  // Hands qp every datagram waiting (up to a batch); the count.
+  std::size_t poll(QueuePair& qp);
+  // Runs qp until done() holds (true), or the time runs out, the QP goes to
+  // error or the socket fails (false).
+  bool run_until(QueuePair& qp, const std::function<bool()>& done, int timeout_ms);
+  const std::string& error() const { return error_; }
+  std::uint64_t datagrams_sent() const { return sent_; }
+  std::uint64_t datagrams_received() const { return received_; }
+  std::uint64_t icrc_errors() const { return icrc_bad_; }
+
+ private:
+  void tap(bool outbound, protocols::Bytes pkt);
+
+  Fd fd_;
+  sockaddr_in local_{}, peer_{};
+  bool have_peer_ = false;
+  protocols::ib::RoceFlow out_flow_, in_flow_;
+  std::vector<OutPacket> batch_;
+  std::vector<std::vector<std::byte>> rx_;
+  std::unique_ptr<captures::PcapWriter> pcap_;
+  std::string error_;
+  std::uint64_t sent_ = 0, received_ = 0, icrc_bad_ = 0;
+};
+
+// Milliseconds on a monotonic clock (the queue pair's time base).
+std::uint64_t now_ms();
+
+}  // namespace rdmaconf::engine::ib

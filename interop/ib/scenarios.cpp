@@ -1,0 +1,559 @@
+#include "interop/ib/scenarios.hpp"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "engines/common/socket.hpp"
+#include "engines/ib/udp_link.hpp"
+#include "interop/pattern.hpp"
+
+namespace rdmaconf::interop::ib {
+
+using namespace engine;
+using engine::ib::QpConfig, engine::ib::QpType, engine::ib::QueuePair, engine::ib::QpState, engine::ib::UdpLink;
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+namespace {
+
+constexpr std::uint64_t kPeerVa = 0x10000000, kPeerAtomicVa = 0x20000000;
+
+const std::vector<ScenarioInfo> kScenarios = {
+    {"write", "RC RDMA WRITEs of --size octets, the responder's buffer digest compared", QpType::rc, 65536, 64, {}},
+    {"read", "RC RDMA READs of the responder's pattern, compared here", QpType::rc, 65536, 64, {}},
+    {"send", "RC SENDs (every other with Immediate) into posted receives, digest compared", QpType::rc, 4096, 64, {}},
+    {"atomic", "RC Fetch and Add, then Compare and Swap, originals checked", QpType::rc, 8, 64, {}},
+    {"uc-write", "UC RDMA WRITEs, the responder's buffer digest compared", QpType::uc, 16384, 16, {}},
+    {"ud-send", "UD SENDs with Q_Key and source QP checked at the responder", QpType::ud, 1024, 64, {}},
+    {"fault-psn-gap", "one request packet skipped: one sequence-error NAK, the resend, data intact", QpType::rc, 8192, 1,
+     "a responder sends one NAK PSN Sequence Error carrying the expected PSN per gap and accepts the resend "
+     "(IBTA Vol.1 §9.7.5.1.2)"},
+    {"fault-icrc", "one packet with a wrong ICRC: dropped silently, recovered by the requester's timer", QpType::rc, 100, 1,
+     "a packet whose ICRC is wrong is dropped without any answer (IBTA Vol.1 §9.6.1; Annex A17)", {"roce.icrc"}},
+    {"fault-bad-rkey", "RDMA WRITE with an R_Key the responder does not know: NAK Remote Access Error", QpType::rc, 64, 1,
+     "an invalid R_Key draws NAK Remote Access Error and the responder's QP goes to error (IBTA Vol.1 §9.7.5.2.x)"},
+    {"fault-oversize", "a packet longer than the path MTU: NAK Invalid Request", QpType::rc, 1024, 1,
+     "a payload beyond the path MTU is an invalid request (IBTA Vol.1 §9.7.4.1.x)", {"ib.payload.pmtu", "ib.reth.dma_length"}},
+    {"fault-wrong-pad", "a pad count one more than the pad: the WRITE's length disagrees, NAK Invalid Request", QpType::rc,
+     30, 1, "the packet's length must equal what the RETH announced (IBTA Vol.1 §9.7.4.1.x)", {"ib.reth.dma_length"}},
+    {"fault-no-receive", "SEND with no receive posted: RNR NAKs until the retry count runs out", QpType::rc, 64, 1,
+     "a responder with no receive posted answers RNR NAK and executes nothing (IBTA Vol.1 §9.7.5.2.8)"},
+};
+
+std::string_view type_name(QpType t) { return t == QpType::rc ? "rc" : t == QpType::uc ? "uc" : "ud"; }
+std::optional<QpType> type_of(std::string_view s) {
+  if (s == "rc") return QpType::rc;
+  if (s == "uc") return QpType::uc;
+  if (s == "ud") return QpType::ud;
+  return std::nullopt;
+}
+
+// ---- the control connection: one JSON object per line
+bool send_json(int fd, const json& j) {
+  std::string s = j.dump() + "\n";
+  std::size_t off = 0;
+  while (off < s.size()) {
+    const ssize_t n = ::send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    off += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+struct LineReader {
+  int fd;
+  std::string buf;
+  // A complete line if one is there or arrives within timeout_ms; "" on
+  // timeout; nullopt when the peer closed or sent something that is no JSON.
+  std::optional<json> read(int timeout_ms, std::string& err) {
+    const auto end = Clock::now() + std::chrono::milliseconds(timeout_ms);
+    for (;;) {
+      if (const auto nl = buf.find('\n'); nl != std::string::npos) {
+        const std::string line = buf.substr(0, nl);
+        buf.erase(0, nl + 1);
+        auto j = json::parse(line, nullptr, false);
+        if (j.is_discarded() || !j.is_object()) {
+          err = fmt::format("control connection: not a JSON object: {:.80}", line);
+          return std::nullopt;
+        }
+        return j;
+      }
+      if (buf.size() > 1 << 20) {
+        err = "control connection: line longer than 1 MiB";
+        return std::nullopt;
+      }
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now()).count();
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(std::max<decltype(left)>(left, 0))) <= 0) {
+        if (left <= 0) return json();
+        continue;
+      }
+      char tmp[4096];
+      const ssize_t n = ::recv(fd, tmp, sizeof tmp, 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        err = "control connection closed by the other side";
+        return std::nullopt;
+      }
+      buf.append(tmp, static_cast<std::size_t>(n));
+    }
+  }
+};
+
+template <class T>
+T get_or(const json& j, const char* k, T d) {
+  const auto it = j.find(k);
+  if (it == j.end()) return d;
+  try {
+    return it->get<T>();
+  } catch (const json::exception&) {
+    return d;
+  }
+}
+
+std::vector<Completion> drain(CompletionQueue& q) {
+  std::vector<Completion> v;
+  while (auto c = q.poll()) v.push_back(*c);
+  return v;
+}
+
+}  // namespace
+
+const std::vector<ScenarioInfo>& scenarios() { return kScenarios; }
+
+const ScenarioInfo* find_scenario(std::string_view name) {
+  for (const auto& s : kScenarios)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+json counters_json(const eng::Counters& c) {
+  return {{"packets_sent", c.packets_sent},       {"packets_received", c.packets_received},
+          {"dropped_icrc", c.dropped_icrc},       {"dropped_header", c.dropped_header},
+          {"dropped_sequence", c.dropped_sequence}, {"dropped_uc_ud", c.dropped_uc_ud},
+          {"duplicates", c.duplicates},           {"retransmitted", c.retransmitted},
+          {"timeouts", c.timeouts},               {"acks_sent", c.acks_sent},
+          {"naks_sent", c.naks_sent},             {"rnr_naks_sent", c.rnr_naks_sent},
+          {"naks_received", c.naks_received},     {"rnr_naks_received", c.rnr_naks_received}};
+}
+
+json RunResult::to_json() const {
+  json j = {{"scenario", scenario}, {"transport", "roce"}, {"verdict", ok ? "PASS" : "FAIL"}, {"message", message},
+            {"size", size},         {"iterations", iterations}, {"bytes", bytes}, {"seconds", seconds},
+            {"counters", counters}, {"peer", peer}};
+  if (seconds > 0 && iterations > 0) {
+    j["messages_per_s"] = static_cast<double>(iterations) / seconds;
+    j["gbit_per_s"] = static_cast<double>(bytes) * 8 / seconds / 1e9;
+  }
+  return j;
+}
+
+// ---------------------------------------------------------------- requester
+
+RunResult run_initiator(std::string_view control_peer, const RunOptions& o) {
+  RunResult r;
+  r.scenario = o.scenario;
+  const ScenarioInfo* info = find_scenario(o.scenario);
+  if (!info) {
+    r.message = fmt::format("unknown scenario '{}'", o.scenario);
+    return r;
+  }
+  const std::uint32_t size = o.size ? o.size : info->default_size;
+  const std::uint64_t iters = o.iterations ? o.iterations : info->default_iterations;
+  r.size = size;
+  std::string err;
+  Fd ctl = tcp_connect(control_peer, o.timeout_ms, err);
+  if (!ctl) {
+    r.message = err;
+    return r;
+  }
+  UdpLink link;
+  if (!link.open(o.udp_local, err) || (!o.pcap.empty() && !link.record(o.pcap, err))) {
+    r.message = err;
+    return r;
+  }
+  QpConfig cfg = o.qp;
+  cfg.type = info->type;
+  cfg.sq_psn = static_cast<std::uint32_t>(Clock::now().time_since_epoch().count()) & 0xffffff;
+  const std::string& name = o.scenario;
+  const bool sends = name == "send" || name == "ud-send" || name == "fault-no-receive";
+  // The responder's buffer: one slot per message, at most 64 MiB.
+  const std::uint64_t slots = std::max<std::uint64_t>(1, std::min<std::uint64_t>(iters, (64u << 20) / std::max(1u, size)));
+  const std::uint64_t seed = static_cast<std::uint64_t>(Clock::now().time_since_epoch().count()) | 1;
+  const json hello = {{"hello",
+                       {{"scenario", name},
+                        {"type", type_name(cfg.type)},
+                        {"qpn", cfg.qpn},
+                        {"psn", cfg.sq_psn},
+                        {"udp", link.local_name()},
+                        {"mtu", cfg.pmtu},
+                        {"size", size},
+                        {"buffer", slots * size},
+                        {"recvs", sends && name != "fault-no-receive" ? iters : 0},
+                        {"seed", seed}}}};
+  LineReader rd{ctl.get(), {}};
+  if (!send_json(ctl.get(), hello)) {
+    r.message = "control connection: cannot send the hello";
+    return r;
+  }
+  auto ready = rd.read(o.timeout_ms, err);
+  if (!ready || ready->is_null() || !ready->contains("ready")) {
+    r.message = ready && ready->contains("error") ? fmt::format("the responder refused: {}", (*ready)["error"].dump())
+                : err.empty()                     ? "no ready from the responder"
+                                                  : err;
+    return r;
+  }
+  const json& rdy = (*ready)["ready"];
+  cfg.dest_qpn = get_or<std::uint32_t>(rdy, "qpn", 0);
+  cfg.rq_psn = get_or<std::uint32_t>(rdy, "psn", 0);
+  const auto rkey = get_or<std::uint32_t>(rdy, "rkey", 0), akey = get_or<std::uint32_t>(rdy, "atomic_rkey", 0);
+  const auto qkey = get_or<std::uint32_t>(rdy, "qkey", 0);
+  if (!link.set_peer(get_or<std::string>(rdy, "udp", ""), err)) {
+    r.message = "ready: " + err;
+    return r;
+  }
+  if (name == "fault-psn-gap") cfg.faults.skip_packet = 2;
+  if (name == "fault-icrc") cfg.faults.corrupt_icrc = 1;
+  if (name == "fault-oversize") cfg.faults.oversize_packet = 1;
+  if (name == "fault-wrong-pad") cfg.faults.wrong_pad = 1;
+  if (name == "fault-no-receive") cfg.rnr_retry = 2;
+  if (const std::string bad = eng::validate(cfg); !bad.empty()) {
+    r.message = "configuration: " + bad;
+    return r;
+  }
+
+  ProtectionDomain pd;
+  CompletionQueue scq, rcq;
+  std::vector<std::byte> src(slots * size), sink(slots * size), peer_view(slots * size), results(8 * (iters + 1));
+  fill_pattern(src, seed);
+  fill_pattern(peer_view, seed + 1);  // what the responder's buffer holds before we write
+  const auto src_key = pd.register_mr(src, 0), sink_key = pd.register_mr(sink, kLocalWrite);
+  const auto res_key = pd.register_mr(results, kLocalWrite);
+  QueuePair qp(pd, scq, rcq, cfg);
+
+  // Posts work requests from make(i), at most `window` in flight, until all
+  // `n` completed; the completions in order.
+  std::vector<Completion> done;
+  auto pump = [&](std::uint64_t n, const std::function<SendWr(std::uint64_t)>& make) {
+    std::uint64_t posted = 0;
+    const std::uint64_t start = done.size();
+    return link.run_until(qp, [&] {
+      for (auto& c : drain(scq)) done.push_back(c);
+      while (posted < n && posted - (done.size() - start) < o.window) qp.post_send(make(posted++));
+      return done.size() - start >= n;
+    }, o.timeout_ms);
+  };
+  std::string bad;
+  auto want_success = [&] {
+    for (const auto& c : done)
+      if (c.status != WcStatus::success) return fmt::format("work request {}: {}", c.wr_id, wc_status_name(c.status));
+    return std::string();
+  };
+  const auto t0 = Clock::now();
+  bool ran = true;
+  std::uint64_t expect_recv_digest = 0xcbf29ce484222325ull;
+  if (name == "write" || name == "uc-write" || name == "fault-psn-gap" || name == "fault-icrc") {
+    ran = pump(iters, [&](std::uint64_t i) {
+      const std::uint64_t k = i % slots;
+      SendWr w{};
+      w.wr_id = i;
+      w.op = WrOpcode::write;
+      w.local = {src_key, k * size, size};
+      w.remote_stag = rkey;
+      w.remote_to = kPeerVa + k * size;
+      return w;
+    });
+    std::memcpy(peer_view.data(), src.data(), std::min<std::size_t>(iters, slots) * size);
+    r.bytes = iters * size;
+  } else if (name == "read") {
+    ran = pump(iters, [&](std::uint64_t i) {
+      const std::uint64_t k = i % slots;
+      SendWr w{};
+      w.wr_id = i;
+      w.op = WrOpcode::read;
+      w.local = {sink_key, k * size, size};
+      w.remote_stag = rkey;
+      w.remote_to = kPeerVa + k * size;
+      return w;
+    });
+    if (const auto at = check_pattern(std::span(sink).first(std::min<std::size_t>(iters, slots) * size), seed + 1))
+      bad = fmt::format("read data differs from the responder's pattern at octet {}", *at);
+    r.bytes = iters * size;
+  } else if (sends) {
+    ran = pump(iters, [&](std::uint64_t i) {
+      SendWr w{};
+      w.wr_id = i;
+      w.op = i % 2 ? WrOpcode::send_imm : WrOpcode::send;
+      w.imm = static_cast<std::uint32_t>(i * 7 + 1);
+      w.local = {src_key, (i % slots) * size, size};
+      w.remote_qpn = cfg.dest_qpn;
+      w.remote_qkey = qkey;
+      return w;
+    });
+    for (std::uint64_t i = 0; i < iters; ++i)
+      expect_recv_digest = fnv1a(std::span(src).subspan((i % slots) * size, size), expect_recv_digest);
+    r.bytes = iters * size;
+  } else if (name == "atomic") {
+    ran = pump(iters + 1, [&](std::uint64_t i) {
+      SendWr w{};
+      w.wr_id = i;
+      w.op = i < iters ? WrOpcode::atomic_fetch_add : WrOpcode::atomic_compare_swap;
+      w.local = {res_key, i * 8, 8};
+      w.remote_stag = akey;
+      w.remote_to = kPeerAtomicVa;
+      w.add_swap = i < iters ? 1 : 0xdead;
+      w.compare = iters;
+      return w;
+    });
+    // Fetch and Adds of one: the originals are 0 .. n-1 in some order of
+    // execution, which is the order of the requests on one QP.
+    for (std::uint64_t i = 0; ran && bad.empty() && i < done.size(); ++i)
+      if (done[i].atomic_original.value_or(~0ull) != i)
+        bad = fmt::format("atomic {} found {}, expected {}", i, done[i].atomic_original.value_or(~0ull), i);
+    r.bytes = 8 * (iters + 1);
+  } else if (name == "fault-bad-rkey" || name == "fault-oversize" || name == "fault-wrong-pad") {
+    ran = pump(1, [&](std::uint64_t) {
+      SendWr w{};
+      w.op = WrOpcode::write;
+      w.local = {src_key, 0, size};
+      w.remote_stag = name == "fault-bad-rkey" ? rkey ^ 0x100 : rkey;
+      w.remote_to = kPeerVa;
+      return w;
+    });
+  }
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  r.iterations = iters;
+  const bool fault = name.starts_with("fault-");
+  const bool fatal_fault = fault && name != "fault-psn-gap" && name != "fault-icrc";
+  if (!ran && !fatal_fault) {
+    r.message = fmt::format("{}: {}", name, link.error());
+    r.counters = counters_json(qp.counters());
+    return r;
+  }
+  // The responder's account.
+  if (!send_json(ctl.get(), {{"done", true}, {"packets_sent", qp.counters().packets_sent}})) {
+    r.message = "control connection: cannot send done";
+    return r;
+  }
+  auto res = rd.read(o.timeout_ms, err);
+  r.counters = counters_json(qp.counters());
+  if (!res || res->is_null() || !res->contains("result")) {
+    r.message = err.empty() ? "no result from the responder" : err;
+    return r;
+  }
+  r.peer = (*res)["result"];
+  const json& pr = r.peer;
+  const json pc = pr.value("counters", json::object());
+  auto refused = [&](std::string_view what) {
+    for (const auto& f : pr.value("refusals", json::array()))
+      if (f.value("what", "") == what) return true;
+    return false;
+  };
+  auto status_of_first = [&] { return done.empty() ? std::string("no completion") : std::string(wc_status_name(done[0].status)); };
+  if (bad.empty() && !fatal_fault) bad = want_success();
+  if (bad.empty()) {
+    if (name == "write" || name == "uc-write" || name == "fault-psn-gap" || name == "fault-icrc") {
+      if (pr.value("buffer_digest", 0ull) != fnv1a(peer_view)) bad = "the responder's buffer does not hold what we wrote";
+    } else if (sends) {
+      if (name != "fault-no-receive" && pr.value("recv_count", 0ull) != iters)
+        bad = fmt::format("the responder received {} messages, we sent {}", pr.value("recv_count", 0ull), iters);
+      else if (name != "fault-no-receive" && pr.value("recv_digest", 0ull) != expect_recv_digest)
+        bad = "the responder's received data differs from what we sent";
+      else if (name == "ud-send" && pr.value("src_qp", 0u) != cfg.qpn)
+        bad = fmt::format("the responder saw source QP {}, ours is {}", pr.value("src_qp", 0u), cfg.qpn);
+    } else if (name == "atomic") {
+      if (pr.value("atomic_value", 0ull) != 0xdeadu) bad = fmt::format("the responder's atomic holds {}", pr.value("atomic_value", 0ull));
+    }
+  }
+  // The reactions the fault-* scenarios require.
+  if (bad.empty() && name == "fault-psn-gap") {
+    if (pc.value("naks_sent", 0) != 1 || !refused("NAK PSN Sequence Error") || qp.counters().naks_received != 1)
+      bad = fmt::format("expected exactly one NAK PSN Sequence Error; the responder sent {} NAKs, we received {}",
+                        pc.value("naks_sent", 0), qp.counters().naks_received);
+  } else if (bad.empty() && name == "fault-icrc") {
+    if (pc.value("dropped_icrc", 0) != 1 || pc.value("naks_sent", 0) != 0)
+      bad = fmt::format("expected one silent drop; the responder dropped {} for ICRC and sent {} NAKs",
+                        pc.value("dropped_icrc", 0), pc.value("naks_sent", 0));
+  } else if (fatal_fault) {
+    const WcStatus want = name == "fault-bad-rkey"     ? WcStatus::remote_access_error
+                          : name == "fault-no-receive" ? WcStatus::rnr_retry_exceeded
+                                                       : WcStatus::remote_invalid_request;
+    const std::string_view nak = name == "fault-bad-rkey"     ? "NAK Remote Access Error"
+                                 : name == "fault-no-receive" ? "RNR NAK"
+                                                              : "NAK Invalid Request";
+    if (done.empty() || done[0].status != want)
+      bad = fmt::format("our request completed with '{}', a conforming responder gives '{}'", status_of_first(),
+                        wc_status_name(want));
+    else if (!refused(nak))
+      bad = fmt::format("the responder did not report a {}", nak);
+    else if (name != "fault-no-receive" && pr.value("state", "") != "error")
+      bad = "the responder's QP did not go to error after its fatal NAK";
+  }
+  r.ok = bad.empty();
+  r.message = r.ok ? (fault ? fmt::format("conforming reaction: {}", info->rule) : std::string("data verified end to end"))
+                   : bad;
+  return r;
+}
+
+// ---------------------------------------------------------------- responder
+
+namespace {
+
+json serve_one(int cfd, UdpLink& link, const PeerOptions& o, std::uint64_t index, std::stop_token stop) {
+  json rep = {{"connection", index}, {"ok", false}};
+  std::string err;
+  LineReader rd{cfd, {}};
+  auto hello_msg = rd.read(o.idle_timeout_ms, err);
+  if (!hello_msg || hello_msg->is_null() || !hello_msg->contains("hello")) {
+    rep["error"] = err.empty() ? "no hello" : err;
+    return rep;
+  }
+  const json& h = (*hello_msg)["hello"];
+  rep["scenario"] = get_or<std::string>(h, "scenario", "");
+  auto refuse = [&](std::string why) {
+    send_json(cfd, {{"error", why}});
+    rep["error"] = why;
+    return rep;
+  };
+  const auto type = type_of(get_or<std::string>(h, "type", ""));
+  if (!type) return refuse("hello: type must be rc, uc or ud");
+  const auto size = get_or<std::uint64_t>(h, "size", 0), buffer = get_or<std::uint64_t>(h, "buffer", 0);
+  const auto recvs = get_or<std::uint64_t>(h, "recvs", 0);
+  if (buffer > o.max_size || size > o.max_size || recvs * size > o.max_size || recvs > (1u << 20))
+    return refuse(fmt::format("hello: buffers beyond --max-size {}", o.max_size));
+  QpConfig cfg = o.qp;
+  cfg.type = *type;
+  cfg.qpn = 0x100 + static_cast<std::uint32_t>(index % 0x1000);
+  cfg.dest_qpn = get_or<std::uint32_t>(h, "qpn", 0);
+  cfg.rq_psn = get_or<std::uint32_t>(h, "psn", 0);
+  cfg.sq_psn = static_cast<std::uint32_t>(Clock::now().time_since_epoch().count() >> 10) & 0xffffff;
+  cfg.pmtu = get_or<unsigned>(h, "mtu", 1024);
+  if (const std::string bad = eng::validate(cfg); !bad.empty()) return refuse("hello: " + bad);
+  if (!link.set_peer(get_or<std::string>(h, "udp", ""), err)) return refuse("hello: " + err);
+  if (!o.pcap_dir.empty() &&
+      !link.record((std::filesystem::path(o.pcap_dir) / fmt::format("peer-roce-{}.pcap", index)).string(), err))
+    return refuse(err);
+
+  ProtectionDomain pd;
+  CompletionQueue scq, rcq;
+  std::vector<std::byte> data(buffer), recv(recvs * size), atom(8);
+  fill_pattern(data, get_or<std::uint64_t>(h, "seed", 0) + 1);
+  const auto dkey = pd.register_mr(data, kRemoteRead | kRemoteWrite | kLocalWrite, kPeerVa);
+  const auto akey = pd.register_mr(atom, kRemoteAtomic | kLocalWrite, kPeerAtomicVa);
+  const auto rkey = pd.register_mr(recv, kLocalWrite);
+  QueuePair qp(pd, scq, rcq, cfg);
+  for (std::uint64_t i = 0; i < recvs; ++i) qp.post_recv({i, {rkey, i * size, static_cast<std::uint32_t>(size)}});
+  const json ready = {{"ready",
+                       {{"qpn", cfg.qpn},
+                        {"psn", cfg.sq_psn},
+                        {"udp", link.local_name()},
+                        {"rkey", dkey},
+                        {"va", kPeerVa},
+                        {"length", buffer},
+                        {"atomic_rkey", akey},
+                        {"atomic_va", kPeerAtomicVa},
+                        {"qkey", cfg.qkey}}}};
+  if (!send_json(cfd, ready)) {
+    rep["error"] = "control connection: cannot send ready";
+    return rep;
+  }
+  // Serve until the requester says done (or goes quiet, or we are stopped).
+  bool finished = false;
+  std::uint64_t requester_sent = 0;
+  std::uint64_t last_activity = engine::ib::now_ms();
+  std::uint64_t seen = 0;
+  link.run_until(qp, [&] {
+    if (stop.stop_requested()) return true;
+    const std::uint64_t t = engine::ib::now_ms();
+    if (qp.counters().packets_received != seen) {
+      seen = qp.counters().packets_received;
+      last_activity = t;
+    }
+    pollfd p{cfd, POLLIN, 0};
+    if (::poll(&p, 1, 0) > 0) {
+      auto m = rd.read(0, err);
+      if (!m || (!m->is_null() && m->value("done", false))) {
+        finished = m.has_value();
+        if (m) requester_sent = get_or<std::uint64_t>(*m, "packets_sent", 0);
+        return true;
+      }
+    }
+    return t - last_activity > static_cast<std::uint64_t>(o.idle_timeout_ms);
+  }, o.idle_timeout_ms * 4);
+  if (!finished && qp.state() == QpState::error && !stop.stop_requested()) {
+    // After a fatal NAK our QP is in error; the requester still ends the
+    // exchange with its done.
+    auto m = rd.read(o.idle_timeout_ms, err);
+    if (m && !m->is_null() && m->value("done", false)) {
+      finished = true;
+      requester_sent = get_or<std::uint64_t>(*m, "packets_sent", 0);
+    }
+  }
+  // Datagrams still queued behind the "done" (UC and UD complete at the
+  // requester when sent) are taken in, and our last answers go out, before
+  // we report.
+  link.run_until(qp, [&] { return qp.counters().packets_received >= requester_sent && qp.idle(); }, 500);
+  std::uint64_t recv_digest = 0xcbf29ce484222325ull, recv_count = 0;
+  std::uint32_t src_qp = 0;
+  json imms = json::array(), statuses = json::object();
+  for (const auto& c : drain(rcq)) {
+    statuses[std::string(wc_status_name(c.status))] = statuses.value(std::string(wc_status_name(c.status)), 0) + 1;
+    if (c.status != WcStatus::success) continue;
+    ++recv_count;
+    recv_digest = fnv1a(std::span(recv).subspan(c.wr_id * size, c.byte_len), recv_digest);
+    if (c.imm && imms.size() < 16) imms.push_back(*c.imm);
+    if (c.src_qp) src_qp = *c.src_qp;
+  }
+  std::uint64_t atomic_value = 0;
+  std::memcpy(&atomic_value, atom.data(), 8);
+  json refusals = json::array();
+  for (const auto& f : qp.refusals()) {
+    if (refusals.size() >= 32) break;
+    refusals.push_back({{"what", f.what}, {"why", f.why}, {"psn", f.psn}});
+  }
+  const json result = {{"recv_count", recv_count},
+                       {"recv_digest", recv_digest},
+                       {"recv_statuses", statuses},
+                       {"immediates", imms},
+                       {"src_qp", src_qp},
+                       {"buffer_digest", fnv1a(data)},
+                       {"atomic_value", atomic_value},
+                       {"counters", counters_json(qp.counters())},
+                       {"refusals", refusals},
+                       {"state", qp.state() == QpState::rts ? "rts" : "error"},
+                       {"error", qp.error()}};
+  send_json(cfd, {{"result", result}});
+  link.stop_recording();
+  rep["ok"] = finished;
+  rep["result"] = result;
+  if (!finished) rep["error"] = err.empty() ? "the requester went quiet" : err;
+  return rep;
+}
+
+}  // namespace
+
+void serve(int listen_fd, const PeerOptions& o, const std::function<void(const json&)>& on_connection,
+           std::stop_token stop) {
+  UdpLink link;
+  std::string err;
+  if (!link.open(o.udp_local, err)) {
+    on_connection({{"ok", false}, {"error", err}});
+    return;
+  }
+  for (std::uint64_t n = 0; !stop.stop_requested() && (o.connections == 0 || n < o.connections);) {
+    Fd c = tcp_accept(listen_fd, 200, err);
+    if (!c) continue;
+    on_connection(serve_one(c.get(), link, o, n++, stop));
+  }
+}
+
+}  // namespace rdmaconf::interop::ib

@@ -1,0 +1,89 @@
+#pragma once
+// Live RoCEv2 scenarios: our InfiniBand engine as requester (`rdmaconf
+// interop --transport roce`) against a responder (`rdmaconf peer
+// --transport roce`), over UDP.
+//
+// The two sides agree on QPNs, PSNs, keys and buffers over a TCP control
+// connection carrying one JSON object per line (docs/interop.md): the
+// requester's "hello" (scenario, QP type, QPN, first PSN, UDP endpoint, path
+// MTU, message size and count, receives to post, pattern seed), the
+// responder's "ready" (its QPN, first PSN, UDP endpoint, R_Keys and virtual
+// addresses), and at the end "done" and the responder's "result": what it
+// received (count, digest, Immediate data, source QPs), its buffer's digest,
+// its counters, the packets it refused and why, and its QP state. Every data
+// scenario verifies the data end to end; every fault-* scenario breaks one
+// rule and requires the reaction a conforming responder shows (the NAK, or a
+// silent drop), seen from both sides.
+#include <cstdint>
+#include <functional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engines/ib/qp.hpp"
+
+namespace rdmaconf::interop::ib {
+
+namespace eng = engine::ib;
+
+struct ScenarioInfo {
+  std::string_view name;
+  std::string_view summary;
+  eng::QpType type;
+  std::uint32_t default_size;
+  std::uint64_t default_iterations;
+  std::string_view rule;  // fault-*: what the requester breaks and the reaction required (IBTA Vol.1 section)
+  // Catalog cases the recorded traffic must FAIL (the broken rule is visible
+  // on the wire); empty: the traffic is legal and nothing may FAIL.
+  std::vector<std::string_view> failing_cases = {};
+};
+
+const std::vector<ScenarioInfo>& scenarios();
+const ScenarioInfo* find_scenario(std::string_view name);
+
+struct RunOptions {
+  std::string scenario = "write";
+  std::uint32_t size = 0;        // 0: the scenario's default
+  std::uint64_t iterations = 0;  // 0: the scenario's default
+  eng::QpConfig qp;              // type, QPN and PSNs are set by the scenario and the exchange
+  // Our RoCEv2 endpoint. Both directions go to the same destination port
+  // (4791 unless configured), so the two ends bind different addresses.
+  std::string udp_local = "127.0.0.2:4791";
+  std::string pcap;              // record our UDP traffic here
+  int timeout_ms = 10000;        // for any one step
+  unsigned window = 64;          // work requests in flight in the data scenarios
+};
+
+struct RunResult {
+  std::string scenario;
+  bool ok = false;
+  std::string message;
+  std::uint32_t size = 0;
+  std::uint64_t iterations = 0, bytes = 0;
+  double seconds = 0;  // the measured phase
+  nlohmann::json peer;      // the responder's "result"
+  nlohmann::json counters;  // ours
+  nlohmann::json to_json() const;
+};
+
+RunResult run_initiator(std::string_view control_peer, const RunOptions& o);
+
+struct PeerOptions {
+  eng::QpConfig qp;                 // limits and timers; type, QPN and PSNs come from the hello
+  std::string udp_local = "127.0.0.1:4791";
+  std::uint64_t connections = 0;    // stop after this many (0: until stopped)
+  int idle_timeout_ms = 30000;
+  std::uint32_t max_size = 64u << 20;  // largest buffer a hello may ask for
+  std::string pcap_dir;             // record connection N as DIR/peer-roce-N.pcap
+};
+
+// Serves control connections on a listening socket, one at a time.
+void serve(int listen_fd, const PeerOptions& o, const std::function<void(const nlohmann::json&)>& on_connection,
+           std::stop_token stop = {});
+
+nlohmann::json counters_json(const eng::Counters& c);
+
+}  // namespace rdmaconf::interop::ib
