@@ -159,24 +159,35 @@ bool QueuePair::next_output(OutPacket& out) {
   if (staged_.empty()) generate();
   if (staged_.empty()) return false;
   std::swap(out, staged_.front());
+  // The caller's old buffer is kept for a later packet: no allocation per packet.
+  if (spare_.size() < 64) spare_.push_back(std::move(staged_.front().bytes));
   staged_.pop_front();
   return true;
+}
+
+OutPacket& QueuePair::stage() {
+  OutPacket& p = staged_.emplace_back();
+  if (!spare_.empty()) {
+    p.bytes = std::move(spare_.back());
+    spare_.pop_back();
+  }
+  return p;
 }
 
 void QueuePair::generate() {
   // Responder first: it answers packets already received, in PSN order.
   if (nak_due_) {
-    emit_ack(nak_due_->first, nak_due_->second, staged_.emplace_back());
+    emit_ack(nak_due_->first, nak_due_->second, stage());
     nak_due_.reset();
   }
   while (!replies_.empty() && staged_.size() < 32) {
     Reply& r = replies_.front();
-    emit_reply(r, staged_.emplace_back());
+    emit_reply(r, stage());
     const std::uint32_t total = r.atomic ? 1 : std::max(1u, (r.length + cfg_.pmtu - 1) / cfg_.pmtu);
     if (r.sent == total) replies_.pop_front();
   }
   if (ack_due_ && replies_.empty()) {
-    emit_ack(pib::syndrome(pib::AckKind::ack, 31), psn_add(epsn_, -1), staged_.emplace_back());
+    emit_ack(pib::syndrome(pib::AckKind::ack, 31), psn_add(epsn_, -1), stage());
     ack_due_ = false;
     since_ack_ = 0;
   }
@@ -229,7 +240,7 @@ void QueuePair::pump_requester() {
       Wqe& w = wq_[emit_idx_];
       const std::uint32_t k = emit_pkt_;
       const std::uint32_t packets = is_read_or_atomic(w.wr.op) ? 1 : w.npsn;
-      OutPacket& p = staged_.emplace_back();
+      OutPacket& p = stage();
       emit_request(w, k, p);
       ++req_packets_;
       const auto& f = cfg_.faults;

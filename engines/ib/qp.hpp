@@ -193,6 +193,8 @@ class QueuePair {
   unsigned since_ack_ = 0;
   std::optional<std::pair<std::uint32_t, std::uint32_t>> nak_due_;  // syndrome, PSN
   std::deque<OutPacket> staged_;   // generated, not yet handed out
+  std::vector<std::vector<std::byte>> spare_;  // buffers to reuse
+  OutPacket& stage();
 };
 
 }  // namespace rdmaconf::engine::ib

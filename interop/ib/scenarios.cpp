@@ -120,11 +120,6 @@ T get_or(const json& j, const char* k, T d) {
   }
 }
 
-std::vector<Completion> drain(CompletionQueue& q) {
-  std::vector<Completion> v;
-  while (auto c = q.poll()) v.push_back(*c);
-  return v;
-}
 
 }  // namespace
 
@@ -243,11 +238,12 @@ RunResult run_initiator(std::string_view control_peer, const RunOptions& o) {
   // Posts work requests from make(i), at most `window` in flight, until all
   // `n` completed; the completions in order.
   std::vector<Completion> done;
+  done.reserve(iters + 2);
   auto pump = [&](std::uint64_t n, const std::function<SendWr(std::uint64_t)>& make) {
     std::uint64_t posted = 0;
     const std::uint64_t start = done.size();
     return link.run_until(qp, [&] {
-      for (auto& c : drain(scq)) done.push_back(c);
+      while (auto c = scq.poll()) done.push_back(*c);
       while (posted < n && posted - (done.size() - start) < o.window) qp.post_send(make(posted++));
       return done.size() - start >= n;
     }, o.timeout_ms);
@@ -466,18 +462,39 @@ json serve_one(int cfd, UdpLink& link, const PeerOptions& o, std::uint64_t index
     rep["error"] = "control connection: cannot send ready";
     return rep;
   }
+  // Receive completions, taken as they come (memory stays bounded): their
+  // count, the digest of their data in order, Immediate data, source QP.
+  std::uint64_t recv_digest = 0xcbf29ce484222325ull, recv_count = 0;
+  std::uint32_t src_qp = 0;
+  json imms = json::array(), statuses = json::object();
+  auto take_receives = [&] {
+    while (auto c = rcq.poll()) {
+      const std::string st(wc_status_name(c->status));
+      statuses[st] = statuses.value(st, 0) + 1;
+      if (c->status != WcStatus::success) continue;
+      ++recv_count;
+      recv_digest = fnv1a(std::span(recv).subspan(c->wr_id * size, c->byte_len), recv_digest);
+      if (c->imm && imms.size() < 16) imms.push_back(*c->imm);
+      if (c->src_qp) src_qp = *c->src_qp;
+    }
+  };
   // Serve until the requester says done (or goes quiet, or we are stopped).
   bool finished = false;
   std::uint64_t requester_sent = 0;
   std::uint64_t last_activity = engine::ib::now_ms();
-  std::uint64_t seen = 0;
+  std::uint64_t seen = 0, last_control = 0;
   link.run_until(qp, [&] {
     if (stop.stop_requested()) return true;
+    take_receives();
     const std::uint64_t t = engine::ib::now_ms();
     if (qp.counters().packets_received != seen) {
       seen = qp.counters().packets_received;
       last_activity = t;
     }
+    // The control connection is looked at every few milliseconds, not on
+    // every batch of packets.
+    if (t - last_control < 2) return false;
+    last_control = t;
     pollfd p{cfd, POLLIN, 0};
     if (::poll(&p, 1, 0) > 0) {
       auto m = rd.read(0, err);
@@ -502,17 +519,7 @@ json serve_one(int cfd, UdpLink& link, const PeerOptions& o, std::uint64_t index
   // requester when sent) are taken in, and our last answers go out, before
   // we report.
   link.run_until(qp, [&] { return qp.counters().packets_received >= requester_sent && qp.idle(); }, 500);
-  std::uint64_t recv_digest = 0xcbf29ce484222325ull, recv_count = 0;
-  std::uint32_t src_qp = 0;
-  json imms = json::array(), statuses = json::object();
-  for (const auto& c : drain(rcq)) {
-    statuses[std::string(wc_status_name(c.status))] = statuses.value(std::string(wc_status_name(c.status)), 0) + 1;
-    if (c.status != WcStatus::success) continue;
-    ++recv_count;
-    recv_digest = fnv1a(std::span(recv).subspan(c.wr_id * size, c.byte_len), recv_digest);
-    if (c.imm && imms.size() < 16) imms.push_back(*c.imm);
-    if (c.src_qp) src_qp = *c.src_qp;
-  }
+  take_receives();
   std::uint64_t atomic_value = 0;
   std::memcpy(&atomic_value, atom.data(), 8);
   json refusals = json::array();
