@@ -179,6 +179,9 @@ RunResult run_initiator(std::string_view control_peer, const RunOptions& o) {
   QpConfig cfg = o.qp;
   cfg.type = info->type;
   cfg.sq_psn = static_cast<std::uint32_t>(Clock::now().time_since_epoch().count()) & 0xffffff;
+  // A fresh QPN per run, as a new QP would get: captures of several runs
+  // between the same addresses then keep their conversations apart.
+  cfg.qpn = 0x1000 + static_cast<std::uint32_t>((Clock::now().time_since_epoch().count() >> 12) & 0xffff);
   const std::string& name = o.scenario;
   const bool sends = name == "send" || name == "ud-send" || name == "fault-no-receive";
   // The responder's buffer: one slot per message, at most 64 MiB.
