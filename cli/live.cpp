@@ -32,6 +32,8 @@ struct LiveOptions {
   // RoCEv2 (--transport roce)
   std::string udp;
   unsigned mtu = 1024;
+  bool raw_receive = false;
+  bool perftest = false;
   // Engine (both commands).
   bool crc = true;
   bool markers = false;
@@ -108,10 +110,14 @@ void roce_options(CLI::App* c, LiveOptions& o, const char* udp_default) {
   c->add_option("--udp", o.udp, fmt::format("roce: our RoCEv2 endpoint ADDR:PORT (default {})", udp_default));
   c->add_option("--mtu", o.mtu, "roce: path MTU (256, 512, 1024, 2048 or 4096)")
       ->check(CLI::IsMember({256, 512, 1024, 2048, 4096}));
+  c->add_flag("--raw-receive", o.raw_receive,
+              "roce: also receive through a raw socket (root) to check ICRCs against the IP header as it arrived "
+              "(needed for peers such as rxe that number their IPv4 datagrams)");
 }
 
 int run_roce_interop(const LiveOptions& o) {
-  if (!ib::find_scenario(o.scenario)) {
+  const bool perftest = o.peer_program == "ib_write_bw" || o.peer_program == "ib_read_bw";
+  if (!perftest && !ib::find_scenario(o.scenario)) {
     std::cerr << fmt::format("rdmaconf interop: unknown RoCEv2 scenario '{}'\n{}", o.scenario, scenario_list());
     return kExitUsage;
   }
@@ -122,9 +128,10 @@ int run_roce_interop(const LiveOptions& o) {
   ro.qp.pmtu = o.mtu;
   ro.udp_local = o.udp.empty() ? "127.0.0.2:4791" : o.udp;
   ro.pcap = o.pcap;
+  ro.raw_receive = o.raw_receive;
   ro.timeout_ms = o.timeout_ms;
   ro.window = o.window;
-  const auto r = ib::run_initiator(o.peer_addr, ro);
+  const auto r = perftest ? ib::run_perftest_client(o.peer_addr, o.peer_program, ro) : ib::run_initiator(o.peer_addr, ro);
   const auto j = r.to_json();
   std::string line = fmt::format("{}: {} - {}", r.scenario, j["verdict"].get<std::string>(), r.message);
   if (r.ok && r.seconds > 0 && j.contains("messages_per_s"))
@@ -156,15 +163,19 @@ int run_roce_peer(const LiveOptions& o) {
   po.idle_timeout_ms = o.timeout_ms;
   po.max_size = o.max_size;
   po.pcap_dir = o.pcap_dir;
+  po.raw_receive = o.raw_receive;
   if (!po.pcap_dir.empty()) std::filesystem::create_directories(po.pcap_dir);
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
-  std::cerr << fmt::format("rdmaconf peer: control on port {}, RoCEv2 on {}\n", eng::local_port(lfd.get()), po.udp_local);
+  std::cerr << fmt::format("rdmaconf peer: {} on port {}, RoCEv2 on {}\n", o.perftest ? "perftest exchange" : "control",
+                           eng::local_port(lfd.get()), po.udp_local);
   bool all_ok = true;
-  ib::serve(lfd.get(), po, [&](const nlohmann::json& rep) {
+  auto report = [&](const nlohmann::json& rep) {
     all_ok &= rep.value("ok", false);
     std::cout << rep.dump() << std::endl;
-  }, g_stop.get_token());
+  };
+  if (o.perftest) ib::serve_perftest(lfd.get(), po, report, g_stop.get_token());
+  else ib::serve(lfd.get(), po, report, g_stop.get_token());
   return all_ok ? 0 : kExitFail;
 }
 
@@ -184,8 +195,9 @@ LiveCommands::LiveCommands(CLI::App& app) : o_(std::make_unique<LiveOptions>()) 
   interop_->add_flag("--list", o.list, "list the scenarios and exit");
   interop_->add_option("--peer-program", o.peer_program,
                        "what serves --peer: rdmaconf (our peer) or rping (rping -s of any stack; terminate-* "
-                       "scenarios then skip faults that need a buffer of the responder's)")
-      ->check(CLI::IsMember({"rdmaconf", "rping"}));
+                       "scenarios then skip faults that need a buffer of the responder's); roce: ib_write_bw or "
+                       "ib_read_bw (a perftest server without -R; --size and --iterations must match its -s and -n)")
+      ->check(CLI::IsMember({"rdmaconf", "rping", "ib_write_bw", "ib_read_bw"}));
   engine_options(interop_, o);
   roce_options(interop_, o, "127.0.0.2:4791");
 
@@ -195,6 +207,9 @@ LiveCommands::LiveCommands(CLI::App& app) : o_(std::make_unique<LiveOptions>()) 
   peer_->add_option("--pcap-dir", o.pcap_dir, "record connection N as DIR/peer-N.pcap");
   peer_->add_flag("--reject", o.reject, "reject every MPA Request");
   peer_->add_option("--max-size", o.max_size, "largest buffer a client may ask for");
+  peer_->add_flag("--perftest", o.perftest,
+                  "roce: serve perftest clients (ib_write_bw / ib_read_bw SERVER, without -R) through perftest's "
+                  "own TCP exchange instead of ours");
   engine_options(peer_, o);
   roce_options(peer_, o, "127.0.0.1:4791");
 }
@@ -211,7 +226,8 @@ int LiveCommands::run() {
       std::cout << scenario_list();
       return 0;
     }
-    if (o.peer_addr.empty() || o.scenario.empty()) {
+    const bool perftest = o.transport == "roce" && (o.peer_program == "ib_write_bw" || o.peer_program == "ib_read_bw");
+    if (o.peer_addr.empty() || (o.scenario.empty() && !perftest)) {
       std::cerr << "rdmaconf interop: --peer and --scenario are required (--list shows the scenarios)\n";
       return kExitUsage;
     }

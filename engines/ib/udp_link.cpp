@@ -98,6 +98,22 @@ bool UdpLink::set_peer(std::string_view peer, std::string& err) {
   return true;
 }
 
+bool UdpLink::raw_receive(std::string& err) {
+  raw_ = Fd(::socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, IPPROTO_UDP));
+  if (!raw_) {
+    err = errno_text("raw socket (needs root)");
+    return false;
+  }
+  const int big = 4 << 20;
+  if (::setsockopt(raw_.get(), SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof big) != 0)
+    ::setsockopt(raw_.get(), SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+  return true;
+}
+
+bool UdpLink::from_peer(const sockaddr_in& from) const {
+  return have_peer_ && from.sin_addr.s_addr == peer_.sin_addr.s_addr;
+}
+
 std::uint16_t UdpLink::port() const { return ntohs(local_.sin_port); }
 
 std::string UdpLink::local_name() const {
@@ -184,14 +200,42 @@ std::size_t UdpLink::poll(QueuePair& qp) {
     msgs[i].msg_hdr.msg_namelen = sizeof from[i];
   }
   const int r = ::recvmmsg(fd_.get(), msgs, kBatch, MSG_DONTWAIT, nullptr);
+  if (raw_) return poll_raw(qp);  // the raw socket's copies carry the IP header
   if (r <= 0) return 0;
   std::size_t handed = 0;
   for (int i = 0; i < r; ++i) {
-    if (!have_peer_ || from[i].sin_addr.s_addr != peer_.sin_addr.s_addr || from[i].sin_port != peer_.sin_port) continue;
+    if (!from_peer(from[i])) continue;
     const protocols::Bytes pkt{rx_[i].data(), msgs[i].msg_len};
     ++received_;
     tap(false, pkt);
-    const bool ok = pkt.size() >= pib::kBth.size + pib::kIcrcSize && pib::roce_icrc(pkt, in_flow_) == pib::read_icrc(pkt);
+    pib::RoceFlow f = in_flow_;
+    f.sport = ntohs(from[i].sin_port);
+    const bool ok = pkt.size() >= pib::kBth.size + pib::kIcrcSize && pib::roce_icrc(pkt, f) == pib::read_icrc(pkt);
+    if (!ok) ++icrc_bad_;
+    qp.receive(pkt, ok);
+    ++handed;
+  }
+  return handed;
+}
+
+std::size_t UdpLink::poll_raw(QueuePair& qp) {
+  std::size_t handed = 0;
+  for (std::size_t n = 0; n < kBatch; ++n) {
+    const ssize_t len = ::recv(raw_.get(), rx_[0].data(), rx_[0].size(), MSG_DONTWAIT);
+    if (len <= 0) break;
+    const protocols::Bytes l3{rx_[0].data(), static_cast<std::size_t>(len)};
+    if (l3.size() < 28 || (std::to_integer<unsigned>(l3[0]) >> 4) != 4) continue;
+    const std::size_t ihl = (std::to_integer<unsigned>(l3[0]) & 15u) * 4;
+    if (ihl < 20 || l3.size() < ihl + 8 + pib::kBth.size + pib::kIcrcSize) continue;
+    sockaddr_in from{};
+    std::memcpy(&from.sin_addr, l3.data() + 12, 4);
+    if (!from_peer(from) || std::memcmp(l3.data() + 16, &local_.sin_addr, 4) != 0 ||
+        protocols::be16(l3, ihl + 2) != ntohs(local_.sin_port))
+      continue;
+    const protocols::Bytes pkt = l3.subspan(ihl + 8);
+    ++received_;
+    tap(false, pkt);
+    const bool ok = pib::roce_icrc(l3, false, ihl) == pib::read_icrc(pkt);
     if (!ok) ++icrc_bad_;
     qp.receive(pkt, ok);
     ++handed;
@@ -220,8 +264,8 @@ bool UdpLink::run_until(QueuePair& qp, const std::function<bool()>& done, int ti
     // Nothing arrived: sleep until a datagram, the QP's timer or the end.
     std::uint64_t wait = end - t;
     if (auto nt = qp.next_timer(t)) wait = std::min<std::uint64_t>(wait, *nt);
-    pollfd p{fd_.get(), POLLIN, 0};
-    ::poll(&p, 1, static_cast<int>(std::min<std::uint64_t>(wait, 50)));
+    pollfd p[2] = {{fd_.get(), POLLIN, 0}, {raw_ ? raw_.get() : -1, POLLIN, 0}};
+    ::poll(p, 2, static_cast<int>(std::min<std::uint64_t>(wait, 50)));
   }
 }
 

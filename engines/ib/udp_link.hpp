@@ -14,7 +14,8 @@
 // (protocols::ib::RoceFlow: the kernel sends an unconnected socket's DF
 // datagrams with IPv4 identification 0); received packets are checked the
 // same way, and a packet whose ICRC differs reaches the queue pair marked
-// bad, which drops it. Datagrams from any other address are ignored.
+// bad, which drops it. Datagrams from any other address are ignored; the
+// source port may vary (RoCEv2 senders spread flows over source ports).
 #include <netinet/in.h>
 
 #include <cstdint>
@@ -38,6 +39,11 @@ class UdpLink {
   ~UdpLink();
   bool open(std::string_view local, std::string& err);
   bool set_peer(std::string_view peer, std::string& err);
+  // Receives through a raw IPv4 socket as well (root only), so the ICRC is
+  // checked against the IP header as it arrived: a peer that numbers its
+  // datagrams (rxe sets IPv4 identification) needs it. The UDP socket's own
+  // copies are then read and discarded.
+  bool raw_receive(std::string& err);
   // Records every packet sent and received as IPv4/UDP frames.
   bool record(const std::string& path, std::string& err);
   void stop_recording();
@@ -60,7 +66,10 @@ class UdpLink {
  private:
   void tap(bool outbound, protocols::Bytes pkt);
 
-  Fd fd_;
+  std::size_t poll_raw(QueuePair& qp);
+  bool from_peer(const sockaddr_in& from) const;
+
+  Fd fd_, raw_;
   sockaddr_in local_{}, peer_{};
   bool have_peer_ = false;
   protocols::ib::RoceFlow out_flow_, in_flow_;

@@ -13,6 +13,7 @@
 
 #include "engines/common/socket.hpp"
 #include "engines/ib/udp_link.hpp"
+#include "interop/ib/perftest.hpp"
 #include "interop/pattern.hpp"
 
 namespace rdmaconf::interop::ib {
@@ -172,7 +173,8 @@ RunResult run_initiator(std::string_view control_peer, const RunOptions& o) {
     return r;
   }
   UdpLink link;
-  if (!link.open(o.udp_local, err) || (!o.pcap.empty() && !link.record(o.pcap, err))) {
+  if (!link.open(o.udp_local, err) || (!o.pcap.empty() && !link.record(o.pcap, err)) ||
+      (o.raw_receive && !link.raw_receive(err))) {
     r.message = err;
     return r;
   }
@@ -555,7 +557,7 @@ void serve(int listen_fd, const PeerOptions& o, const std::function<void(const j
            std::stop_token stop) {
   UdpLink link;
   std::string err;
-  if (!link.open(o.udp_local, err)) {
+  if (!link.open(o.udp_local, err) || (o.raw_receive && !link.raw_receive(err))) {
     on_connection({{"ok", false}, {"error", err}});
     return;
   }
@@ -563,6 +565,192 @@ void serve(int listen_fd, const PeerOptions& o, const std::function<void(const j
     Fd c = tcp_accept(listen_fd, 200, err);
     if (!c) continue;
     on_connection(serve_one(c.get(), link, o, n++, stop));
+  }
+}
+
+// ---------------------------------------------------------------- perftest
+
+namespace {
+
+// The IPv4-mapped GID of an ADDR:PORT endpoint, and back.
+std::array<std::uint8_t, 16> gid_of(const std::string& endpoint) {
+  std::array<std::uint8_t, 16> g{};
+  g[10] = g[11] = 0xff;
+  unsigned a[4] = {};
+  if (std::sscanf(endpoint.c_str(), "%u.%u.%u.%u", &a[0], &a[1], &a[2], &a[3]) == 4)
+    for (int i = 0; i < 4; ++i) g[12 + i] = static_cast<std::uint8_t>(a[i]);
+  return g;
+}
+std::optional<std::string> udp_of(const std::array<std::uint8_t, 16>& g) {
+  for (int i = 0; i < 10; ++i)
+    if (g[i]) return std::nullopt;
+  if (g[10] != 0xff || g[11] != 0xff) return std::nullopt;
+  return fmt::format("{}.{}.{}.{}:{}", g[12], g[13], g[14], g[15], protocols::ib::kRoceV2Port);
+}
+
+// The QP side of a perftest connection, either role, after the keys: the
+// client posts its work (write or read), the server serves until the
+// client's barrier after the test arrives on the TCP socket.
+struct PerftestRun {
+  ProtectionDomain pd;
+  CompletionQueue scq, rcq;
+  std::vector<std::byte> buf;
+  std::uint32_t key = 0;
+  std::optional<QueuePair> qp;
+  PerftestDest mine, theirs;
+};
+
+bool perftest_connect(PerftestRun& run, PerftestSession& ses, UdpLink& link, QpConfig cfg, std::size_t buffer,
+                      std::string& err) {
+  run.buf.assign(buffer, std::byte{0});
+  fill_pattern(run.buf, 18515);
+  run.key = run.pd.register_mr(run.buf, kRemoteRead | kRemoteWrite | kRemoteAtomic | kLocalWrite);
+  run.mine.out_reads = static_cast<std::uint16_t>(cfg.max_dest_rd_atomic);
+  run.mine.qpn = cfg.qpn;
+  run.mine.psn = cfg.sq_psn;
+  run.mine.rkey = run.key;
+  run.mine.vaddr = 0;  // our region's base_to
+  run.mine.gid = gid_of(link.local_name());
+  if (!ses.keys(run.mine, run.theirs) || !ses.barrier(run.mine) || !ses.barrier(run.mine)) {
+    err = ses.error();
+    return false;
+  }
+  const auto peer = udp_of(run.theirs.gid);
+  if (!peer) {
+    err = "perftest keys: the peer's GID is not an IPv4-mapped address";
+    return false;
+  }
+  if (!link.set_peer(*peer, err)) return false;
+  cfg.dest_qpn = run.theirs.qpn;
+  cfg.rq_psn = run.theirs.psn;
+  cfg.max_rd_atomic = std::max<unsigned>(1, std::min<unsigned>(cfg.max_rd_atomic, run.theirs.out_reads));
+  if (const std::string bad = eng::validate(cfg); !bad.empty()) {
+    err = "perftest: " + bad;
+    return false;
+  }
+  run.qp.emplace(run.pd, run.scq, run.rcq, cfg);
+  return true;
+}
+
+}  // namespace
+
+RunResult run_perftest_client(std::string_view server, std::string_view program, const RunOptions& o) {
+  RunResult r;
+  r.scenario = std::string(program);
+  const bool read = program == "ib_read_bw";
+  if (!read && program != "ib_write_bw") {
+    r.message = fmt::format("perftest program '{}': ib_write_bw or ib_read_bw", program);
+    return r;
+  }
+  const std::uint32_t size = o.size ? o.size : 65536;
+  const std::uint64_t iters = o.iterations ? o.iterations : 1000;
+  r.size = size;
+  std::string err;
+  Fd tcp = tcp_connect(server, o.timeout_ms, err);
+  UdpLink link;
+  if (!tcp || !link.open(o.udp_local, err) || (!o.pcap.empty() && !link.record(o.pcap, err)) ||
+      (o.raw_receive && !link.raw_receive(err))) {
+    r.message = err;
+    return r;
+  }
+  PerftestSession ses(tcp.get(), true, o.timeout_ms);
+  QpConfig cfg = o.qp;
+  cfg.type = QpType::rc;
+  cfg.qpn = 0x1000 + static_cast<std::uint32_t>((Clock::now().time_since_epoch().count() >> 12) & 0xffff);
+  cfg.sq_psn = static_cast<std::uint32_t>(Clock::now().time_since_epoch().count()) & 0xffffff;
+  std::string version;
+  if (!ses.setup(cfg.pmtu, version)) {
+    r.message = ses.error();
+    return r;
+  }
+  PerftestRun run;
+  if (!perftest_connect(run, ses, link, cfg, size, err)) {
+    r.message = err;
+    return r;
+  }
+  QueuePair& qp = *run.qp;
+  std::uint64_t posted = 0, completed = 0;
+  std::string bad;
+  const auto t0 = Clock::now();
+  const bool ran = link.run_until(qp, [&] {
+    while (auto c = run.scq.poll()) {
+      ++completed;
+      if (c->status != WcStatus::success && bad.empty())
+        bad = fmt::format("{} {} completed with '{}'", read ? "READ" : "WRITE", c->wr_id, wc_status_name(c->status));
+    }
+    while (posted < iters && posted - completed < o.window) {
+      SendWr w{};
+      w.wr_id = posted++;
+      w.op = read ? WrOpcode::read : WrOpcode::write;
+      w.local = {run.key, 0, size};
+      w.remote_stag = run.theirs.rkey;
+      w.remote_to = run.theirs.vaddr;
+      qp.post_send(w);
+    }
+    return completed >= iters;
+  }, o.timeout_ms);
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  r.iterations = iters;
+  r.bytes = iters * size;
+  r.counters = counters_json(qp.counters());
+  const double gbps = r.seconds > 0 ? static_cast<double>(r.bytes) * 8 / r.seconds / 1e9 : 0;
+  if (!ses.barrier(run.mine) || !ses.report(size, iters, gbps, gbps, r.seconds > 0 ? static_cast<double>(iters) / r.seconds / 1e6 : 0) ||
+      !ses.barrier(run.mine) || !ses.done()) {
+    r.message = ses.error();
+    return r;
+  }
+  r.peer = {{"program", program}, {"version", version}, {"qpn", run.theirs.qpn}, {"psn", run.theirs.psn},
+            {"out_reads", run.theirs.out_reads}};
+  r.ok = ran && bad.empty();
+  r.message = !ran ? fmt::format("{}: {}", program, link.error()) : !bad.empty() ? bad
+              : fmt::format("{} RDMA {}s of {} octets completed against perftest {}", iters, read ? "READ" : "WRITE",
+                            size, version);
+  return r;
+}
+
+void serve_perftest(int listen_fd, const PeerOptions& o, const std::function<void(const json&)>& on_connection,
+                    std::stop_token stop) {
+  UdpLink link;
+  std::string err;
+  if (!link.open(o.udp_local, err) || (o.raw_receive && !link.raw_receive(err))) {
+    on_connection({{"ok", false}, {"error", err}});
+    return;
+  }
+  for (std::uint64_t n = 0; !stop.stop_requested() && (o.connections == 0 || n < o.connections);) {
+    Fd c = tcp_accept(listen_fd, 200, err);
+    if (!c) continue;
+    json rep = {{"connection", n++}, {"ok", false}, {"program", "perftest"}};
+    PerftestSession ses(c.get(), false, o.idle_timeout_ms);
+    QpConfig cfg = o.qp;
+    cfg.type = QpType::rc;
+    cfg.qpn = 0x100 + static_cast<std::uint32_t>(n % 0x1000);
+    cfg.sq_psn = static_cast<std::uint32_t>(Clock::now().time_since_epoch().count() >> 10) & 0xffffff;
+    std::string version;
+    PerftestRun run;
+    if (!o.pcap_dir.empty())
+      link.record((std::filesystem::path(o.pcap_dir) / fmt::format("peer-perftest-{}.pcap", n - 1)).string(), err);
+    if (!ses.setup(cfg.pmtu, version) ||
+        !perftest_connect(run, ses, link, cfg, std::min<std::size_t>(o.max_size, 64u << 20), err)) {
+      rep["error"] = err.empty() ? ses.error() : err;
+      on_connection(rep);
+      link.stop_recording();
+      continue;
+    }
+    // Serve until the client's barrier after its test shows on the socket.
+    QueuePair& qp = *run.qp;
+    const bool served = link.run_until(qp, [&] {
+      pollfd p{c.get(), POLLIN, 0};
+      return stop.stop_requested() || ::poll(&p, 1, 0) > 0;
+    }, o.idle_timeout_ms * 4);
+    link.run_until(qp, [&] { return qp.idle(); }, 100);
+    const bool closed = ses.barrier(run.mine) && ses.report(0, 0, 0, 0, 0) && ses.barrier(run.mine) && ses.done();
+    rep["ok"] = served && closed && qp.state() == QpState::rts;
+    rep["version"] = version;
+    rep["counters"] = counters_json(qp.counters());
+    rep["state"] = qp.state() == QpState::rts ? "rts" : "error";
+    if (!served || !closed) rep["error"] = !served ? link.error() : ses.error();
+    link.stop_recording();
+    on_connection(rep);
   }
 }
 

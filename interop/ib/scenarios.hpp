@@ -53,6 +53,7 @@ struct RunOptions {
   // (4791 unless configured), so the two ends bind different addresses.
   std::string udp_local = "127.0.0.2:4791";
   std::string pcap;              // record our UDP traffic here
+  bool raw_receive = false;      // check ICRCs against the IP header as it arrived (root; see UdpLink)
   int timeout_ms = 10000;        // for any one step
   unsigned window = 64;          // work requests in flight in the data scenarios
 };
@@ -71,6 +72,14 @@ struct RunResult {
 
 RunResult run_initiator(std::string_view control_peer, const RunOptions& o);
 
+// Our engine as the client of an unmodified perftest server (`ib_write_bw`
+// or `ib_read_bw` started without -R), through perftest's TCP exchange
+// (interop/ib/perftest.hpp): o.iterations RDMA WRITEs or READs of o.size
+// octets (the server's -n and -s must match). Completions are verified;
+// perftest's server does not look at its buffer.
+RunResult run_perftest_client(std::string_view server, std::string_view program, const RunOptions& o);
+
+
 struct PeerOptions {
   eng::QpConfig qp;                 // limits and timers; type, QPN and PSNs come from the hello
   std::string udp_local = "127.0.0.1:4791";
@@ -78,11 +87,19 @@ struct PeerOptions {
   int idle_timeout_ms = 30000;
   std::uint32_t max_size = 64u << 20;  // largest buffer a hello may ask for
   std::string pcap_dir;             // record connection N as DIR/peer-roce-N.pcap
+  bool raw_receive = false;
 };
 
 // Serves control connections on a listening socket, one at a time.
 void serve(int listen_fd, const PeerOptions& o, const std::function<void(const nlohmann::json&)>& on_connection,
            std::stop_token stop = {});
+
+// Our engine as the server for unmodified perftest clients (`ib_write_bw
+// SERVER`, `ib_read_bw SERVER`, started without -R) on perftest's port: one
+// client at a time, each reported. The buffer offered is max_size octets
+// (capped at 64 MiB) with remote read and write.
+void serve_perftest(int listen_fd, const PeerOptions& o, const std::function<void(const nlohmann::json&)>& on_connection,
+                    std::stop_token stop = {});
 
 nlohmann::json counters_json(const eng::Counters& c);
 
