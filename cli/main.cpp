@@ -140,7 +140,7 @@ int main(int argc, char** argv) {
   interop::lab::LabOptions lab_opt;
   lab_opt.lab_dir = RDMACONF_SOURCE_DIR "/interop/lab";
   bool lab_list = false;
-  lab_run->add_option("--peer", lab_opt.peer, "the kernel peer: siw, rxe or all (default; rxe cells are rxe against rxe until the RoCEv2 engine exists)")
+  lab_run->add_option("--peer", lab_opt.peer, "the kernel peer: siw, rxe or all (default)")
       ->check(CLI::IsMember({"siw", "rxe", "all"}));
   lab_run->add_option("--scenario", lab_opt.scenarios, "only cells running this scenario (repeatable; see --list)");
   lab_run->add_flag("--sweep", lab_opt.sweep, "every siw knob combination (CRC off/required/strict x MPA v1/v2/p2p)");

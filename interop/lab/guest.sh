@@ -61,7 +61,7 @@ pair_setup() {
 
 # siw_load CRC_REQUIRED CRC_STRICT MPA_VERSION PEER_TO_PEER TRY_GSO
 siw_load() {
-  for d in siw0 siw1 siw2 rxe1 rxe2; do rdma link delete $d 2>/dev/null; done
+  for d in siw0 siw1 siw2 rxe0 rxe1 rxe2; do rdma link delete $d 2>/dev/null; done
   rmmod siw 2>/dev/null
   if ! modprobe siw mpa_crc_required="$1" mpa_crc_strict="$2" mpa_version="$3" peer_to_peer="$4" try_gso="$5"; then
     say "modprobe siw $* failed"
@@ -75,12 +75,14 @@ siw_load() {
 }
 
 # rxe_load: rxe1 on veth2 and rxe2 on veth3 (RoCEv2 between 192.0.2.3 and
-# 192.0.2.4), in place of any siw device (one RDMA device per address).
+# 192.0.2.4), and rxe0 on veth0 (192.0.2.1, facing our engine in namespace
+# eng), in place of any siw device (one RDMA device per address).
 rxe_load() {
-  for d in siw0 siw1 siw2 rxe1 rxe2; do rdma link delete $d 2>/dev/null; done
+  for d in siw0 siw1 siw2 rxe0 rxe1 rxe2; do rdma link delete $d 2>/dev/null; done
   modprobe rdma_rxe || { say "modprobe rdma_rxe failed"; return 1; }
   rdma link add rxe1 type rxe netdev veth2 || { say "rdma link add rxe1 failed"; return 1; }
   rdma link add rxe2 type rxe netdev veth3 || { say "rdma link add rxe2 failed"; return 1; }
+  rdma link add rxe0 type rxe netdev veth0 || { say "rdma link add rxe0 failed"; return 1; }
   SIW_PARAMS=""
   say "rxe loaded on veth2 and veth3"
 }

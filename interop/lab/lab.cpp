@@ -258,6 +258,25 @@ std::vector<Cell> siw_matrix(bool sweep, const std::vector<std::string>& scenari
     cells.push_back(std::move(c));
   }
 
+  // Our RoCEv2 engine against rxe (rxe0 on veth0, our engine in namespace
+  // eng behind veth1) through perftest's own TCP exchange, in both roles.
+  for (const char* prog : {"ib_write_bw", "ib_read_bw"})
+    for (const bool initiator : {true, false}) {
+      Cell c;
+      c.kernel = "rxe";
+      c.our_role = initiator ? "initiator" : "responder";
+      c.scenario = prog;
+      c.program = initiator ? fmt::format("{} (server)", prog) : fmt::format("{} {} (client)", prog, kOurAddr);
+      c.ours_label = "roce";
+      c.id = fmt::format("rxe.rxe-our-{}.{}", c.our_role, prog);
+      c.size = 4096;
+      c.iterations = 20;
+      c.why = fmt::format("perftest's TCP exchange, then {} RDMA {}s of {} octets over RC: every work request "
+                          "completes on both sides and the capture FAILs no case (IBTA Vol.1 ch. 9, Annex A17)",
+                          c.iterations, std::string_view(prog) == "ib_read_bw" ? "READ" : "WRITE", c.size);
+      cells.push_back(std::move(c));
+    }
+
   for (auto& c : cells)
     if (c.siw.try_gso) {
       c.known_finding = kSiwGso;
@@ -333,6 +352,29 @@ std::string guest_plan(const std::vector<Cell>& cells) {
       if (!rxe) plan += "rxe_load\n";
       rxe = true;
       siw = false;
+      if (c.our_role == "initiator") {
+        plan += fmt::format("cell {} veth0 udp\n", c.id);
+        plan += fmt::format("server peer siw {} -F -d rxe0 -p {} -n {} -s {}\n", c.scenario, c.port, c.iterations, c.size);
+        plan += fmt::format("wait_listen siw {}\n", c.port);
+        plan += fmt::format(
+            "client our our $ENGINE interop --transport roce --peer-program {} --peer {}:{} --udp {}:4791 --size {} "
+            "--iterations {} --raw-receive --timeout {} --json \"$DIR/our.json\"\n",
+            c.scenario, kSiwAddr, c.port, kOurAddr, c.size, c.iterations, kStepTimeoutMs);
+        plan += fmt::format("finish {}\n", kGraceS);
+        continue;
+      }
+      if (c.our_role == "responder") {
+        plan += fmt::format("cell {} veth0 udp\n", c.id);
+        plan += fmt::format(
+            "server our our $ENGINE peer --transport roce --perftest --listen {}:{} --udp {}:4791 --connections 1 "
+            "--raw-receive --timeout {}\n",
+            kOurAddr, c.port, kOurAddr, kStepTimeoutMs);
+        plan += fmt::format("wait_listen our {}\n", c.port);
+        plan += fmt::format("client peer siw {} -F -d rxe0 -p {} -n {} -s {} {}\n", c.scenario, c.port, c.iterations,
+                            c.size, kOurAddr);
+        plan += fmt::format("finish {}\n", kGraceS);
+        continue;
+      }
       plan += fmt::format("cell {} veth2 udp\n", c.id);
       plan += fmt::format("server srv siw {}\n", c.server_cmd);
       plan += fmt::format("wait_{} siw {}\n", c.scenario.ends_with("-tcp") ? "listen" : "rdma", c.port);
@@ -607,8 +649,11 @@ void export_capture(const Cell& c, const CellOutcome& oc, const Verdict& v, cons
       {"cell", c.id},
       {"kernel", kernel},
       {c.kernel == "rxe" ? "rxe" : "siw_module_parameters",
-       c.kernel == "rxe" ? nlohmann::json("rdma_rxe of the kernel: rxe1 on veth2 (192.0.2.3), rxe2 on veth3 (192.0.2.4)")
-                         : c.siw.to_json()},
+       c.kernel != "rxe"       ? c.siw.to_json()
+       : c.our_role == "none" ? nlohmann::json("rdma_rxe of the kernel: rxe1 on veth2 (192.0.2.3), rxe2 on veth3 (192.0.2.4)")
+                               : nlohmann::json(fmt::format("rdma_rxe of the kernel: rxe0 on veth0 ({}); our engine in "
+                                                            "namespace eng on veth1 ({})",
+                                                            kSiwAddr, kOurAddr))},
       {"our_role", c.our_role},
       {"programs", programs},
       {"description", c.why},
