@@ -115,8 +115,12 @@ void roce_options(CLI::App* c, LiveOptions& o, const char* udp_default) {
               "(needed for peers such as rxe that number their IPv4 datagrams)");
 }
 
+bool is_perftest(std::string_view program) {
+  return program == "ib_write_bw" || program == "ib_read_bw" || program == "ib_send_bw";
+}
+
 int run_roce_interop(const LiveOptions& o) {
-  const bool perftest = o.peer_program == "ib_write_bw" || o.peer_program == "ib_read_bw";
+  const bool perftest = is_perftest(o.peer_program);
   if (!perftest && !ib::find_scenario(o.scenario)) {
     std::cerr << fmt::format("rdmaconf interop: unknown RoCEv2 scenario '{}'\n{}", o.scenario, scenario_list());
     return kExitUsage;
@@ -164,6 +168,7 @@ int run_roce_peer(const LiveOptions& o) {
   po.max_size = o.max_size;
   po.pcap_dir = o.pcap_dir;
   po.raw_receive = o.raw_receive;
+  if (is_perftest(o.peer_program)) po.perftest_program = o.peer_program;
   if (!po.pcap_dir.empty()) std::filesystem::create_directories(po.pcap_dir);
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
@@ -195,9 +200,10 @@ LiveCommands::LiveCommands(CLI::App& app) : o_(std::make_unique<LiveOptions>()) 
   interop_->add_flag("--list", o.list, "list the scenarios and exit");
   interop_->add_option("--peer-program", o.peer_program,
                        "what serves --peer: rdmaconf (our peer) or rping (rping -s of any stack; terminate-* "
-                       "scenarios then skip faults that need a buffer of the responder's); roce: ib_write_bw or "
-                       "ib_read_bw (a perftest server without -R; --size and --iterations must match its -s and -n)")
-      ->check(CLI::IsMember({"rdmaconf", "rping", "ib_write_bw", "ib_read_bw"}));
+                       "scenarios then skip faults that need a buffer of the responder's); roce: ib_write_bw, "
+                       "ib_read_bw or ib_send_bw (a perftest server without -R; --size and --iterations must match "
+                       "its -s and -n)")
+      ->check(CLI::IsMember({"rdmaconf", "rping", "ib_write_bw", "ib_read_bw", "ib_send_bw"}));
   engine_options(interop_, o);
   roce_options(interop_, o, "127.0.0.2:4791");
 
@@ -208,8 +214,12 @@ LiveCommands::LiveCommands(CLI::App& app) : o_(std::make_unique<LiveOptions>()) 
   peer_->add_flag("--reject", o.reject, "reject every MPA Request");
   peer_->add_option("--max-size", o.max_size, "largest buffer a client may ask for");
   peer_->add_flag("--perftest", o.perftest,
-                  "roce: serve perftest clients (ib_write_bw / ib_read_bw SERVER, without -R) through perftest's "
-                  "own TCP exchange instead of ours");
+                  "roce: serve perftest clients (ib_write_bw / ib_read_bw / ib_send_bw SERVER, without -R) through "
+                  "perftest's own TCP exchange instead of ours");
+  peer_->add_option("--peer-program", o.peer_program,
+                    "roce --perftest: what the clients run: ib_write_bw or ib_read_bw (the default; served alike) "
+                    "or ib_send_bw (receives are kept posted)")
+      ->check(CLI::IsMember({"rdmaconf", "ib_write_bw", "ib_read_bw", "ib_send_bw"}));
   engine_options(peer_, o);
   roce_options(peer_, o, "127.0.0.1:4791");
 }
@@ -226,7 +236,7 @@ int LiveCommands::run() {
       std::cout << scenario_list();
       return 0;
     }
-    const bool perftest = o.transport == "roce" && (o.peer_program == "ib_write_bw" || o.peer_program == "ib_read_bw");
+    const bool perftest = o.transport == "roce" && is_perftest(o.peer_program);
     if (o.peer_addr.empty() || (o.scenario.empty() && !perftest)) {
       std::cerr << "rdmaconf interop: --peer and --scenario are required (--list shows the scenarios)\n";
       return kExitUsage;

@@ -588,8 +588,21 @@ std::optional<std::string> udp_of(const std::array<std::uint8_t, 16>& g) {
   return fmt::format("{}.{}.{}.{}:{}", g[12], g[13], g[14], g[15], protocols::ib::kRoceV2Port);
 }
 
+// The perftest programs we speak to. ib_write_bw and ib_read_bw share one
+// sequence (keys and two barriers; after the test a barrier, the report and
+// the closing barrier). ib_send_bw has one more barrier before the test,
+// exchanged once the server has posted its receives, and no report after a
+// one-way test: only the closing barrier.
+enum class PerftestVerb { write, read, send };
+std::optional<PerftestVerb> perftest_verb(std::string_view program) {
+  if (program == "ib_write_bw") return PerftestVerb::write;
+  if (program == "ib_read_bw") return PerftestVerb::read;
+  if (program == "ib_send_bw") return PerftestVerb::send;
+  return std::nullopt;
+}
+
 // The QP side of a perftest connection, either role, after the keys: the
-// client posts its work (write or read), the server serves until the
+// client posts its work (write, read or send), the server serves until the
 // client's barrier after the test arrives on the TCP socket.
 struct PerftestRun {
   ProtectionDomain pd;
@@ -637,11 +650,12 @@ bool perftest_connect(PerftestRun& run, PerftestSession& ses, UdpLink& link, QpC
 RunResult run_perftest_client(std::string_view server, std::string_view program, const RunOptions& o) {
   RunResult r;
   r.scenario = std::string(program);
-  const bool read = program == "ib_read_bw";
-  if (!read && program != "ib_write_bw") {
-    r.message = fmt::format("perftest program '{}': ib_write_bw or ib_read_bw", program);
+  const auto verb = perftest_verb(program);
+  if (!verb) {
+    r.message = fmt::format("perftest program '{}': ib_write_bw, ib_read_bw or ib_send_bw", program);
     return r;
   }
+  const char* what = *verb == PerftestVerb::read ? "READ" : *verb == PerftestVerb::send ? "SEND" : "WRITE";
   const std::uint32_t size = o.size ? o.size : 65536;
   const std::uint64_t iters = o.iterations ? o.iterations : 1000;
   r.size = size;
@@ -664,8 +678,9 @@ RunResult run_perftest_client(std::string_view server, std::string_view program,
     return r;
   }
   PerftestRun run;
-  if (!perftest_connect(run, ses, link, cfg, size, err)) {
-    r.message = err;
+  if (!perftest_connect(run, ses, link, cfg, size, err) ||
+      (*verb == PerftestVerb::send && !ses.barrier(run.mine))) {  // the server's receives are posted
+    r.message = err.empty() ? ses.error() : err;
     return r;
   }
   QueuePair& qp = *run.qp;
@@ -676,12 +691,12 @@ RunResult run_perftest_client(std::string_view server, std::string_view program,
     while (auto c = run.scq.poll()) {
       ++completed;
       if (c->status != WcStatus::success && bad.empty())
-        bad = fmt::format("{} {} completed with '{}'", read ? "READ" : "WRITE", c->wr_id, wc_status_name(c->status));
+        bad = fmt::format("{} {} completed with '{}'", what, c->wr_id, wc_status_name(c->status));
     }
     while (posted < iters && posted - completed < o.window) {
       SendWr w{};
       w.wr_id = posted++;
-      w.op = read ? WrOpcode::read : WrOpcode::write;
+      w.op = *verb == PerftestVerb::read ? WrOpcode::read : *verb == PerftestVerb::send ? WrOpcode::send : WrOpcode::write;
       w.local = {run.key, 0, size};
       w.remote_stag = run.theirs.rkey;
       w.remote_to = run.theirs.vaddr;
@@ -694,8 +709,13 @@ RunResult run_perftest_client(std::string_view server, std::string_view program,
   r.bytes = iters * size;
   r.counters = counters_json(qp.counters());
   const double gbps = r.seconds > 0 ? static_cast<double>(r.bytes) * 8 / r.seconds / 1e9 : 0;
-  if (!ses.barrier(run.mine) || !ses.report(size, iters, gbps, gbps, r.seconds > 0 ? static_cast<double>(iters) / r.seconds / 1e6 : 0) ||
-      !ses.barrier(run.mine) || !ses.done()) {
+  const bool report = *verb != PerftestVerb::send;
+  if (report && (!ses.barrier(run.mine) ||
+                 !ses.report(size, iters, gbps, gbps, r.seconds > 0 ? static_cast<double>(iters) / r.seconds / 1e6 : 0))) {
+    r.message = ses.error();
+    return r;
+  }
+  if (!ses.barrier(run.mine) || !ses.done()) {
     r.message = ses.error();
     return r;
   }
@@ -703,8 +723,7 @@ RunResult run_perftest_client(std::string_view server, std::string_view program,
             {"out_reads", run.theirs.out_reads}};
   r.ok = ran && bad.empty();
   r.message = !ran ? fmt::format("{}: {}", program, link.error()) : !bad.empty() ? bad
-              : fmt::format("{} RDMA {}s of {} octets completed against perftest {}", iters, read ? "READ" : "WRITE",
-                            size, version);
+              : fmt::format("{} {}s of {} octets completed against perftest {}", iters, what, size, version);
   return r;
 }
 
@@ -716,10 +735,16 @@ void serve_perftest(int listen_fd, const PeerOptions& o, const std::function<voi
     on_connection({{"ok", false}, {"error", err}});
     return;
   }
+  const auto verb = perftest_verb(o.perftest_program);
+  if (!verb) {
+    on_connection({{"ok", false}, {"error", fmt::format("perftest program '{}': ib_write_bw, ib_read_bw or ib_send_bw",
+                                                        o.perftest_program)}});
+    return;
+  }
   for (std::uint64_t n = 0; !stop.stop_requested() && (o.connections == 0 || n < o.connections);) {
     Fd c = tcp_accept(listen_fd, 200, err);
     if (!c) continue;
-    json rep = {{"connection", n++}, {"ok", false}, {"program", "perftest"}};
+    json rep = {{"connection", n++}, {"ok", false}, {"program", o.perftest_program}};
     PerftestSession ses(c.get(), false, o.idle_timeout_ms);
     QpConfig cfg = o.qp;
     cfg.type = QpType::rc;
@@ -736,15 +761,49 @@ void serve_perftest(int listen_fd, const PeerOptions& o, const std::function<voi
       link.stop_recording();
       continue;
     }
-    // Serve until the client's barrier after its test shows on the socket.
     QueuePair& qp = *run.qp;
+    // ib_send_bw: receives of the whole buffer each (perftest's client
+    // sends at most -s octets), reposted as they complete; then the barrier
+    // that tells the client they are there.
+    const bool send = verb == PerftestVerb::send;
+    constexpr std::uint64_t kRecvDepth = 128;
+    const auto recv_len = static_cast<std::uint32_t>(run.buf.size());
+    std::uint64_t received = 0, received_octets = 0;
+    std::string recv_error;
+    if (send) {
+      for (std::uint64_t i = 0; i < kRecvDepth; ++i) qp.post_recv({i, {run.key, 0, recv_len}});
+      if (!ses.barrier(run.mine)) {
+        rep["error"] = ses.error();
+        on_connection(rep);
+        link.stop_recording();
+        continue;
+      }
+    }
+    const auto take_receives = [&] {
+      while (auto wc = run.rcq.poll()) {
+        if (wc->status != WcStatus::success) {
+          if (recv_error.empty()) recv_error = fmt::format("receive {} completed with '{}'", received, wc_status_name(wc->status));
+          continue;
+        }
+        ++received;
+        received_octets += wc->byte_len;
+        qp.post_recv({wc->wr_id, {run.key, 0, recv_len}});
+      }
+    };
+    // Serve until the client's barrier after its test shows on the socket.
     const bool served = link.run_until(qp, [&] {
+      take_receives();
       pollfd p{c.get(), POLLIN, 0};
       return stop.stop_requested() || ::poll(&p, 1, 0) > 0;
     }, o.idle_timeout_ms * 4);
-    link.run_until(qp, [&] { return qp.idle(); }, 100);
-    const bool closed = ses.barrier(run.mine) && ses.report(0, 0, 0, 0, 0) && ses.barrier(run.mine) && ses.done();
-    rep["ok"] = served && closed && qp.state() == QpState::rts;
+    link.run_until(qp, [&] { take_receives(); return qp.idle(); }, 100);
+    const bool closed = (send || (ses.barrier(run.mine) && ses.report(0, 0, 0, 0, 0))) && ses.barrier(run.mine) && ses.done();
+    if (send) {
+      rep["received"] = received;
+      rep["received_octets"] = received_octets;
+      if (!recv_error.empty()) rep["error"] = recv_error;
+    }
+    rep["ok"] = served && closed && qp.state() == QpState::rts && recv_error.empty() && (!send || received > 0);
     rep["version"] = version;
     rep["counters"] = counters_json(qp.counters());
     rep["state"] = qp.state() == QpState::rts ? "rts" : "error";

@@ -74,9 +74,9 @@ RunResult run_initiator(std::string_view control_peer, const RunOptions& o);
 
 // Our engine as the client of an unmodified perftest server (`ib_write_bw`
 // or `ib_read_bw` started without -R), through perftest's TCP exchange
-// (interop/ib/perftest.hpp): o.iterations RDMA WRITEs or READs of o.size
-// octets (the server's -n and -s must match). Completions are verified;
-// perftest's server does not look at its buffer.
+// (interop/ib/perftest.hpp): o.iterations RDMA WRITEs, READs or SENDs of
+// o.size octets (the server's -n and -s must match). Completions are
+// verified; perftest's server does not look at its buffer.
 RunResult run_perftest_client(std::string_view server, std::string_view program, const RunOptions& o);
 
 
@@ -88,6 +88,7 @@ struct PeerOptions {
   std::uint32_t max_size = 64u << 20;  // largest buffer a hello may ask for
   std::string pcap_dir;             // record connection N as DIR/peer-roce-N.pcap
   bool raw_receive = false;
+  std::string perftest_program = "ib_write_bw";  // serve_perftest: what its clients run (ib_read_bw is served alike)
 };
 
 // Serves control connections on a listening socket, one at a time.
@@ -95,9 +96,10 @@ void serve(int listen_fd, const PeerOptions& o, const std::function<void(const n
            std::stop_token stop = {});
 
 // Our engine as the server for unmodified perftest clients (`ib_write_bw
-// SERVER`, `ib_read_bw SERVER`, started without -R) on perftest's port: one
-// client at a time, each reported. The buffer offered is max_size octets
-// (capped at 64 MiB) with remote read and write.
+// SERVER`, `ib_read_bw SERVER`, `ib_send_bw SERVER`, started without -R) on
+// perftest's port: one client at a time, each reported. The buffer offered
+// is max_size octets (capped at 64 MiB) with remote read and write; for
+// ib_send_bw receives of that size are kept posted.
 void serve_perftest(int listen_fd, const PeerOptions& o, const std::function<void(const nlohmann::json&)>& on_connection,
                     std::stop_token stop = {});
 

@@ -246,7 +246,8 @@ std::vector<Cell> siw_matrix(bool sweep, const std::vector<std::string>& scenari
   // rxe against rxe on the same veth pair (RoCEv2): rdma_cm connections (CM
   // MADs over QP1, then RC), perftest with rdma_cm and with its own TCP
   // parameter exchange (port 18515 style, on the cell's port).
-  for (const char* prog : {"rping", "ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw", "ib_write_bw-tcp"}) {
+  for (const char* prog :
+       {"rping", "ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw", "ib_write_bw-tcp", "ib_send_bw-tcp"}) {
     Cell c;
     c.kernel = "rxe";
     c.our_role = "none";
@@ -260,7 +261,7 @@ std::vector<Cell> siw_matrix(bool sweep, const std::vector<std::string>& scenari
 
   // Our RoCEv2 engine against rxe (rxe0 on veth0, our engine in namespace
   // eng behind veth1) through perftest's own TCP exchange, in both roles.
-  for (const char* prog : {"ib_write_bw", "ib_read_bw"})
+  for (const char* prog : {"ib_write_bw", "ib_read_bw", "ib_send_bw"})
     for (const bool initiator : {true, false}) {
       Cell c;
       c.kernel = "rxe";
@@ -271,9 +272,11 @@ std::vector<Cell> siw_matrix(bool sweep, const std::vector<std::string>& scenari
       c.id = fmt::format("rxe.rxe-our-{}.{}", c.our_role, prog);
       c.size = 4096;
       c.iterations = 20;
-      c.why = fmt::format("perftest's TCP exchange, then {} RDMA {}s of {} octets over RC: every work request "
+      const std::string_view p = prog;
+      c.why = fmt::format("perftest's TCP exchange, then {} {}s of {} octets over RC: every work request "
                           "completes on both sides and the capture FAILs no case (IBTA Vol.1 ch. 9, Annex A17)",
-                          c.iterations, std::string_view(prog) == "ib_read_bw" ? "READ" : "WRITE", c.size);
+                          c.iterations, p == "ib_read_bw" ? "RDMA READ" : p == "ib_send_bw" ? "SEND" : "RDMA WRITE",
+                          c.size);
       cells.push_back(std::move(c));
     }
 
@@ -366,9 +369,9 @@ std::string guest_plan(const std::vector<Cell>& cells) {
       if (c.our_role == "responder") {
         plan += fmt::format("cell {} veth0 udp\n", c.id);
         plan += fmt::format(
-            "server our our $ENGINE peer --transport roce --perftest --listen {}:{} --udp {}:4791 --connections 1 "
-            "--raw-receive --timeout {}\n",
-            kOurAddr, c.port, kOurAddr, kStepTimeoutMs);
+            "server our our $ENGINE peer --transport roce --perftest --peer-program {} --listen {}:{} --udp {}:4791 "
+            "--connections 1 --raw-receive --timeout {}\n",
+            c.scenario, kOurAddr, c.port, kOurAddr, kStepTimeoutMs);
         plan += fmt::format("wait_listen our {}\n", c.port);
         plan += fmt::format("client peer siw {} -F -d rxe0 -p {} -n {} -s {} {}\n", c.scenario, c.port, c.iterations,
                             c.size, kOurAddr);

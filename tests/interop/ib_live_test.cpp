@@ -107,4 +107,67 @@ BOOST_AUTO_TEST_CASE(every_scenario_against_our_peer) {
   fs::remove_all(dir);
 }
 
+// perftest's own TCP exchange (interop/ib/perftest), our client against our
+// server for each program. The real peer is perftest on rxe in the lab
+// (docs/lab.md); this keeps both sides' sequences in step with each other in
+// every build, and the catalog judges both recordings.
+BOOST_AUTO_TEST_CASE(perftest_exchange_our_client_against_our_server) {
+  // perftest's keys carry a GID and no port: RoCEv2 goes to 4791, so the two
+  // ends take loopback addresses of their own (the wire oracle test sniffs
+  // 127.0.0.2).
+  constexpr std::uint16_t port = 4791;
+  const fs::path dir = fs::temp_directory_path() / fmt::format("rdmaconf-perftest-live-{}", getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  constexpr std::uint32_t kSize = 4096;
+  constexpr std::uint64_t kIters = 50;
+  for (const char* prog : {"ib_write_bw", "ib_read_bw", "ib_send_bw"}) {
+    BOOST_TEST_CONTEXT(prog) {
+      std::string err;
+      Fd lfd = rdmaconf::engine::tcp_listen("127.0.0.3:0", err);
+      BOOST_REQUIRE_MESSAGE(lfd, err);
+      ib::PeerOptions po;
+      po.udp_local = fmt::format("127.0.0.3:{}", port);
+      po.idle_timeout_ms = 10000;
+      po.connections = 1;
+      po.max_size = 1u << 20;
+      po.perftest_program = prog;
+      po.pcap_dir = dir.string();
+      nlohmann::json rep;
+      std::jthread peer([&](std::stop_token st) {
+        ib::serve_perftest(lfd.get(), po, [&](const nlohmann::json& j) { rep = j; }, st);
+      });
+      ib::RunOptions ro;
+      ro.udp_local = fmt::format("127.0.0.4:{}", port);
+      ro.size = kSize;
+      ro.iterations = kIters;
+      ro.timeout_ms = 10000;
+      ro.pcap = (dir / fmt::format("ours-{}.pcap", prog)).string();
+      const auto r = ib::run_perftest_client(fmt::format("127.0.0.3:{}", rdmaconf::engine::local_port(lfd.get())), prog, ro);
+      peer.join();
+      BOOST_TEST(r.ok, r.message);
+      BOOST_TEST(r.iterations == kIters);
+      BOOST_TEST(r.peer.value("version", "") == "6.06");
+      BOOST_REQUIRE_MESSAGE(rep.is_object(), "the server reported nothing");
+      BOOST_TEST(rep.value("ok", false), rep.dump());
+      if (std::string_view(prog) == "ib_send_bw") {
+        BOOST_TEST(rep.value("received", 0u) == kIters, rep.dump());
+        BOOST_TEST(rep.value("received_octets", 0u) == kIters * kSize, rep.dump());
+      }
+      for (const auto& f : {dir / fmt::format("ours-{}.pcap", prog), dir / "peer-perftest-0.pcap"}) {
+        std::size_t packets = 0;
+        std::string error;
+        const auto got = fails_of(f, port, packets, error);
+        BOOST_TEST(error.empty(), error);
+        // A WRITE or SEND of 4096 octets is 4 packets at MTU 1024, and a READ
+        // 1 request and 4 responses; each side records both directions.
+        BOOST_TEST(packets >= kIters * 4, f << ": " << packets << " RoCE packets");
+        BOOST_TEST(got.empty(), f << ": FAIL " << fmt::format("{}", fmt::join(got, ", ")));
+      }
+      fs::remove(dir / "peer-perftest-0.pcap");
+    }
+  }
+  fs::remove_all(dir);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
