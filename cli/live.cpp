@@ -116,7 +116,7 @@ void roce_options(CLI::App* c, LiveOptions& o, const char* udp_default) {
 }
 
 bool is_perftest(std::string_view program) {
-  return program == "ib_write_bw" || program == "ib_read_bw" || program == "ib_send_bw";
+  return program == "ib_write_bw" || program == "ib_read_bw" || program == "ib_send_bw" || program == "ib_atomic_bw";
 }
 
 int run_roce_interop(const LiveOptions& o) {
@@ -201,9 +201,9 @@ LiveCommands::LiveCommands(CLI::App& app) : o_(std::make_unique<LiveOptions>()) 
   interop_->add_option("--peer-program", o.peer_program,
                        "what serves --peer: rdmaconf (our peer) or rping (rping -s of any stack; terminate-* "
                        "scenarios then skip faults that need a buffer of the responder's); roce: ib_write_bw, "
-                       "ib_read_bw or ib_send_bw (a perftest server without -R; --size and --iterations must match "
-                       "its -s and -n)")
-      ->check(CLI::IsMember({"rdmaconf", "rping", "ib_write_bw", "ib_read_bw", "ib_send_bw"}));
+                       "ib_read_bw, ib_send_bw or ib_atomic_bw (a perftest server without -R; --size and "
+                       "--iterations must match its -s and -n; atomics are 8 octets)")
+      ->check(CLI::IsMember({"rdmaconf", "rping", "ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw"}));
   engine_options(interop_, o);
   roce_options(interop_, o, "127.0.0.2:4791");
 
@@ -214,12 +214,12 @@ LiveCommands::LiveCommands(CLI::App& app) : o_(std::make_unique<LiveOptions>()) 
   peer_->add_flag("--reject", o.reject, "reject every MPA Request");
   peer_->add_option("--max-size", o.max_size, "largest buffer a client may ask for");
   peer_->add_flag("--perftest", o.perftest,
-                  "roce: serve perftest clients (ib_write_bw / ib_read_bw / ib_send_bw SERVER, without -R) through "
+                  "roce: serve perftest clients (ib_{write,read,send,atomic}_bw SERVER, without -R) through "
                   "perftest's own TCP exchange instead of ours");
   peer_->add_option("--peer-program", o.peer_program,
-                    "roce --perftest: what the clients run: ib_write_bw or ib_read_bw (the default; served alike) "
-                    "or ib_send_bw (receives are kept posted)")
-      ->check(CLI::IsMember({"rdmaconf", "ib_write_bw", "ib_read_bw", "ib_send_bw"}));
+                    "roce --perftest: what the clients run: ib_write_bw (the default), ib_read_bw or ib_atomic_bw "
+                    "(all served alike) or ib_send_bw (receives are kept posted)")
+      ->check(CLI::IsMember({"rdmaconf", "ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw"}));
   engine_options(peer_, o);
   roce_options(peer_, o, "127.0.0.1:4791");
 }

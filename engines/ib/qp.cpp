@@ -665,6 +665,9 @@ void QueuePair::on_duplicate(const pib::IbPacket& pk, std::uint32_t psn) {
       if (h.psn != psn) continue;
       Reply r = h;
       r.sent = 0;
+      // The answer reports the MSN as it is now: the MSN never goes back
+      // (IBTA Vol.1 §9.7.5.1.6); rxe answers duplicates the same way.
+      r.msn = msn_;
       if (kind == pib::OpKind::read_request) {
         const auto& re = pk.get(pib::kExtReth);
         r.va = re->get(pib::Reth::va);

@@ -593,13 +593,16 @@ std::optional<std::string> udp_of(const std::array<std::uint8_t, 16>& g) {
 // the closing barrier). ib_send_bw has one more barrier before the test,
 // exchanged once the server has posted its receives, and no report after a
 // one-way test: only the closing barrier.
-enum class PerftestVerb { write, read, send };
+// ib_atomic_bw follows the write/read sequence with 8-octet Fetch and Adds.
+enum class PerftestVerb { write, read, send, atomic };
 std::optional<PerftestVerb> perftest_verb(std::string_view program) {
   if (program == "ib_write_bw") return PerftestVerb::write;
   if (program == "ib_read_bw") return PerftestVerb::read;
   if (program == "ib_send_bw") return PerftestVerb::send;
+  if (program == "ib_atomic_bw") return PerftestVerb::atomic;
   return std::nullopt;
 }
+constexpr const char* kPerftestPrograms = "ib_write_bw, ib_read_bw, ib_send_bw or ib_atomic_bw";
 
 // The QP side of a perftest connection, either role, after the keys: the
 // client posts its work (write, read or send), the server serves until the
@@ -652,11 +655,14 @@ RunResult run_perftest_client(std::string_view server, std::string_view program,
   r.scenario = std::string(program);
   const auto verb = perftest_verb(program);
   if (!verb) {
-    r.message = fmt::format("perftest program '{}': ib_write_bw, ib_read_bw or ib_send_bw", program);
+    r.message = fmt::format("perftest program '{}': {}", program, kPerftestPrograms);
     return r;
   }
-  const char* what = *verb == PerftestVerb::read ? "READ" : *verb == PerftestVerb::send ? "SEND" : "WRITE";
-  const std::uint32_t size = o.size ? o.size : 65536;
+  const char* what = *verb == PerftestVerb::read     ? "READ"
+                     : *verb == PerftestVerb::send   ? "SEND"
+                     : *verb == PerftestVerb::atomic ? "FETCH_ADD"
+                                                     : "WRITE";
+  const std::uint32_t size = *verb == PerftestVerb::atomic ? 8 : o.size ? o.size : 65536;
   const std::uint64_t iters = o.iterations ? o.iterations : 1000;
   r.size = size;
   std::string err;
@@ -696,7 +702,11 @@ RunResult run_perftest_client(std::string_view server, std::string_view program,
     while (posted < iters && posted - completed < o.window) {
       SendWr w{};
       w.wr_id = posted++;
-      w.op = *verb == PerftestVerb::read ? WrOpcode::read : *verb == PerftestVerb::send ? WrOpcode::send : WrOpcode::write;
+      w.op = *verb == PerftestVerb::read     ? WrOpcode::read
+             : *verb == PerftestVerb::send   ? WrOpcode::send
+             : *verb == PerftestVerb::atomic ? WrOpcode::atomic_fetch_add
+                                             : WrOpcode::write;
+      w.add_swap = 1;
       w.local = {run.key, 0, size};
       w.remote_stag = run.theirs.rkey;
       w.remote_to = run.theirs.vaddr;
@@ -737,8 +747,8 @@ void serve_perftest(int listen_fd, const PeerOptions& o, const std::function<voi
   }
   const auto verb = perftest_verb(o.perftest_program);
   if (!verb) {
-    on_connection({{"ok", false}, {"error", fmt::format("perftest program '{}': ib_write_bw, ib_read_bw or ib_send_bw",
-                                                        o.perftest_program)}});
+    on_connection({{"ok", false}, {"error", fmt::format("perftest program '{}': {}", o.perftest_program,
+                                                        kPerftestPrograms)}});
     return;
   }
   for (std::uint64_t n = 0; !stop.stop_requested() && (o.connections == 0 || n < o.connections);) {

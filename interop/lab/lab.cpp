@@ -247,7 +247,8 @@ std::vector<Cell> siw_matrix(bool sweep, const std::vector<std::string>& scenari
   // MADs over QP1, then RC), perftest with rdma_cm and with its own TCP
   // parameter exchange (port 18515 style, on the cell's port).
   for (const char* prog :
-       {"rping", "ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw", "ib_write_bw-tcp", "ib_send_bw-tcp"}) {
+       {"rping", "ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw", "ib_write_bw-tcp", "ib_send_bw-tcp",
+        "ib_atomic_bw-tcp"}) {
     Cell c;
     c.kernel = "rxe";
     c.our_role = "none";
@@ -261,7 +262,7 @@ std::vector<Cell> siw_matrix(bool sweep, const std::vector<std::string>& scenari
 
   // Our RoCEv2 engine against rxe (rxe0 on veth0, our engine in namespace
   // eng behind veth1) through perftest's own TCP exchange, in both roles.
-  for (const char* prog : {"ib_write_bw", "ib_read_bw", "ib_send_bw"})
+  for (const char* prog : {"ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw"})
     for (const bool initiator : {true, false}) {
       Cell c;
       c.kernel = "rxe";
@@ -270,12 +271,16 @@ std::vector<Cell> siw_matrix(bool sweep, const std::vector<std::string>& scenari
       c.program = initiator ? fmt::format("{} (server)", prog) : fmt::format("{} {} (client)", prog, kOurAddr);
       c.ours_label = "roce";
       c.id = fmt::format("rxe.rxe-our-{}.{}", c.our_role, prog);
-      c.size = 4096;
-      c.iterations = 20;
       const std::string_view p = prog;
+      c.size = p == "ib_atomic_bw" ? 8 : 4096;
+      c.iterations = 20;
       c.why = fmt::format("perftest's TCP exchange, then {} {}s of {} octets over RC: every work request "
                           "completes on both sides and the capture FAILs no case (IBTA Vol.1 ch. 9, Annex A17)",
-                          c.iterations, p == "ib_read_bw" ? "RDMA READ" : p == "ib_send_bw" ? "SEND" : "RDMA WRITE",
+                          c.iterations,
+                          p == "ib_read_bw"     ? "RDMA READ"
+                          : p == "ib_send_bw"   ? "SEND"
+                          : p == "ib_atomic_bw" ? "ATOMIC Fetch and Add"
+                                                : "RDMA WRITE",
                           c.size);
       cells.push_back(std::move(c));
     }
@@ -320,12 +325,10 @@ std::vector<Cell> siw_matrix(bool sweep, const std::vector<std::string>& scenari
         c.client_cmd = fmt::format("rping -c -a {} -I {} -p {} -C {} -S {} -V", kSiwPairServer, kSiwPairClient, c.port,
                                    c.iterations, c.size);
       } else {
-        c.server_cmd = fmt::format("{}{} -F -d rxe1 -p {} -n 20 -s 4096", prog, tcp ? "" : " -R", c.port);
-        c.client_cmd = fmt::format("{}{} -F -d rxe2 -p {} -n 20 -s 4096 {}", prog, tcp ? "" : " -R", c.port, kSiwPairServer);
-        if (prog == "ib_atomic_bw") {
-          c.server_cmd = fmt::format("ib_atomic_bw -R -F -d rxe1 -p {} -n 20", c.port);
-          c.client_cmd = fmt::format("ib_atomic_bw -R -F -d rxe2 -p {} -n 20 {}", c.port, kSiwPairServer);
-        }
+        const std::string size = prog == "ib_atomic_bw" ? "" : " -s 4096";  // atomics are 8 octets
+        c.server_cmd = fmt::format("{}{} -F -d rxe1 -p {} -n 20{}", prog, tcp ? "" : " -R", c.port, size);
+        c.client_cmd = fmt::format("{}{} -F -d rxe2 -p {} -n 20{} {}", prog, tcp ? "" : " -R", c.port, size,
+                                   kSiwPairServer);
       }
       continue;
     }
@@ -355,9 +358,11 @@ std::string guest_plan(const std::vector<Cell>& cells) {
       if (!rxe) plan += "rxe_load\n";
       rxe = true;
       siw = false;
+      // perftest's -s; ib_atomic_bw's operations are always 8 octets.
+      const std::string psize = c.scenario == "ib_atomic_bw" ? "" : fmt::format(" -s {}", c.size);
       if (c.our_role == "initiator") {
         plan += fmt::format("cell {} veth0 udp\n", c.id);
-        plan += fmt::format("server peer siw {} -F -d rxe0 -p {} -n {} -s {}\n", c.scenario, c.port, c.iterations, c.size);
+        plan += fmt::format("server peer siw {} -F -d rxe0 -p {} -n {}{}\n", c.scenario, c.port, c.iterations, psize);
         plan += fmt::format("wait_listen siw {}\n", c.port);
         plan += fmt::format(
             "client our our $ENGINE interop --transport roce --peer-program {} --peer {}:{} --udp {}:4791 --size {} "
@@ -373,8 +378,8 @@ std::string guest_plan(const std::vector<Cell>& cells) {
             "--connections 1 --raw-receive --timeout {}\n",
             c.scenario, kOurAddr, c.port, kOurAddr, kStepTimeoutMs);
         plan += fmt::format("wait_listen our {}\n", c.port);
-        plan += fmt::format("client peer siw {} -F -d rxe0 -p {} -n {} -s {} {}\n", c.scenario, c.port, c.iterations,
-                            c.size, kOurAddr);
+        plan += fmt::format("client peer siw {} -F -d rxe0 -p {} -n {}{} {}\n", c.scenario, c.port, c.iterations, psize,
+                            kOurAddr);
         plan += fmt::format("finish {}\n", kGraceS);
         continue;
       }

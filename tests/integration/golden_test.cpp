@@ -127,8 +127,9 @@ BOOST_AUTO_TEST_CASE(real_peer_captures_have_no_false_fail) {
       const auto report = nlohmann::json::parse(slurp(json));
       std::map<std::string, std::vector<std::string>> verdicts;
       for (const auto& in : report["inputs"]) {
-        // the traffic is there: iWARP connections, or RoCE packets (rxe)
-        BOOST_TEST(in["stats"][rxe ? "roce_packets" : "iwarp_connections"].get<int>() >= (rxe ? 50 : 1));
+        // the traffic is there: iWARP connections, or RoCE packets (rxe: each
+        // cell runs 20 operations or more, each a request and its answer)
+        BOOST_TEST(in["stats"][rxe ? "roce_packets" : "iwarp_connections"].get<int>() >= (rxe ? 40 : 1));
         for (const auto& sc : in["scopes"])
           for (const auto& res : sc["results"]) verdicts[res["case"]].push_back(res["verdict"]);
       }
