@@ -46,7 +46,7 @@ struct LiveOptions {
   bool spin = false;
   int timeout_ms = 10000;
   // interop
-  std::string peer_addr, scenario, pcap, json_out, peer_program = "rdmaconf";
+  std::string peer_addr, scenario, pcap, json_out, peer_program = "rdmaconf", fault;
   std::uint32_t size = 0;
   std::uint64_t iterations = 0;
   unsigned window = 16;
@@ -135,6 +135,7 @@ int run_roce_interop(const LiveOptions& o) {
   ro.raw_receive = o.raw_receive;
   ro.timeout_ms = o.timeout_ms;
   ro.window = o.window;
+  ro.fault = o.fault;
   const auto r = perftest ? ib::run_perftest_client(o.peer_addr, o.peer_program, ro) : ib::run_initiator(o.peer_addr, ro);
   const auto j = r.to_json();
   std::string line = fmt::format("{}: {} - {}", r.scenario, j["verdict"].get<std::string>(), r.message);
@@ -204,6 +205,10 @@ LiveCommands::LiveCommands(CLI::App& app) : o_(std::make_unique<LiveOptions>()) 
                        "ib_read_bw, ib_send_bw or ib_atomic_bw (a perftest server without -R; --size and "
                        "--iterations must match its -s and -n; atomics are 8 octets)")
       ->check(CLI::IsMember({"rdmaconf", "rping", "ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw"}));
+  interop_->add_option("--fault", o.fault,
+                       "roce with a perftest --peer-program: plant the fault of fault-psn-gap or fault-icrc in the "
+                       "traffic; passes when the responder recovers as the IBTA requires and the data completes")
+      ->check(CLI::IsMember({"fault-psn-gap", "fault-icrc"}));
   engine_options(interop_, o);
   roce_options(interop_, o, "127.0.0.2:4791");
 

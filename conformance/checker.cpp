@@ -211,8 +211,9 @@ class Run final : public TcpSink {
     e.dir = p.src == lo ? 0 : 1;
     if (pkt.ok()) {
       c.qps[static_cast<std::uint32_t>(pkt->bth.get(ib::Bth::destqp))]++;
-      if (!roce_.empty() || roce_hook_) e.icrc_computed = ib::roce_icrc(p.l3, p.ip_version == 6, p.ip_header_len);
-      e.facts = &c.qp.packet(e.dir, *pkt, p.frame);
+      const bool judged = !roce_.empty() || roce_hook_;
+      if (judged) e.icrc_computed = ib::roce_icrc(p.l3, p.ip_version == 6, p.ip_header_len);
+      e.facts = &c.qp.packet(e.dir, *pkt, p.frame, judged && e.icrc_computed != pkt->icrc);
     }
     if (roce_hook_) roce_hook_(e);
     for (std::size_t i = 0; i < roce_.size(); ++i) {

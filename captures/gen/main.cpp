@@ -830,6 +830,19 @@ std::vector<Scenario> scenarios() {
   roce("roce-rc-recovery", "RC error recovery as a conforming pair does it: PSN 202 lost on the link, one sequence-error NAK, the "
        "out-of-sequence 204 dropped, a resend from 202; an RNR NAK and a resend; a READ Request repeated after a timeout and served twice",
        RoceTraffic{false, roce_recovery(), {}, {}}, roce_expect(recovery_na));
+  roce("roce-icrc-recovery", "as roce-rc-recovery, but PSN 202 reaches the capture with a wrong ICRC: the responder drops it, "
+       "as it must, and its sequence-error NAK names 202",
+       RoceTraffic{false, roce_recovery(), {},
+                   [](RoceTraffic& t) {
+                     auto lost = send_only(202, 64);
+                     lost.corrupt_icrc = true;
+                     t.pkts.insert(t.pkts.begin() + 2, lost);
+                   }},
+       [&] {
+         Expect e = roce_expect(recovery_na);
+         e["roce.icrc"] = F;
+         return e;
+       }());
   roce("roce-capture-loss", "the capture misses PSN 301, which the responder acknowledges: what the missing packet touches is "
        "inconclusive, not a violation",
        RoceTraffic{false, {send_only(300, 64), send_only(302, 64, true), ack(302, 3)}, {}, {}},

@@ -69,14 +69,14 @@ std::optional<std::string> order(MsgT& msg, OpKind& open_kind, OpKind kind, Seq 
 
 }  // namespace
 
-const Facts& Conversation::packet(int dir, const ib::IbPacket& p, std::uint64_t frame) {
+const Facts& Conversation::packet(int dir, const ib::IbPacket& p, std::uint64_t frame, bool icrc_bad) {
   facts_ = Facts{};
   facts_.ib = &p;
   facts_.pmtu = pmtu_;
   facts_.pmtu_from_option = pmtu_option_;
   if (!p.op->valid) return facts_;
   if (is_request(p.op->kind))
-    request(dir, p, frame);
+    request(dir, p, frame, icrc_bad);
   else if (p.op->kind == OpKind::read_response || p.op->kind == OpKind::ack || p.op->kind == OpKind::atomic_ack)
     response(dir, p, frame);
   // The path MTU shows in the first First or Middle packet.
@@ -84,7 +84,7 @@ const Facts& Conversation::packet(int dir, const ib::IbPacket& p, std::uint64_t 
   return facts_;
 }
 
-void Conversation::request(int dir, const ib::IbPacket& p, std::uint64_t frame) {
+void Conversation::request(int dir, const ib::IbPacket& p, std::uint64_t frame, bool icrc_bad) {
   auto& slot = req_[{dir, static_cast<std::uint32_t>(p.bth.get(ib::Bth::destqp))}];
   const bool fresh = !slot;
   if (fresh) {
@@ -112,6 +112,11 @@ void Conversation::request(int dir, const ib::IbPacket& p, std::uint64_t frame) 
     f.sent_after_fatal = true;
   }
   const auto psn = static_cast<std::uint32_t>(p.bth.get(ib::Bth::psn));
+  if (icrc_bad) {
+    constexpr std::size_t kKeep = 64;
+    if (f.bad_icrc.size() == kKeep) f.bad_icrc.erase(f.bad_icrc.begin());
+    f.bad_icrc.push_back(psn);
+  }
   const OpKind kind = p.op->kind;
   const std::uint32_t n = kind == OpKind::read_request ? read_packets(reth_length(p), pmtu_) : 1;
   // requester PSNs (IBTA Vol.1 §9.7.1: one PSN per packet; a Read Request
@@ -296,6 +301,16 @@ void Conversation::response(int dir, const ib::IbPacket& p, std::uint64_t frame)
           !f->fatal_nak)
         f->fatal_nak = frame;
       if (f && (k == AckKind::rnr_nak || seq_err)) f->naks.push_back({psn, frame, k == AckKind::rnr_nak, 0});
+      if (seq_err && f && !f->in_gap && std::count(f->bad_icrc.begin(), f->bad_icrc.end(), psn)) {
+        // The request with this PSN had a wrong ICRC: the responder dropped
+        // it, as it must (IBTA Vol.1 §9.6.1), and the hole it left is the
+        // sequence error this NAK reports.
+        f->in_gap = true;
+        f->gap_naks = 0;
+        f->gap_frame = frame;
+        f->epsn = psn;
+        f->epsn_known = true;
+      }
       if (seq_err && f) {
         if (f->in_gap) {
           facts_.nak_expected = f->epsn;

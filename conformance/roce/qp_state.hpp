@@ -92,6 +92,9 @@ struct ReqFlow {
   bool in_gap = false;
   std::uint64_t gap_frame = 0;
   int gap_naks = 0;
+  // PSNs of requests seen with a wrong ICRC (the latest few): the responder
+  // drops such a packet, so a sequence-error NAK naming one is its due.
+  std::vector<std::uint32_t> bad_icrc;
   RespFlow* resp = nullptr;
 };
 
@@ -171,14 +174,16 @@ class Conversation {
   explicit Conversation(std::uint32_t pmtu_option) : pmtu_(pmtu_option), pmtu_option_(pmtu_option != 0) {}
   // Updates the state with a decoded packet sent in direction `dir` and
   // returns what the cases judge; the facts are valid until the next call.
-  const Facts& packet(int dir, const protocols::ib::IbPacket& p, std::uint64_t frame);
+  // `icrc_bad`: the packet's ICRC is wrong (roce.icrc FAILs it); a
+  // conforming receiver drops it.
+  const Facts& packet(int dir, const protocols::ib::IbPacket& p, std::uint64_t frame, bool icrc_bad = false);
   Closing close() const;
   std::uint32_t pmtu() const { return pmtu_; }
   bool pmtu_inferred() const { return pmtu_ != 0 && !pmtu_option_; }
   std::vector<const ReqFlow*> request_flows() const;
 
  private:
-  void request(int dir, const protocols::ib::IbPacket& p, std::uint64_t frame);
+  void request(int dir, const protocols::ib::IbPacket& p, std::uint64_t frame, bool icrc_bad);
   void response(int dir, const protocols::ib::IbPacket& p, std::uint64_t frame);
   void responder_view(ReqFlow& f, std::uint32_t psn, std::uint32_t n, std::uint64_t frame);
   RespFlow& pair(RespFlow& r, std::uint32_t psn);

@@ -132,6 +132,14 @@ const ScenarioInfo* find_scenario(std::string_view name) {
   return nullptr;
 }
 
+void plant_fault(std::string_view name, eng::QpConfig& cfg) {
+  if (name == "fault-psn-gap") cfg.faults.skip_packet = 2;
+  if (name == "fault-icrc") cfg.faults.corrupt_icrc = 1;
+  if (name == "fault-oversize") cfg.faults.oversize_packet = 1;
+  if (name == "fault-wrong-pad") cfg.faults.wrong_pad = 1;
+  if (name == "fault-no-receive") cfg.rnr_retry = 2;
+}
+
 json counters_json(const eng::Counters& c) {
   return {{"packets_sent", c.packets_sent},       {"packets_received", c.packets_received},
           {"dropped_icrc", c.dropped_icrc},       {"dropped_header", c.dropped_header},
@@ -221,11 +229,7 @@ RunResult run_initiator(std::string_view control_peer, const RunOptions& o) {
     r.message = "ready: " + err;
     return r;
   }
-  if (name == "fault-psn-gap") cfg.faults.skip_packet = 2;
-  if (name == "fault-icrc") cfg.faults.corrupt_icrc = 1;
-  if (name == "fault-oversize") cfg.faults.oversize_packet = 1;
-  if (name == "fault-wrong-pad") cfg.faults.wrong_pad = 1;
-  if (name == "fault-no-receive") cfg.rnr_retry = 2;
+  plant_fault(name, cfg);
   if (const std::string bad = eng::validate(cfg); !bad.empty()) {
     r.message = "configuration: " + bad;
     return r;
@@ -658,6 +662,12 @@ RunResult run_perftest_client(std::string_view server, std::string_view program,
     r.message = fmt::format("perftest program '{}': {}", program, kPerftestPrograms);
     return r;
   }
+  if (!o.fault.empty() && o.fault != "fault-psn-gap" && o.fault != "fault-icrc") {
+    r.message = fmt::format("fault '{}' against perftest: fault-psn-gap or fault-icrc (the faults a conforming "
+                            "responder recovers from)", o.fault);
+    return r;
+  }
+  if (!o.fault.empty()) r.scenario += "." + o.fault;
   const char* what = *verb == PerftestVerb::read     ? "READ"
                      : *verb == PerftestVerb::send   ? "SEND"
                      : *verb == PerftestVerb::atomic ? "FETCH_ADD"
@@ -676,6 +686,7 @@ RunResult run_perftest_client(std::string_view server, std::string_view program,
   PerftestSession ses(tcp.get(), true, o.timeout_ms);
   QpConfig cfg = o.qp;
   cfg.type = QpType::rc;
+  plant_fault(o.fault, cfg);
   cfg.qpn = 0x1000 + static_cast<std::uint32_t>((Clock::now().time_since_epoch().count() >> 12) & 0xffff);
   cfg.sq_psn = static_cast<std::uint32_t>(Clock::now().time_since_epoch().count()) & 0xffffff;
   std::string version;
@@ -731,9 +742,20 @@ RunResult run_perftest_client(std::string_view server, std::string_view program,
   }
   r.peer = {{"program", program}, {"version", version}, {"qpn", run.theirs.qpn}, {"psn", run.theirs.psn},
             {"out_reads", run.theirs.out_reads}};
+  // A planted fault: the reaction a conforming responder shows, read off our
+  // counters (the capture's checker judges the packets themselves).
+  std::string reaction;
+  if (!o.fault.empty()) {
+    const auto& k = qp.counters();
+    if (k.retransmitted == 0 && bad.empty()) bad = fmt::format("{}: the lost packet was never resent", o.fault);
+    if (o.fault == "fault-psn-gap" && k.naks_received == 0 && bad.empty())
+      bad = "fault-psn-gap: the responder sent no NAK for the gap (a PSN Sequence Error NAK is required)";
+    reaction = fmt::format("; reaction: {} NAK(s), {} timeout(s), {} packet(s) resent", k.naks_received, k.timeouts,
+                           k.retransmitted);
+  }
   r.ok = ran && bad.empty();
   r.message = !ran ? fmt::format("{}: {}", program, link.error()) : !bad.empty() ? bad
-              : fmt::format("{} {}s of {} octets completed against perftest {}", iters, what, size, version);
+              : fmt::format("{} {}s of {} octets completed against perftest {}{}", iters, what, size, version, reaction);
   return r;
 }
 

@@ -43,6 +43,8 @@ struct ScenarioInfo {
 
 const std::vector<ScenarioInfo>& scenarios();
 const ScenarioInfo* find_scenario(std::string_view name);
+// Sets the engine fault (or limit) a fault-* scenario plants; others: no change.
+void plant_fault(std::string_view name, eng::QpConfig& cfg);
 
 struct RunOptions {
   std::string scenario = "write";
@@ -56,6 +58,7 @@ struct RunOptions {
   bool raw_receive = false;      // check ICRCs against the IP header as it arrived (root; see UdpLink)
   int timeout_ms = 10000;        // for any one step
   unsigned window = 64;          // work requests in flight in the data scenarios
+  std::string fault;             // run_perftest_client: plant this fault-* scenario's fault (psn-gap or icrc)
 };
 
 struct RunResult {

@@ -17,6 +17,7 @@
 #include <fmt/ranges.h>
 
 #include "conformance/checker.hpp"
+#include "interop/ib/scenarios.hpp"
 #include "interop/iwarp/scenarios.hpp"
 #include "reports/report.hpp"
 
@@ -285,6 +286,27 @@ std::vector<Cell> siw_matrix(bool sweep, const std::vector<std::string>& scenari
       cells.push_back(std::move(c));
     }
 
+  // Faults we plant in perftest's traffic against rxe: a conforming responder
+  // recovers (one sequence-error NAK for a gap; a silent drop for a wrong
+  // ICRC, then the NAK for the hole it leaves) and every WRITE completes.
+  for (const char* fault : {"fault-psn-gap", "fault-icrc"}) {
+    const auto* info = ib::find_scenario(fault);
+    Cell c;
+    c.kernel = "rxe";
+    c.our_role = "initiator";
+    c.scenario = "ib_write_bw";
+    c.fault = fault;
+    c.program = "ib_write_bw (server)";
+    c.ours_label = fault;
+    c.id = fmt::format("rxe.rxe-our-initiator.ib_write_bw.{}", fault);
+    c.size = 4096;
+    c.iterations = 20;
+    c.why = fmt::format("perftest's TCP exchange, then 20 RDMA WRITEs of 4096 octets with our fault planted: {}; every "
+                        "WRITE completes",
+                        info ? info->rule : std::string_view("?"));
+    cells.push_back(std::move(c));
+  }
+
   for (auto& c : cells)
     if (c.siw.try_gso) {
       c.known_finding = kSiwGso;
@@ -366,8 +388,9 @@ std::string guest_plan(const std::vector<Cell>& cells) {
         plan += fmt::format("wait_listen siw {}\n", c.port);
         plan += fmt::format(
             "client our our $ENGINE interop --transport roce --peer-program {} --peer {}:{} --udp {}:4791 --size {} "
-            "--iterations {} --raw-receive --timeout {} --json \"$DIR/our.json\"\n",
-            c.scenario, kSiwAddr, c.port, kOurAddr, c.size, c.iterations, kStepTimeoutMs);
+            "--iterations {} --raw-receive --timeout {}{} --json \"$DIR/our.json\"\n",
+            c.scenario, kSiwAddr, c.port, kOurAddr, c.size, c.iterations, kStepTimeoutMs,
+            c.fault.empty() ? "" : " --fault " + c.fault);
         plan += fmt::format("finish {}\n", kGraceS);
         continue;
       }
@@ -473,7 +496,15 @@ Verdict judge(const Cell& c, const CellOutcome& o) {
         if (ours_ok && j.contains("negotiated") && j["negotiated"].value("crc", false) != c.expect_crc)
           problems.push_back(fmt::format("CRC {} but it must be {} ({})", j["negotiated"].value("crc", false) ? "on" : "off",
                                          c.expect_crc ? "on" : "off", kCrcRule));
-        if (o.check_fail) problems.push_back(fmt::format("the capture FAILs {}", fails));
+        // A planted fault (rxe cells) must FAIL its cases and nothing else.
+        for (const auto& want : o.required_failures)
+          if (std::find(o.failed_cases.begin(), o.failed_cases.end(), want) == o.failed_cases.end())
+            problems.push_back(fmt::format("the checker did not find the planted fault ({} passes)", want));
+        std::vector<std::string> extra;
+        for (const auto& f : o.failed_cases)
+          if (std::find(o.required_failures.begin(), o.required_failures.end(), f) == o.required_failures.end())
+            extra.push_back(f);
+        if (!extra.empty()) problems.push_back(fmt::format("the capture FAILs {}", fmt::join(extra, ", ")));
         break;
       }
       case Expect::reject: {
@@ -610,6 +641,8 @@ CellOutcome collect(const Cell& c, const fs::path& dir, const conformance::Check
     o.required_failures.assign(info->failing_cases.begin(), info->failing_cases.end());
     o.framing_lost = info->framing_lost;
   }
+  if (const auto* info = ib::find_scenario(c.fault); info && c.kernel == "rxe")
+    o.required_failures.assign(info->failing_cases.begin(), info->failing_cases.end());
   const fs::path pcap = dir / "wire.pcap";
   if (!fs::exists(pcap)) {
     o.check_error = "no capture";
@@ -644,7 +677,8 @@ void export_capture(const Cell& c, const CellOutcome& oc, const Verdict& v, cons
     return;
   }
   nlohmann::json must_fail = nlohmann::json::object();
-  for (const auto& f : oc.required_failures) must_fail[f] = fmt::format("the planted fault ({})", c.scenario);
+  for (const auto& f : oc.required_failures)
+    must_fail[f] = fmt::format("the planted fault ({})", c.fault.empty() ? c.scenario : c.fault);
   for (const auto& f : c.finding_cases) must_fail[f] = fmt::format("siw finding: {}", c.known_finding);
   nlohmann::json programs = nlohmann::json::object();
   for (const char* p : {"peer", "srv", "our"})

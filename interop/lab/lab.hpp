@@ -43,7 +43,8 @@ struct Cell {
   std::string kernel = "siw";  // the kernel peer: "siw" or "rxe" (rxe cells are rxe against rxe for now)
   std::string program;     // siw's side: "rping -s" or "rping -c" (siw against siw: the program pair)
   std::string server_cmd, client_cmd;  // siw against siw: the two command lines
-  std::string scenario;    // our engine's scenario (rping or terminate-*)
+  std::string scenario;    // our engine's scenario (rping or terminate-*; rxe: the perftest program)
+  std::string fault;       // rxe, our initiator: the fault-* scenario whose fault we plant (interop --fault)
   SiwKnobs siw;
   std::vector<std::string> our_args;  // engine options
   std::string ours_label;             // short name of our options ("crc", "no-crc", "markers", ...)
