@@ -1,6 +1,7 @@
 // The per-QP state of a RoCE conversation over a sequence of packets: each
 // record is a 2-octet header (top bit: direction, low 15 bits: length) and
-// that many octets of transport packet (BTH to ICRC).
+// that many octets of transport packet (BTH to ICRC). The ICRC's low bit
+// stands for "the ICRC was found wrong", so dropped requests are explored too.
 #include "conformance/roce/qp_state.hpp"
 
 using namespace rdmaconf;
@@ -15,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     off += 2;
     const std::size_t n = std::min(len, size - off);
     const auto pkt = protocols::ib::decode_transport(protocols::as_bytes(data + off, n));
-    if (pkt.ok()) (void)conv.packet(dir, *pkt, ++frame);
+    if (pkt.ok()) (void)conv.packet(dir, *pkt, ++frame, ((*pkt).icrc & 1u) != 0);
     off += n;
   }
   (void)conv.close();
