@@ -454,6 +454,21 @@ std::string guest_plan(const std::vector<Cell>& cells) {
   return plan;
 }
 
+namespace {
+// A cell with a planted fault: each case the fault must FAIL that passed is
+// a problem; returns the cases that FAIL beyond those.
+std::vector<std::string> planted_fault_problems(const CellOutcome& o, std::vector<std::string>& problems) {
+  for (const auto& want : o.required_failures)
+    if (std::find(o.failed_cases.begin(), o.failed_cases.end(), want) == o.failed_cases.end())
+      problems.push_back(fmt::format("the checker did not find the planted fault ({} passes)", want));
+  std::vector<std::string> extra;
+  for (const auto& f : o.failed_cases)
+    if (std::find(o.required_failures.begin(), o.required_failures.end(), f) == o.required_failures.end())
+      extra.push_back(f);
+  return extra;
+}
+}  // namespace
+
 Verdict judge(const Cell& c, const CellOutcome& o) {
   std::vector<std::string> problems;
   const bool initiator = c.our_role == "initiator";
@@ -497,14 +512,8 @@ Verdict judge(const Cell& c, const CellOutcome& o) {
           problems.push_back(fmt::format("CRC {} but it must be {} ({})", j["negotiated"].value("crc", false) ? "on" : "off",
                                          c.expect_crc ? "on" : "off", kCrcRule));
         // A planted fault (rxe cells) must FAIL its cases and nothing else.
-        for (const auto& want : o.required_failures)
-          if (std::find(o.failed_cases.begin(), o.failed_cases.end(), want) == o.failed_cases.end())
-            problems.push_back(fmt::format("the checker did not find the planted fault ({} passes)", want));
-        std::vector<std::string> extra;
-        for (const auto& f : o.failed_cases)
-          if (std::find(o.required_failures.begin(), o.required_failures.end(), f) == o.required_failures.end())
-            extra.push_back(f);
-        if (!extra.empty()) problems.push_back(fmt::format("the capture FAILs {}", fmt::join(extra, ", ")));
+        if (const auto extra = planted_fault_problems(o, problems); !extra.empty())
+          problems.push_back(fmt::format("the capture FAILs {}", fmt::join(extra, ", ")));
         break;
       }
       case Expect::reject: {
@@ -519,13 +528,7 @@ Verdict judge(const Cell& c, const CellOutcome& o) {
       case Expect::terminate:
       case Expect::close: {
         if (!ours_ok) problems.push_back(our_msg.empty() ? "no reaction seen" : our_msg);
-        for (const auto& want : o.required_failures)
-          if (std::find(o.failed_cases.begin(), o.failed_cases.end(), want) == o.failed_cases.end())
-            problems.push_back(fmt::format("the checker did not find the planted fault ({} passes)", want));
-        std::vector<std::string> extra;
-        for (const auto& f : o.failed_cases)
-          if (std::find(o.required_failures.begin(), o.required_failures.end(), f) == o.required_failures.end())
-            extra.push_back(f);
+        const auto extra = planted_fault_problems(o, problems);
         if (!extra.empty() && !o.framing_lost)
           problems.push_back(fmt::format("the capture also FAILs {}", fmt::join(extra, ", ")));
         // A Terminate whose nibbles read the other way round is worth naming.
