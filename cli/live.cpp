@@ -15,6 +15,7 @@ namespace rdmaconf::cli {
 
 namespace ii = interop::iwarp;
 namespace ib = interop::ib;
+namespace eng_ib = engine::ib;
 namespace eng = engine::iwarp;
 
 namespace {
@@ -34,6 +35,7 @@ struct LiveOptions {
   unsigned mtu = 1024;
   bool raw_receive = false;
   bool perftest = false;
+  std::string connection_type = "RC";  // perftest's -c
   // Engine (both commands).
   bool crc = true;
   bool markers = false;
@@ -110,6 +112,10 @@ void roce_options(CLI::App* c, LiveOptions& o, const char* udp_default) {
   c->add_option("--udp", o.udp, fmt::format("roce: our RoCEv2 endpoint ADDR:PORT (default {})", udp_default));
   c->add_option("--mtu", o.mtu, "roce: path MTU (256, 512, 1024, 2048 or 4096)")
       ->check(CLI::IsMember({256, 512, 1024, 2048, 4096}));
+  c->add_option("--connection-type", o.connection_type,
+                "roce with a perftest program: RC (default), UC (ib_write_bw, ib_send_bw) or UD (ib_send_bw), as "
+                "perftest's -c")
+      ->check(CLI::IsMember({"RC", "UC", "UD"}, CLI::ignore_case));
   c->add_flag("--raw-receive", o.raw_receive,
               "roce: also receive through a raw socket (root) to check ICRCs against the IP header as it arrived "
               "(needed for peers such as rxe that number their IPv4 datagrams)");
@@ -119,17 +125,32 @@ bool is_perftest(std::string_view program) {
   return program == "ib_write_bw" || program == "ib_read_bw" || program == "ib_send_bw" || program == "ib_atomic_bw";
 }
 
+// --connection-type; empty when it cannot apply (only perftest programs take it).
+std::optional<eng_ib::QpType> connection_type(const LiveOptions& o, bool perftest, const char* cmd) {
+  const std::string t = o.connection_type;
+  const auto type = t == "UC" || t == "uc" ? eng_ib::QpType::uc : t == "UD" || t == "ud" ? eng_ib::QpType::ud : eng_ib::QpType::rc;
+  if (type != eng_ib::QpType::rc && !perftest) {
+    std::cerr << fmt::format("rdmaconf {}: --connection-type is for perftest programs; our scenarios choose their "
+                             "own (uc-write, ud-send)\n", cmd);
+    return std::nullopt;
+  }
+  return type;
+}
+
 int run_roce_interop(const LiveOptions& o) {
   const bool perftest = is_perftest(o.peer_program);
   if (!perftest && !ib::find_scenario(o.scenario)) {
     std::cerr << fmt::format("rdmaconf interop: unknown RoCEv2 scenario '{}'\n{}", o.scenario, scenario_list());
     return kExitUsage;
   }
+  const auto type = connection_type(o, perftest, "interop");
+  if (!type) return kExitUsage;
   ib::RunOptions ro;
   ro.scenario = o.scenario;
   ro.size = o.size;
   ro.iterations = o.iterations;
   ro.qp.pmtu = o.mtu;
+  ro.qp.type = *type;
   ro.udp_local = o.udp.empty() ? "127.0.0.2:4791" : o.udp;
   ro.pcap = o.pcap;
   ro.raw_receive = o.raw_receive;
@@ -161,8 +182,11 @@ int run_roce_peer(const LiveOptions& o) {
     std::cerr << "rdmaconf peer: " << err << "\n";
     return kExitUsage;
   }
+  const auto type = connection_type(o, o.perftest, "peer");
+  if (!type) return kExitUsage;
   ib::PeerOptions po;
   po.qp.pmtu = o.mtu;
+  po.qp.type = *type;
   po.udp_local = o.udp.empty() ? "127.0.0.1:4791" : o.udp;
   po.connections = o.connections;
   po.idle_timeout_ms = o.timeout_ms;

@@ -598,6 +598,9 @@ std::optional<std::string> udp_of(const std::array<std::uint8_t, 16>& g) {
 // exchanged once the server has posted its receives, and no report after a
 // one-way test: only the closing barrier.
 // ib_atomic_bw follows the write/read sequence with 8-octet Fetch and Adds.
+// Each may run over RC; ib_write_bw and ib_send_bw also over UC (perftest's
+// -c UC), and ib_send_bw over UD (-c UD: one packet per message, Q_Key
+// 0x11111111). The exchange is the same for all three.
 enum class PerftestVerb { write, read, send, atomic };
 std::optional<PerftestVerb> perftest_verb(std::string_view program) {
   if (program == "ib_write_bw") return PerftestVerb::write;
@@ -607,6 +610,16 @@ std::optional<PerftestVerb> perftest_verb(std::string_view program) {
   return std::nullopt;
 }
 constexpr const char* kPerftestPrograms = "ib_write_bw, ib_read_bw, ib_send_bw or ib_atomic_bw";
+constexpr std::uint32_t kPerftestQkey = 0x11111111;  // perftest's DEF_QKEY
+
+// Empty when perftest runs `verb` over `type`, else why not.
+std::string perftest_type_problem(PerftestVerb verb, QpType type, std::string_view program) {
+  if (type == QpType::rc || (type == QpType::uc && (verb == PerftestVerb::write || verb == PerftestVerb::send)) ||
+      (type == QpType::ud && verb == PerftestVerb::send))
+    return {};
+  return fmt::format("{} does not run over {} (UC: ib_write_bw and ib_send_bw; UD: ib_send_bw)", program,
+                     qp_type_name(type));
+}
 
 // The QP side of a perftest connection, either role, after the keys: the
 // client posts its work (write, read or send), the server serves until the
@@ -667,6 +680,15 @@ RunResult run_perftest_client(std::string_view server, std::string_view program,
                             "responder recovers from)", o.fault);
     return r;
   }
+  if (const auto bad = perftest_type_problem(*verb, o.qp.type, program); !bad.empty()) {
+    r.message = bad;
+    return r;
+  }
+  if (!o.fault.empty() && o.qp.type != QpType::rc) {
+    r.message = fmt::format("fault '{}' against perftest: RC only (over UC and UD nothing is resent)", o.fault);
+    return r;
+  }
+  if (o.qp.type != QpType::rc) r.scenario += fmt::format(".{}", qp_type_name(o.qp.type));
   if (!o.fault.empty()) r.scenario += "." + o.fault;
   const char* what = *verb == PerftestVerb::read     ? "READ"
                      : *verb == PerftestVerb::send   ? "SEND"
@@ -675,6 +697,11 @@ RunResult run_perftest_client(std::string_view server, std::string_view program,
   const std::uint32_t size = *verb == PerftestVerb::atomic ? 8 : o.size ? o.size : 65536;
   const std::uint64_t iters = o.iterations ? o.iterations : 1000;
   r.size = size;
+  if (o.qp.type == QpType::ud && size > o.qp.pmtu) {
+    r.message = fmt::format("{} over UD: a message is one packet, so --size {} must not exceed the path MTU {}",
+                            program, size, o.qp.pmtu);
+    return r;
+  }
   std::string err;
   Fd tcp = tcp_connect(server, o.timeout_ms, err);
   UdpLink link;
@@ -685,7 +712,6 @@ RunResult run_perftest_client(std::string_view server, std::string_view program,
   }
   PerftestSession ses(tcp.get(), true, o.timeout_ms);
   QpConfig cfg = o.qp;
-  cfg.type = QpType::rc;
   plant_fault(o.fault, cfg);
   cfg.qpn = 0x1000 + static_cast<std::uint32_t>((Clock::now().time_since_epoch().count() >> 12) & 0xffff);
   cfg.sq_psn = static_cast<std::uint32_t>(Clock::now().time_since_epoch().count()) & 0xffffff;
@@ -721,6 +747,8 @@ RunResult run_perftest_client(std::string_view server, std::string_view program,
       w.local = {run.key, 0, size};
       w.remote_stag = run.theirs.rkey;
       w.remote_to = run.theirs.vaddr;
+      w.remote_qpn = run.theirs.qpn;
+      w.remote_qkey = kPerftestQkey;
       qp.post_send(w);
     }
     return completed >= iters;
@@ -741,7 +769,7 @@ RunResult run_perftest_client(std::string_view server, std::string_view program,
     return r;
   }
   r.peer = {{"program", program}, {"version", version}, {"qpn", run.theirs.qpn}, {"psn", run.theirs.psn},
-            {"out_reads", run.theirs.out_reads}};
+            {"out_reads", run.theirs.out_reads}, {"connection_type", qp_type_name(cfg.type)}};
   // A planted fault: the reaction a conforming responder shows, read off our
   // counters (the capture's checker judges the packets themselves).
   std::string reaction;
@@ -755,7 +783,8 @@ RunResult run_perftest_client(std::string_view server, std::string_view program,
   }
   r.ok = ran && bad.empty();
   r.message = !ran ? fmt::format("{}: {}", program, link.error()) : !bad.empty() ? bad
-              : fmt::format("{} {}s of {} octets completed against perftest {}{}", iters, what, size, version, reaction);
+              : fmt::format("{} {} {}s of {} octets completed against perftest {}{}", iters, qp_type_name(cfg.type),
+                            what, size, version, reaction);
   return r;
 }
 
@@ -773,13 +802,17 @@ void serve_perftest(int listen_fd, const PeerOptions& o, const std::function<voi
                                                         kPerftestPrograms)}});
     return;
   }
+  if (const auto bad = perftest_type_problem(*verb, o.qp.type, o.perftest_program); !bad.empty()) {
+    on_connection({{"ok", false}, {"error", bad}});
+    return;
+  }
   for (std::uint64_t n = 0; !stop.stop_requested() && (o.connections == 0 || n < o.connections);) {
     Fd c = tcp_accept(listen_fd, 200, err);
     if (!c) continue;
-    json rep = {{"connection", n++}, {"ok", false}, {"program", o.perftest_program}};
+    json rep = {{"connection", n++}, {"ok", false}, {"program", o.perftest_program},
+                {"connection_type", qp_type_name(o.qp.type)}};
     PerftestSession ses(c.get(), false, o.idle_timeout_ms);
     QpConfig cfg = o.qp;
-    cfg.type = QpType::rc;
     cfg.qpn = 0x100 + static_cast<std::uint32_t>(n % 0x1000);
     cfg.sq_psn = static_cast<std::uint32_t>(Clock::now().time_since_epoch().count() >> 10) & 0xffffff;
     std::string version;
@@ -822,11 +855,14 @@ void serve_perftest(int listen_fd, const PeerOptions& o, const std::function<voi
         qp.post_recv({wc->wr_id, {run.key, 0, recv_len}});
       }
     };
-    // Serve until the client's barrier after its test shows on the socket.
+    // Serve until the client's barrier after its test shows on the socket,
+    // then take what is still waiting: over UC and UD nothing is
+    // acknowledged, so the client's barrier can overtake our reading of the
+    // datagrams it sent before it.
     const bool served = link.run_until(qp, [&] {
       take_receives();
       pollfd p{c.get(), POLLIN, 0};
-      return stop.stop_requested() || ::poll(&p, 1, 0) > 0;
+      return stop.stop_requested() || (::poll(&p, 1, 0) > 0 && link.poll(qp) == 0);
     }, o.idle_timeout_ms * 4);
     link.run_until(qp, [&] { take_receives(); return qp.idle(); }, 100);
     const bool closed = (send || (ses.barrier(run.mine) && ses.report(0, 0, 0, 0, 0))) && ses.barrier(run.mine) && ses.done();

@@ -249,7 +249,7 @@ std::vector<Cell> siw_matrix(bool sweep, const std::vector<std::string>& scenari
   // parameter exchange (port 18515 style, on the cell's port).
   for (const char* prog :
        {"rping", "ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw", "ib_write_bw-tcp", "ib_send_bw-tcp",
-        "ib_atomic_bw-tcp"}) {
+        "ib_atomic_bw-tcp", "ib_send_bw-ud-tcp"}) {
     Cell c;
     c.kernel = "rxe";
     c.our_role = "none";
@@ -262,27 +262,37 @@ std::vector<Cell> siw_matrix(bool sweep, const std::vector<std::string>& scenari
   }
 
   // Our RoCEv2 engine against rxe (rxe0 on veth0, our engine in namespace
-  // eng behind veth1) through perftest's own TCP exchange, in both roles.
-  for (const char* prog : {"ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw"})
+  // eng behind veth1) through perftest's own TCP exchange, in both roles:
+  // every program over RC, ib_write_bw and ib_send_bw over UC, ib_send_bw
+  // over UD (one packet per message).
+  const std::pair<const char*, const char*> runs[] = {
+      {"ib_write_bw", "RC"}, {"ib_read_bw", "RC"}, {"ib_send_bw", "RC"}, {"ib_atomic_bw", "RC"},
+      {"ib_write_bw", "UC"}, {"ib_send_bw", "UC"}, {"ib_send_bw", "UD"}};
+  for (const auto& [prog, conn] : runs)
     for (const bool initiator : {true, false}) {
       Cell c;
       c.kernel = "rxe";
       c.our_role = initiator ? "initiator" : "responder";
       c.scenario = prog;
-      c.program = initiator ? fmt::format("{} (server)", prog) : fmt::format("{} {} (client)", prog, kOurAddr);
-      c.ours_label = "roce";
-      c.id = fmt::format("rxe.rxe-our-{}.{}", c.our_role, prog);
-      const std::string_view p = prog;
-      c.size = p == "ib_atomic_bw" ? 8 : 4096;
+      c.connection = conn;
+      const std::string_view p = prog, ct = conn;
+      const std::string dashc = ct == "RC" ? "" : fmt::format(" -c {}", conn);
+      c.program = initiator ? fmt::format("{}{} (server)", prog, dashc) : fmt::format("{}{} {} (client)", prog, dashc, kOurAddr);
+      c.ours_label = ct == "RC" ? "roce" : fmt::format("roce-{}", ct == "UC" ? "uc" : "ud");
+      c.id = fmt::format("rxe.rxe-our-{}.{}{}", c.our_role, prog, ct == "RC" ? "" : ct == "UC" ? ".uc" : ".ud");
+      c.size = p == "ib_atomic_bw" ? 8 : ct == "UD" ? 1024 : 4096;  // a UD message fits one packet (MTU 1024)
       c.iterations = 20;
-      c.why = fmt::format("perftest's TCP exchange, then {} {}s of {} octets over RC: every work request "
-                          "completes on both sides and the capture FAILs no case (IBTA Vol.1 ch. 9, Annex A17)",
+      c.why = fmt::format("perftest's TCP exchange, then {} {}s of {} octets over {}: {} and the capture FAILs no "
+                          "case (IBTA Vol.1 ch. 9, Annex A17)",
                           c.iterations,
                           p == "ib_read_bw"     ? "RDMA READ"
                           : p == "ib_send_bw"   ? "SEND"
                           : p == "ib_atomic_bw" ? "ATOMIC Fetch and Add"
                                                 : "RDMA WRITE",
-                          c.size);
+                          c.size, conn,
+                          ct == "RC" ? "every work request completes on both sides"
+                                     : "every work request completes (over UC and UD, once sent), perftest's "
+                                       "side finishes");
       cells.push_back(std::move(c));
     }
 
@@ -347,7 +357,9 @@ std::vector<Cell> siw_matrix(bool sweep, const std::vector<std::string>& scenari
         c.client_cmd = fmt::format("rping -c -a {} -I {} -p {} -C {} -S {} -V", kSiwPairServer, kSiwPairClient, c.port,
                                    c.iterations, c.size);
       } else {
-        const std::string size = prog == "ib_atomic_bw" ? "" : " -s 4096";  // atomics are 8 octets
+        // Atomics are 8 octets; a UD message fits one packet (rxe's MTU on veth is 1024).
+        const bool ud = c.scenario.find("-ud") != std::string::npos;
+        const std::string size = prog == "ib_atomic_bw" ? "" : ud ? " -c UD -s 1024" : " -s 4096";
         c.server_cmd = fmt::format("{}{} -F -d rxe1 -p {} -n 20{}", prog, tcp ? "" : " -R", c.port, size);
         c.client_cmd = fmt::format("{}{} -F -d rxe2 -p {} -n 20{} {}", prog, tcp ? "" : " -R", c.port, size,
                                    kSiwPairServer);
@@ -380,17 +392,19 @@ std::string guest_plan(const std::vector<Cell>& cells) {
       if (!rxe) plan += "rxe_load\n";
       rxe = true;
       siw = false;
-      // perftest's -s; ib_atomic_bw's operations are always 8 octets.
-      const std::string psize = c.scenario == "ib_atomic_bw" ? "" : fmt::format(" -s {}", c.size);
+      // perftest's -c and -s; ib_atomic_bw's operations are always 8 octets.
+      const std::string psize = (c.connection == "RC" ? "" : " -c " + c.connection) +
+                                (c.scenario == "ib_atomic_bw" ? "" : fmt::format(" -s {}", c.size));
+      const std::string our_conn = c.connection == "RC" ? "" : " --connection-type " + c.connection;
       if (c.our_role == "initiator") {
         plan += fmt::format("cell {} veth0 udp\n", c.id);
         plan += fmt::format("server peer siw {} -F -d rxe0 -p {} -n {}{}\n", c.scenario, c.port, c.iterations, psize);
         plan += fmt::format("wait_listen siw {}\n", c.port);
         plan += fmt::format(
             "client our our $ENGINE interop --transport roce --peer-program {} --peer {}:{} --udp {}:4791 --size {} "
-            "--iterations {} --raw-receive --timeout {}{} --json \"$DIR/our.json\"\n",
+            "--iterations {} --raw-receive --timeout {}{}{} --json \"$DIR/our.json\"\n",
             c.scenario, kSiwAddr, c.port, kOurAddr, c.size, c.iterations, kStepTimeoutMs,
-            c.fault.empty() ? "" : " --fault " + c.fault);
+            c.fault.empty() ? "" : " --fault " + c.fault, our_conn);
         plan += fmt::format("finish {}\n", kGraceS);
         continue;
       }
@@ -398,8 +412,8 @@ std::string guest_plan(const std::vector<Cell>& cells) {
         plan += fmt::format("cell {} veth0 udp\n", c.id);
         plan += fmt::format(
             "server our our $ENGINE peer --transport roce --perftest --peer-program {} --listen {}:{} --udp {}:4791 "
-            "--connections 1 --raw-receive --timeout {}\n",
-            c.scenario, kOurAddr, c.port, kOurAddr, kStepTimeoutMs);
+            "--connections 1 --raw-receive --timeout {}{}\n",
+            c.scenario, kOurAddr, c.port, kOurAddr, kStepTimeoutMs, our_conn);
         plan += fmt::format("wait_listen our {}\n", c.port);
         plan += fmt::format("client peer siw {} -F -d rxe0 -p {} -n {}{} {}\n", c.scenario, c.port, c.iterations, psize,
                             kOurAddr);
@@ -511,6 +525,14 @@ Verdict judge(const Cell& c, const CellOutcome& o) {
         if (ours_ok && j.contains("negotiated") && j["negotiated"].value("crc", false) != c.expect_crc)
           problems.push_back(fmt::format("CRC {} but it must be {} ({})", j["negotiated"].value("crc", false) ? "on" : "off",
                                          c.expect_crc ? "on" : "off", kCrcRule));
+        // Our responder to perftest's SENDs counts them: every one must land
+        // (over UD a lost SEND shows only here).
+        if (!initiator && j.contains("received") &&
+            (j.value("received", 0ull) != c.iterations ||
+             j.value("received_octets", 0ull) != std::uint64_t{c.iterations} * c.size))
+          problems.push_back(fmt::format("our responder received {} SENDs ({} octets) of {} x {}",
+                                         j.value("received", 0ull), j.value("received_octets", 0ull), c.iterations,
+                                         c.size));
         // A planted fault (rxe cells) must FAIL its cases and nothing else.
         if (const auto extra = planted_fault_problems(o, problems); !extra.empty())
           problems.push_back(fmt::format("the capture FAILs {}", fmt::join(extra, ", ")));
@@ -739,12 +761,16 @@ int run(const LabOptions& o, std::ostream& log) {
   fs::remove(out / "guest.log", ec);
 
   // One boot for every cell; the guest has no network device at all.
+  // tsc=reliable: under TCG on a busy host the clocksource watchdog may call
+  // the TSC unstable mid-run, and the kernel's live code patching that
+  // follows was seen to panic the guest (int3 Oops in sched_clock_cpu). The
+  // emulated TSC comes from the host's clock on every vCPU alike.
   const unsigned limit = 120 + kCellBudgetS * static_cast<unsigned>(cells.size());
   log << fmt::format("lab: booting the guest for {} cells (at most {} s)\n", cells.size(), limit);
   const auto boot0 = std::chrono::steady_clock::now();
   const int qrc = shell(fmt::format(
       "timeout -k 10 {} qemu-system-x86_64 -accel tcg -smp 2 -m 1024 -nographic -no-reboot -serial stdio "
-      "-monitor none -nic none -kernel {} -initrd {} -append 'console=ttyS0 quiet panic=-1' "
+      "-monitor none -nic none -kernel {} -initrd {} -append 'console=ttyS0 quiet panic=-1 tsc=reliable' "
       "-fsdev local,id=share,path={},security_model=none -device virtio-9p-pci,fsdev=share,mount_tag=share "
       "> {} 2>&1",
       limit, shell_quote((lab / "vmlinuz").string()), shell_quote((lab / "initrd.img").string()),

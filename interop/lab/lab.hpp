@@ -45,6 +45,7 @@ struct Cell {
   std::string server_cmd, client_cmd;  // siw against siw: the two command lines
   std::string scenario;    // our engine's scenario (rping or terminate-*; rxe: the perftest program)
   std::string fault;       // rxe, our initiator: the fault-* scenario whose fault we plant (interop --fault)
+  std::string connection = "RC";  // rxe with our engine: perftest's -c (RC, UC or UD)
   SiwKnobs siw;
   std::vector<std::string> our_args;  // engine options
   std::string ours_label;             // short name of our options ("crc", "no-crc", "markers", ...)

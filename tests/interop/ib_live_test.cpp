@@ -119,10 +119,15 @@ BOOST_AUTO_TEST_CASE(perftest_exchange_our_client_against_our_server) {
   const fs::path dir = fs::temp_directory_path() / fmt::format("rdmaconf-perftest-live-{}", getpid());
   fs::remove_all(dir);
   fs::create_directories(dir);
-  constexpr std::uint32_t kSize = 4096;
   constexpr std::uint64_t kIters = 50;
-  for (const char* prog : {"ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw"}) {
-    BOOST_TEST_CONTEXT(prog) {
+  using rdmaconf::engine::ib::QpType;
+  const std::pair<const char*, QpType> runs[] = {
+      {"ib_write_bw", QpType::rc}, {"ib_read_bw", QpType::rc}, {"ib_send_bw", QpType::rc}, {"ib_atomic_bw", QpType::rc},
+      {"ib_write_bw", QpType::uc}, {"ib_send_bw", QpType::uc}, {"ib_send_bw", QpType::ud}};
+  for (const auto& [prog, type] : runs) {
+    BOOST_TEST_CONTEXT(prog << " over " << rdmaconf::engine::ib::qp_type_name(type)) {
+      // A UD message is one packet.
+      const std::uint32_t kSize = type == QpType::ud ? 1024 : 4096;
       std::string err;
       Fd lfd = rdmaconf::engine::tcp_listen("127.0.0.3:0", err);
       BOOST_REQUIRE_MESSAGE(lfd, err);
@@ -132,6 +137,7 @@ BOOST_AUTO_TEST_CASE(perftest_exchange_our_client_against_our_server) {
       po.connections = 1;
       po.max_size = 1u << 20;
       po.perftest_program = prog;
+      po.qp.type = type;
       po.pcap_dir = dir.string();
       nlohmann::json rep;
       std::jthread peer([&](std::stop_token st) {
@@ -142,7 +148,9 @@ BOOST_AUTO_TEST_CASE(perftest_exchange_our_client_against_our_server) {
       ro.size = kSize;
       ro.iterations = kIters;
       ro.timeout_ms = 10000;
-      ro.pcap = (dir / fmt::format("ours-{}.pcap", prog)).string();
+      ro.qp.type = type;
+      const fs::path ours = dir / fmt::format("ours-{}-{}.pcap", prog, rdmaconf::engine::ib::qp_type_name(type));
+      ro.pcap = ours.string();
       const auto r = ib::run_perftest_client(fmt::format("127.0.0.3:{}", rdmaconf::engine::local_port(lfd.get())), prog, ro);
       peer.join();
       BOOST_TEST(r.ok, r.message);
@@ -150,19 +158,20 @@ BOOST_AUTO_TEST_CASE(perftest_exchange_our_client_against_our_server) {
       BOOST_TEST(r.peer.value("version", "") == "6.06");
       BOOST_REQUIRE_MESSAGE(rep.is_object(), "the server reported nothing");
       BOOST_TEST(rep.value("ok", false), rep.dump());
+      BOOST_TEST(r.peer.value("connection_type", "") == rdmaconf::engine::ib::qp_type_name(type));
       if (std::string_view(prog) == "ib_send_bw") {
         BOOST_TEST(rep.value("received", 0u) == kIters, rep.dump());
         BOOST_TEST(rep.value("received_octets", 0u) == kIters * kSize, rep.dump());
       }
-      for (const auto& f : {dir / fmt::format("ours-{}.pcap", prog), dir / "peer-perftest-0.pcap"}) {
+      for (const auto& f : {ours, dir / "peer-perftest-0.pcap"}) {
         std::size_t packets = 0;
         std::string error;
         const auto got = fails_of(f, port, packets, error);
         BOOST_TEST(error.empty(), error);
         // A WRITE or SEND of 4096 octets is 4 packets at MTU 1024, a READ 1
-        // request and 4 responses, an atomic a request and its ACK; each
-        // side records both directions.
-        const std::uint64_t per = std::string_view(prog) == "ib_atomic_bw" ? 2 : 4;
+        // request and 4 responses, an atomic a request and its ACK, a UD
+        // SEND one packet; each side records both directions.
+        const std::uint64_t per = type == QpType::ud ? 1 : std::string_view(prog) == "ib_atomic_bw" ? 2 : 4;
         BOOST_TEST(packets >= kIters * per, f << ": " << packets << " RoCE packets");
         BOOST_TEST(got.empty(), f << ": FAIL " << fmt::format("{}", fmt::join(got, ", ")));
       }
@@ -170,6 +179,25 @@ BOOST_AUTO_TEST_CASE(perftest_exchange_our_client_against_our_server) {
     }
   }
   fs::remove_all(dir);
+}
+
+// What perftest cannot run is refused before anything is sent, with the reason.
+BOOST_AUTO_TEST_CASE(perftest_refuses_what_perftest_cannot_run) {
+  using rdmaconf::engine::ib::QpType;
+  ib::RunOptions ro;
+  ro.timeout_ms = 200;
+  ro.qp.type = QpType::ud;
+  auto r = ib::run_perftest_client("127.0.0.1:1", "ib_read_bw", ro);
+  BOOST_TEST(!r.ok);
+  BOOST_TEST(r.message.find("does not run over UD") != std::string::npos, r.message);
+  ro.size = 2048;
+  r = ib::run_perftest_client("127.0.0.1:1", "ib_send_bw", ro);
+  BOOST_TEST(r.message.find("must not exceed the path MTU 1024") != std::string::npos, r.message);
+  ro.qp.type = QpType::uc;
+  ro.size = 64;
+  ro.fault = "fault-psn-gap";
+  r = ib::run_perftest_client("127.0.0.1:1", "ib_write_bw", ro);
+  BOOST_TEST(r.message.find("RC only") != std::string::npos, r.message);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -119,6 +119,39 @@ BOOST_AUTO_TEST_CASE(early_data_cell_runs_twenty_connections) {
   BOOST_CHECK(plan.find("-p " + std::to_string(e.port + 19000) + " ") != std::string::npos);
 }
 
+// perftest over UC and UD: both programs get the connection type (-c on
+// perftest's side, --connection-type on ours); a UD message fits the MTU;
+// our server must have taken every SEND.
+BOOST_AUTO_TEST_CASE(rxe_connection_type_cells) {
+  const auto cells = lab::siw_matrix(false, {"ib_send_bw", "ib_write_bw"});
+  for (const char* id : {"rxe.rxe-our-initiator.ib_send_bw.ud", "rxe.rxe-our-responder.ib_send_bw.ud",
+                         "rxe.rxe-our-initiator.ib_write_bw.uc", "rxe.rxe-our-responder.ib_send_bw.uc"}) {
+    BOOST_TEST_CONTEXT(id) {
+      const auto& c = find(cells, id);
+      const std::string conn = std::string_view(id).ends_with(".ud") ? "UD" : "UC";
+      BOOST_CHECK_EQUAL(c.connection, conn);
+      const auto plan = lab::guest_plan({c});
+      BOOST_CHECK(plan.find(" -c " + conn) != std::string::npos);
+      BOOST_CHECK(plan.find("--connection-type " + conn) != std::string::npos);
+      if (conn == "UD") BOOST_CHECK(plan.find("-s 1024") != std::string::npos && c.size == 1024);
+    }
+  }
+  const auto rc = lab::guest_plan({find(cells, "rxe.rxe-our-initiator.ib_send_bw")});
+  BOOST_CHECK(rc.find(" -c ") == std::string::npos && rc.find("--connection-type") == std::string::npos);
+
+  const auto& r = find(cells, "rxe.rxe-our-responder.ib_send_bw.ud");
+  lab::CellOutcome o;
+  o.finished = true;
+  o.program_rc = 0;
+  o.ours = {{"ok", true}, {"received", 20}, {"received_octets", 20 * 1024}};
+  BOOST_CHECK_EQUAL(lab::judge(r, o).color, "green");
+  o.ours["received"] = 19;  // one UD SEND lost: nothing but the count shows it
+  o.ours["received_octets"] = 19 * 1024;
+  const auto v = lab::judge(r, o);
+  BOOST_CHECK_EQUAL(v.color, "red");
+  BOOST_CHECK(v.reason.find("received 19 SENDs") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(data_cell_verdicts) {
   const auto cells = lab::siw_matrix(true, {});
   const auto& c = find(cells, "siw.our-initiator.rping.crc-off.v2.crc");
