@@ -16,12 +16,23 @@
 #include <sys/stat.h>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 
 namespace rdmaconf::conformance::capture {
 
 namespace {
+
+std::string to_hex(const unsigned char* p, unsigned n) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string s;
+  for (unsigned i = 0; i < n; ++i) {
+    s += kHex[p[i] >> 4];
+    s += kHex[p[i] & 15];
+  }
+  return s;
+}
 
 // A ring of large chunks passed from one thread to the other: a slot is
 // refilled only after the other side has released it.
@@ -99,6 +110,17 @@ class ChunkedSource {
     return static_cast<ssize_t>(got);
   }
   std::uint64_t consumed() const { return consumed_; }
+  // What is left of the current chunk, else the next chunk; empty at the
+  // end (or when reading failed: failed() says which). Valid until the next
+  // call.
+  protocols::Bytes take() {
+    if (pos_ == chunk_.size() && !next_chunk()) return {};
+    const protocols::Bytes b = chunk_.subspan(pos_);
+    pos_ = chunk_.size();
+    consumed_ += b.size();
+    return b;
+  }
+  bool failed() const { return failed_; }
 
   // Reads what the decoder left unread, then waits for the hash; "" when not
   // hashing or when the file could not be read to its end.
@@ -152,11 +174,7 @@ class ChunkedSource {
     unsigned len = 0;
     EVP_DigestFinal_ex(md, out, &len);
     EVP_MD_CTX_free(md);
-    static constexpr char kHex[] = "0123456789abcdef";
-    for (unsigned i = 0; i < len; ++i) {
-      hex_ += kHex[out[i] >> 4];
-      hex_ += kHex[out[i] & 15];
-    }
+    hex_ = to_hex(out, len);
   }
 
   int fd_;
@@ -171,11 +189,148 @@ class ChunkedSource {
   std::jthread worker_;  // last: starts after everything it uses exists
 };
 
+// Classic pcap files (the format tcpdump and our generator write) of the
+// link types the checker reads most are walked record by record straight in
+// the reader's chunks: a frame is a view into the chunk, and only a record
+// that straddles two chunks is copied. libpcap copies every record twice on
+// its way (into stdio's buffer, then into its own). Anything else (pcapng,
+// other link types, an unusual header) goes through libpcap. The record
+// rules follow libpcap's reading of the format: a record longer than 262144
+// octets is an error, one longer than the header's snapshot length is cut to
+// it, a timestamp in nanoseconds (magic 0xa1b23c4d) is given in
+// microseconds.
+class PcapRecords {
+ public:
+  static constexpr std::uint32_t kMaxRecord = 262144;  // libpcap's limit for these link types
+  static constexpr std::size_t kHeader = 24, kRecordHeader = 16;
+
+  // The link type when `head` (the file's first 24 octets) is a classic
+  // pcap header this path reads, else nullopt (libpcap takes the file).
+  static std::optional<int> eligible(const unsigned char* head, std::size_t n) {
+    if (n < kHeader) return std::nullopt;
+    const std::uint32_t magic = le32(head);
+    if (magic != 0xa1b2c3d4 && magic != 0xa1b23c4d && magic != 0xd4c3b2a1 && magic != 0x4d3cb2a1) return std::nullopt;
+    const bool swap = magic == 0xd4c3b2a1 || magic == 0x4d3cb2a1;
+    // Octets 4..7: major and minor version, 16 bits each in the file's order.
+    const std::uint32_t v = field(head + 4, swap);
+    const std::uint32_t major = swap ? v >> 16 : v & 0xffff, minor = swap ? v & 0xffff : v >> 16;
+    const std::uint32_t linktype = field(head + 20, swap);
+    if (major != 2 || minor != 4) return std::nullopt;
+    if (linktype != 1 && linktype != 113 && linktype != 276) return std::nullopt;  // where LINKTYPE and DLT agree
+    return static_cast<int>(linktype);
+  }
+
+  PcapRecords(ChunkedSource& src, const unsigned char* head) : src_(src) {
+    const std::uint32_t magic = le32(head);
+    swap_ = magic == 0xd4c3b2a1 || magic == 0x4d3cb2a1;
+    nsec_ = magic == 0xa1b23c4d || magic == 0x4d3cb2a1;
+    const std::uint32_t snap = field(head + 16, swap_);
+    snapshot_ = snap == 0 || snap > kMaxRecord ? kMaxRecord : snap;
+  }
+
+  // The next record: true with `f` set; false at the end (error empty) or
+  // on a bad or cut record (error says which and where).
+  bool next(Frame& f, std::string& error) {
+    if (pos_ == 0 && !skip(kHeader)) return read_failed(error, "file header");
+    const unsigned char* h = view(kRecordHeader);
+    if (!h) {
+      if (have_ == 0 && !src_.failed()) return false;  // the end, between records
+      if (src_.failed()) return read_failed(error, "record header");
+      error = fmt::format("record header at file offset {}: the file ends after {} of its {} octets", pos_, have_,
+                          kRecordHeader);
+      return false;
+    }
+    const std::uint32_t sec = field(h, swap_), frac = field(h + 4, swap_);
+    const std::uint32_t incl = field(h + 8, swap_), orig = field(h + 12, swap_);
+    if (incl > kMaxRecord) {
+      error = fmt::format("record at file offset {}: captured length {} exceeds the largest a record may have ({})",
+                          pos_, incl, kMaxRecord);
+      return false;
+    }
+    const unsigned char* d = view(kRecordHeader + incl);
+    if (!d) {
+      if (src_.failed()) return read_failed(error, "record");
+      error = fmt::format("record at file offset {}: captured length {}, but the file ends after {} octets of it",
+                          pos_, incl, have_ - kRecordHeader);
+      return false;
+    }
+    f.ts_sec = sec;
+    f.ts_usec = nsec_ ? frac / 1000 : frac;
+    f.orig_len = orig;
+    f.data = protocols::as_bytes(d + kRecordHeader, std::min(incl, snapshot_));
+    consume(kRecordHeader + incl);
+    return true;
+  }
+  std::uint64_t consumed() const { return pos_; }
+
+ private:
+  static std::uint32_t le32(const unsigned char* p) {
+    return static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 |
+           static_cast<std::uint32_t>(p[2]) << 16 | static_cast<std::uint32_t>(p[3]) << 24;
+  }
+  static std::uint32_t field(const unsigned char* p, bool swap) {
+    const std::uint32_t v = le32(p);
+    return swap ? __builtin_bswap32(v) : v;
+  }
+
+  // n octets from the file position on, contiguous: in the current chunk,
+  // or gathered into carry_ across chunks; nullptr when the file ends first
+  // (have_ then says how many there were).
+  const unsigned char* view(std::size_t n) {
+    if (carry_.empty() && chunk_.size() - at_ >= n) return reinterpret_cast<const unsigned char*>(chunk_.data() + at_);
+    if (carry_.empty()) {
+      carry_.assign(chunk_.begin() + static_cast<std::ptrdiff_t>(at_), chunk_.end());
+      at_ = chunk_.size();
+    }
+    while (carry_.size() < n) {
+      if (at_ == chunk_.size()) {
+        chunk_ = src_.take();
+        at_ = 0;
+        if (chunk_.empty()) {
+          have_ = carry_.size();
+          return nullptr;
+        }
+      }
+      const std::size_t k = std::min(n - carry_.size(), chunk_.size() - at_);
+      carry_.insert(carry_.end(), chunk_.begin() + static_cast<std::ptrdiff_t>(at_),
+                    chunk_.begin() + static_cast<std::ptrdiff_t>(at_ + k));
+      at_ += k;
+    }
+    return reinterpret_cast<const unsigned char*>(carry_.data());
+  }
+  // The n octets of the last view() are used.
+  void consume(std::size_t n) {
+    pos_ += n;
+    if (carry_.empty()) at_ += n;
+    else carry_.clear();  // view(n) gathered exactly n
+  }
+  bool skip(std::size_t n) {
+    if (!view(n)) return false;
+    consume(n);
+    return true;
+  }
+  bool read_failed(std::string& error, const char* what) const {
+    error = src_.failed() ? fmt::format("{} at file offset {}: the file could not be read", what, pos_)
+                          : fmt::format("{}: the file ends after {} octets", what, have_);
+    return false;
+  }
+
+  ChunkedSource& src_;
+  std::uint64_t pos_ = 0;  // file offset of the next record
+  protocols::Bytes chunk_;
+  std::size_t at_ = 0;     // chunk_ offset just past what view() has handed out or gathered
+  std::vector<std::byte> carry_;
+  std::size_t have_ = 0;
+  bool swap_ = false, nsec_ = false;
+  std::uint32_t snapshot_ = kMaxRecord;
+};
+
 }  // namespace
 
 // libpcap reads through a cookie stream over the ChunkedSource.
 struct PcapReader::Impl {
   std::unique_ptr<ChunkedSource> source;
+  std::unique_ptr<PcapRecords> records;  // classic pcap read by us; else libpcap through `cookie`
   std::FILE* cookie = nullptr;
   pcap_t* pcap = nullptr;
 
@@ -207,7 +362,14 @@ std::unique_ptr<PcapReader> PcapReader::open(const std::string& path, std::strin
     return nullptr;
   }
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  unsigned char head[PcapRecords::kHeader] = {};
+  const ssize_t got = ::pread(fd, head, sizeof head, 0);
   im.source = std::make_unique<ChunkedSource>(fd, hash);
+  if (const auto lt = PcapRecords::eligible(head, got > 0 ? static_cast<std::size_t>(got) : 0)) {
+    im.records = std::make_unique<PcapRecords>(*im.source, head);
+    r->linktype_ = *lt;
+    return r;
+  }
   cookie_io_functions_t io{&Impl::read, nullptr, nullptr, &Impl::close};
   im.cookie = fopencookie(&im, "rb", io);
   if (!im.cookie) {
@@ -229,6 +391,16 @@ PcapReader::~PcapReader() = default;
 
 std::optional<Frame> PcapReader::next() {
   if (!error_.empty()) return std::nullopt;
+  if (impl_->records) {
+    Frame f;
+    std::string err;
+    if (impl_->records->next(f, err)) {
+      f.number = ++frame_no_;
+      return f;
+    }
+    if (!err.empty()) error_ = fmt::format("{}: frame {}: unreadable {}", path_, frame_no_ + 1, err);
+    return std::nullopt;
+  }
   pcap_pkthdr* h = nullptr;
   const u_char* data = nullptr;
   const int rc = pcap_next_ex(impl_->pcap, &h, &data);
@@ -249,7 +421,9 @@ std::optional<Frame> PcapReader::next() {
   return std::nullopt;
 }
 
-std::uint64_t PcapReader::bytes_read() const { return impl_->source->consumed(); }
+std::uint64_t PcapReader::bytes_read() const {
+  return impl_->records ? impl_->records->consumed() : impl_->source->consumed();
+}
 
 std::string PcapReader::sha256() { return impl_->source->finish(); }
 
