@@ -1,6 +1,6 @@
 #include "conformance/capture/pcap_reader.hpp"
 
-#include <openssl/evp.h>
+#include <nettle/sha2.h>
 #include <pcap/pcap.h>
 
 #include <fcntl.h>
@@ -167,14 +167,13 @@ class ChunkedSource {
   }
 
   void hash_chunks(const std::stop_token& stop) {
-    EVP_MD_CTX* md = EVP_MD_CTX_new();
-    EVP_DigestInit_ex(md, EVP_sha256(), nullptr);
-    for (protocols::Bytes c; !(c = ring_.next(stop)).empty();) EVP_DigestUpdate(md, c.data(), c.size());
-    unsigned char out[EVP_MAX_MD_SIZE];
-    unsigned len = 0;
-    EVP_DigestFinal_ex(md, out, &len);
-    EVP_MD_CTX_free(md);
-    hex_ = to_hex(out, len);
+    sha256_ctx md;
+    sha256_init(&md);
+    for (protocols::Bytes c; !(c = ring_.next(stop)).empty();)
+      sha256_update(&md, c.size(), reinterpret_cast<const std::uint8_t*>(c.data()));
+    unsigned char out[SHA256_DIGEST_SIZE];
+    sha256_digest(&md, sizeof out, out);
+    hex_ = to_hex(out, sizeof out);
   }
 
   int fd_;
