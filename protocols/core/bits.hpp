@@ -67,6 +67,15 @@ constexpr std::uint64_t read_bits(Bytes b, std::size_t bit_off, unsigned width) 
 
 // Writes the low `width` bits of v at `bit_off`, leaving other bits alone.
 inline void write_bits(MutBytes b, std::size_t bit_off, unsigned width, std::uint64_t v) {
+  const std::size_t first = bit_off / 8;
+  const unsigned lead = static_cast<unsigned>(bit_off % 8);
+  if (lead + width <= 64 && first + 8 <= b.size()) {
+    // As in read_bits: one 8-octet window, read, masked and written back.
+    const unsigned shift = 64 - lead - width;
+    const std::uint64_t mask = (width == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << width) - 1) << shift;
+    put_be64(b, first, (be64(b, first) & ~mask) | ((v << shift) & mask));
+    return;
+  }
   for (unsigned i = 0; i < width; ++i) {
     const std::size_t bit = bit_off + i;
     const unsigned shift = 7 - static_cast<unsigned>(bit % 8);

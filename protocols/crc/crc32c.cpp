@@ -153,8 +153,17 @@ std::string_view engine_name(Crc32cEngine e) {
 
 Crc32cEngine active_crc32c_engine() { return kActive; }
 
-std::uint32_t crc32_update(std::uint32_t state, Bytes data) {
+std::uint32_t crc32_update_portable(std::uint32_t state, Bytes data) {
   return sliced_update<kIeee>(state, reinterpret_cast<const unsigned char*>(data.data()), data.size());
+}
+
+std::uint32_t crc32_update(std::uint32_t state, Bytes data) {
+#ifdef RDMACONF_HAVE_ISAL
+  // ISA-L's gzip CRC inverts on the way in and out: hand it the register inverted.
+  return ~crc32_gzip_refl(~state, reinterpret_cast<const unsigned char*>(data.data()), data.size());
+#else
+  return crc32_update_portable(state, data);
+#endif
 }
 
 }  // namespace rdmaconf::protocols::crc

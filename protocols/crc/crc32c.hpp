@@ -30,7 +30,10 @@ Crc32cEngine active_crc32c_engine();
 // CRC-32 (IEEE 802.3, reflected 0xEDB88320), the base of the InfiniBand ICRC
 // and VCRC... The VCRC is a CRC-16; see ib/icrc.hpp.
 inline constexpr std::uint32_t kCrc32Init = 0xFFFFFFFFu;
+// ISA-L's folding CRC when built with it, else slicing-by-8; the state is
+// the raw (uninverted) register either way.
 std::uint32_t crc32_update(std::uint32_t state, Bytes data);
+std::uint32_t crc32_update_portable(std::uint32_t state, Bytes data);  // slicing-by-8 always (tests)
 inline std::uint32_t crc32(Bytes data) { return ~crc32_update(kCrc32Init, data); }
 
 }  // namespace rdmaconf::protocols::crc
