@@ -50,7 +50,7 @@ struct RunOptions {
   std::string scenario = "write";
   std::uint32_t size = 0;        // 0: the scenario's default
   std::uint64_t iterations = 0;  // 0: the scenario's default
-  eng::QpConfig qp;              // type, QPN and PSNs are set by the scenario and the exchange
+  eng::QpConfig qp;              // QPN and PSNs come from the exchange; the type from the scenario (perftest: this one, its -c)
   // Our RoCEv2 endpoint. Both directions go to the same destination port
   // (4791 unless configured), so the two ends bind different addresses.
   std::string udp_local = "127.0.0.2:4791";
@@ -84,7 +84,7 @@ RunResult run_perftest_client(std::string_view server, std::string_view program,
 
 
 struct PeerOptions {
-  eng::QpConfig qp;                 // limits and timers; type, QPN and PSNs come from the hello
+  eng::QpConfig qp;                 // limits and timers; QPN and PSNs come from the hello (the type too, except for perftest: its -c)
   std::string udp_local = "127.0.0.1:4791";
   std::uint64_t connections = 0;    // stop after this many (0: until stopped)
   int idle_timeout_ms = 30000;
