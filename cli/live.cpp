@@ -175,6 +175,34 @@ int run_roce_interop(const LiveOptions& o) {
   return r.ok ? 0 : kExitFail;
 }
 
+// Our iWARP engine against a perftest server started with -R.
+int run_iwarp_perftest(const LiveOptions& o, eng::WaitMode wait) {
+  if (const std::string bad = eng::Device().validate(o.qp(true)); !bad.empty()) {
+    std::cerr << "rdmaconf interop: configuration not supported: " << bad << "\n";
+    return kExitUsage;
+  }
+  ii::RunOptions ro;
+  ro.size = o.size;
+  ro.iterations = o.iterations;
+  ro.qp = o.qp(true);
+  ro.pcap = o.pcap;
+  ro.wait = wait;
+  ro.timeout_ms = o.timeout_ms;
+  ro.window = o.window;
+  const auto r = ii::run_perftest_client(o.peer_addr, o.peer_program, ro);
+  const auto j = r.to_json();
+  std::cout << fmt::format("{}: {} - {}", r.scenario, j["verdict"].get<std::string>(), r.message) << "\n";
+  if (!o.json_out.empty()) {
+    std::ofstream os(o.json_out);
+    os << j.dump(2) << "\n";
+    if (!os) {
+      std::cerr << "rdmaconf interop: cannot write " << o.json_out << "\n";
+      return kExitUsage;
+    }
+  }
+  return r.ok ? 0 : kExitFail;
+}
+
 int run_roce_peer(const LiveOptions& o) {
   std::string err;
   eng::Fd lfd = eng::tcp_listen(o.listen, err);
@@ -225,9 +253,10 @@ LiveCommands::LiveCommands(CLI::App& app) : o_(std::make_unique<LiveOptions>()) 
   interop_->add_flag("--list", o.list, "list the scenarios and exit");
   interop_->add_option("--peer-program", o.peer_program,
                        "what serves --peer: rdmaconf (our peer) or rping (rping -s of any stack; terminate-* "
-                       "scenarios then skip faults that need a buffer of the responder's); roce: ib_write_bw, "
-                       "ib_read_bw, ib_send_bw or ib_atomic_bw (a perftest server without -R; --size and "
-                       "--iterations must match its -s and -n; atomics are 8 octets)")
+                       "scenarios then skip faults that need a buffer of the responder's); iwarp: ib_write_bw, "
+                       "ib_read_bw or ib_send_bw (a perftest server started with -R); roce: ib_write_bw, "
+                       "ib_read_bw, ib_send_bw or ib_atomic_bw (a perftest server without -R); with perftest "
+                       "--size and --iterations must match its -s and -n (atomics are 8 octets)")
       ->check(CLI::IsMember({"rdmaconf", "rping", "ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw"}));
   interop_->add_option("--fault", o.fault,
                        "roce with a perftest --peer-program: plant the fault of fault-psn-gap or fault-icrc in the "
@@ -265,12 +294,13 @@ int LiveCommands::run() {
       std::cout << scenario_list();
       return 0;
     }
-    const bool perftest = o.transport == "roce" && is_perftest(o.peer_program);
+    const bool perftest = is_perftest(o.peer_program);
     if (o.peer_addr.empty() || (o.scenario.empty() && !perftest)) {
       std::cerr << "rdmaconf interop: --peer and --scenario are required (--list shows the scenarios)\n";
       return kExitUsage;
     }
     if (o.transport == "roce") return run_roce_interop(o);
+    if (perftest) return run_iwarp_perftest(o, wait);
     if (!ii::find_scenario(o.scenario)) {
       std::cerr << fmt::format("rdmaconf interop: unknown scenario '{}'\n{}", o.scenario, scenario_list());
       return kExitUsage;

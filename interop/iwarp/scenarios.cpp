@@ -3,10 +3,13 @@
 #include "engines/iwarp/device.hpp"
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <chrono>
 #include <cstring>
 #include <deque>
 #include <list>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -1047,6 +1050,188 @@ RunResult run_initiator(std::string_view peer, const RunOptions& o) {
   r.terminate_sent = s.qp.terminate_sent();
   if (r.negotiated.is_null()) r.negotiated = s.negotiated();
   s.link->close(2000);
+  return r;
+}
+
+// ------------------------------------------------- perftest -R (rdma_cm)
+
+namespace {
+
+// perftest's destination record as it crosses rdma_cm connections: its C
+// structure with every field in network order (docs/lab.md).
+constexpr std::size_t kPerftestRecord = 56;
+struct PerftestRecord {
+  std::uint32_t lid = 0, out_reads = 0, qpn = 0, psn = 0, rkey = 0;
+  std::uint64_t vaddr = 0;
+  std::array<std::byte, 16> gid{};
+};
+std::array<std::byte, kPerftestRecord> encode_record(const PerftestRecord& d) {
+  std::array<std::byte, kPerftestRecord> b{};
+  protocols::put_be32(b, 0, d.lid);
+  protocols::put_be32(b, 4, d.out_reads);
+  protocols::put_be32(b, 8, d.qpn);
+  protocols::put_be32(b, 12, d.psn);
+  protocols::put_be32(b, 16, d.rkey);
+  protocols::put_be64(b, 24, d.vaddr);
+  std::copy(d.gid.begin(), d.gid.end(), b.begin() + 32);
+  return b;
+}
+PerftestRecord decode_record(Bytes b) {
+  PerftestRecord d;
+  d.lid = protocols::be32(b, 0);
+  d.out_reads = protocols::be32(b, 4);
+  d.qpn = protocols::be32(b, 8);
+  d.psn = protocols::be32(b, 12);
+  d.rkey = protocols::be32(b, 16);
+  d.vaddr = protocols::be64(b, 24);
+  std::copy(b.begin() + 32, b.begin() + 48, d.gid.begin());
+  return d;
+}
+
+}  // namespace
+
+RunResult run_perftest_client(std::string_view peer, std::string_view program, const RunOptions& o) {
+  RunResult r;
+  r.scenario = std::string(program);
+  const bool write = program == "ib_write_bw", read = program == "ib_read_bw", send = program == "ib_send_bw";
+  if (!write && !read && !send) {
+    r.message = fmt::format("perftest program '{}' over iWARP: ib_write_bw, ib_read_bw or ib_send_bw (their -R servers)",
+                            program);
+    return r;
+  }
+  const std::uint32_t size = o.size ? o.size : 65536;
+  const std::uint64_t iters = o.iterations ? o.iterations : 1000;
+  QpConfig cfg = o.qp;
+  cfg.initiator = true;
+  if (const std::string bad = Device().validate(cfg); !bad.empty()) {
+    r.message = fmt::format("configuration not supported: {}", bad);
+    return r;
+  }
+  // Each connection: TCP, MPA as rdma_cm does it over iWARP (no private
+  // data beyond the enhanced header), receive slots posted.
+  auto open = [&](std::string_view what, const std::string& pcap) -> std::unique_ptr<Session> {
+    std::string err;
+    // The server listens for the test connection only once it has set it
+    // up: like perftest's own client, try again while it refuses.
+    const auto until = Clock::now() + std::chrono::milliseconds(o.timeout_ms);
+    Fd fd = tcp_connect(peer, o.timeout_ms, err);
+    while (!fd && err.find("refused") != std::string::npos && Clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      fd = tcp_connect(peer, o.timeout_ms, err);
+    }
+    if (!fd) {
+      r.message = fmt::format("{}: {}", what, err);
+      return nullptr;
+    }
+    auto s = std::make_unique<Session>(cfg, std::move(fd), o.wait, o.timeout_ms);
+    if (!pcap.empty() && !s->link->record(pcap, err)) {
+      r.message = err;
+      return nullptr;
+    }
+    s->setup_slots(kMinSlot, kSlots);
+    s->qp.connect();
+    if (!s->wait([&] { return s->qp.state() == QpState::connected; })) {
+      r.message = s->why(fmt::format("{}: MPA setup", what));
+      return nullptr;
+    }
+    return s;
+  };
+  // One step of perftest's exchange on the first connection: we send, then
+  // take the server's message of the same size.
+  std::unique_ptr<Session> ctl = open("the exchange connection", o.pcap);
+  if (!ctl) return r;
+  r.negotiated = ctl->negotiated();
+  std::string version;
+  auto step = [&](Bytes mine, std::string_view what) -> std::optional<std::vector<std::byte>> {
+    if (!ctl->send(mine)) return r.message = ctl->why(fmt::format("perftest {}: sending", what)), std::nullopt;
+    auto m = ctl->receive();
+    if (!m) return r.message = ctl->why(fmt::format("perftest {}: waiting for the server's", what)), std::nullopt;
+    if (m->size() != mine.size()) {
+      r.message = fmt::format("perftest {}: the server sent {} octets, {} expected", what, m->size(), mine.size());
+      return std::nullopt;
+    }
+    return m;
+  };
+  std::array<std::byte, 16> v{};
+  std::memcpy(v.data(), "6.06", 4);
+  std::array<std::byte, 4> page{}, line{};
+  protocols::put_be32(page, 0, 4096);
+  protocols::put_be32(line, 0, 64);
+  const std::array<std::byte, 2> mtu{std::byte{'3'}, std::byte{0}};
+  const std::array<std::byte, kPerftestRecord> zeros{};
+  const auto rv = step(v, "version");
+  if (!rv) return r;
+  version.assign(reinterpret_cast<const char*>(rv->data()), strnlen(reinterpret_cast<const char*>(rv->data()), rv->size()));
+  if (!step(page, "page size") || !step(line, "cache line size") || !step(mtu, "MTU") || !step(zeros, "first record"))
+    return r;
+  // The test connection, then the records: one more of zeros, then ours
+  // (the first carries the keys, the others are barriers).
+  std::unique_ptr<Session> test = open("the test connection", o.pcap.empty() ? "" : o.pcap + ".test.pcap");
+  if (!test) return r;
+  auto& buf = test->buffer(size);
+  fill_pattern(buf, 18515);
+  const std::uint32_t stag = test->pd.register_mr(buf, kLocalWrite);
+  PerftestRecord mine;
+  mine.out_reads = cfg.ord;
+  mine.qpn = 2;
+  mine.psn = static_cast<std::uint32_t>(Clock::now().time_since_epoch().count()) & 0xffffff;
+  mine.rkey = stag;
+  mine.vaddr = address_of(buf);
+  const auto rec = encode_record(mine);
+  if (!step(zeros, "second record")) return r;
+  const auto keys = step(rec, "keys");
+  if (!keys) return r;
+  const PerftestRecord theirs = decode_record(*keys);
+  const int barriers = send ? 3 : 2;  // ib_send_bw: one more once the server's receives are posted
+  for (int i = 0; i < barriers; ++i)
+    if (!step(rec, "barrier")) return r;
+
+  std::uint64_t posted = 0;
+  const unsigned window = read ? std::max(1u, std::min<unsigned>(o.window, std::max<unsigned>(1, theirs.out_reads))) : o.window;
+  const auto t0 = Clock::now();
+  while (test->completed < iters) {
+    while (posted < iters && test->outstanding < window) {
+      SendWr w{kDataBase + posted++, write ? WrOpcode::write : read ? WrOpcode::read : WrOpcode::send, {stag, 0, size}};
+      w.remote_stag = theirs.rkey;
+      w.remote_to = theirs.vaddr;
+      test->post(w);
+    }
+    const std::uint64_t target = test->completed + 1;
+    if (!test->wait([&] { return test->completed >= target; })) {
+      r.message = test->why(write ? "RDMA Write" : read ? "RDMA Read" : "Send");
+      return r;
+    }
+  }
+  // A Send or Write completes once it is framed; the test connection is
+  // only driven here, so let it put everything on the wire before the
+  // exchange goes on (the ib_send_bw server answers the next barrier only
+  // once every Send has arrived).
+  if (!test->wait([&] { return test->qp.output().empty(); })) {
+    r.message = test->why("sending the last of the test's data");
+    return r;
+  }
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  r.size = size;
+  r.iterations = iters;
+  r.bytes = iters * size;
+  // After the test: a barrier, the report (not after a one-way Send test), a barrier.
+  if (!step(rec, "barrier after the test")) return r;
+  if (!send) {
+    const double gbps = r.seconds > 0 ? static_cast<double>(r.bytes) * 8 / r.seconds / 1e9 : 0;
+    const double mpps = r.seconds > 0 ? static_cast<double>(iters) / r.seconds / 1e6 : 0;
+    for (const std::uint64_t x : {std::uint64_t{size}, iters, std::bit_cast<std::uint64_t>(gbps),
+                                  std::bit_cast<std::uint64_t>(gbps), std::bit_cast<std::uint64_t>(mpps)}) {
+      std::array<std::byte, 8> b{};
+      protocols::put_be64(b, 0, x);
+      if (!step(b, "bandwidth report")) return r;
+    }
+    if (!step(rec, "closing barrier")) return r;
+  }
+  test->link->close(2000);
+  ctl->link->close(2000);
+  r.ok = true;
+  r.message = fmt::format("{} {}s of {} octets completed against perftest {} -R (server QPN {}, R_Key {:#x})", iters,
+                          write ? "RDMA Write" : read ? "RDMA Read" : "Send", size, version, theirs.qpn, theirs.rkey);
   return r;
 }
 

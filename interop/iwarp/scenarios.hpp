@@ -89,6 +89,13 @@ struct RunResult {
 
 RunResult run_initiator(std::string_view peer, const RunOptions& o);
 
+// Our engine as the client of a perftest server started with -R (rdma_cm
+// over iWARP): `ib_write_bw`, `ib_read_bw` or `ib_send_bw`. perftest's
+// exchange runs as Sends on a first connection, the test on a second one
+// (docs/lab.md has the sequence); --size and --iterations must match the
+// server's -s and -n.
+RunResult run_perftest_client(std::string_view peer, std::string_view program, const RunOptions& o);
+
 struct PeerOptions {
   eng::QpConfig qp;  // responder configuration (initiator is forced false)
   std::uint64_t connections = 0;   // stop after serving this many (0: until stopped)

@@ -222,6 +222,25 @@ std::vector<Cell> siw_matrix(bool sweep, const std::vector<std::string>& scenari
     else
       f.why = fmt::format("Terminate {}/{}/{:#04x}: {}", s.expect->layer, s.expect->etype, s.expect->code, s.rule);
   }
+  // Our engine as the client of perftest servers started with -R (rdma_cm
+  // over iWARP; the exchange is in docs/lab.md).
+  for (const char* prog : {"ib_write_bw", "ib_read_bw", "ib_send_bw"}) {
+    Cell& c = add(base, true, "no-crc", {"--no-crc"});
+    c.scenario = prog;
+    c.program = fmt::format("{} -R (server)", prog);
+    c.id = fmt::format("siw.our-initiator.{}.{}.no-crc", prog, base.label());
+    c.size = 4096;
+    c.iterations = 20;
+    c.why = fmt::format("perftest's exchange over rdma_cm (Sends on a first connection), then 20 {}s of 4096 octets on "
+                        "a second: every work request completes, perftest on siw finishes and the capture FAILs no case "
+                        "(RFC 5040, 5041, 5044)",
+                        std::string_view(prog) == "ib_write_bw"  ? "RDMA Write"
+                        : std::string_view(prog) == "ib_read_bw" ? "RDMA Read"
+                                                                 : "Send");
+    c.known_finding = kSiwPad;  // perftest's 2-octet MTU message goes through siw's short-FPDU path
+    c.finding_cases = {"iwarp.mpa.fpdu.pad"};
+  }
+
   // siw against siw (no engine of ours): the reference traffic of the two
   // kernel peers, without and with CRC.
   for (const SiwKnobs& k : {SiwKnobs{}, SiwKnobs{true, false, 2, false, false}, gso}) {
@@ -444,7 +463,15 @@ std::string guest_plan(const std::vector<Cell>& cells) {
       continue;
     }
     plan += fmt::format("cell {}\n", c.id);
-    if (c.our_role == "initiator") {
+    if (c.our_role == "initiator" && c.scenario.starts_with("ib_")) {
+      plan += fmt::format("server peer siw {} -R -F -d siw0 -p {} -n {} -s {}\n", c.scenario, c.port, c.iterations, c.size);
+      plan += fmt::format("wait_listen siw {}\n", c.port);
+      plan += fmt::format(
+          "client our our $ENGINE interop --peer {}:{} --peer-program {} --size {} --iterations {} --timeout {}{} "
+          "--json \"$DIR/our.json\"\n",
+          kSiwAddr, c.port, c.scenario, c.size, c.iterations, kStepTimeoutMs, ours);
+      plan += fmt::format("finish {}\n", kGraceS);
+    } else if (c.our_role == "initiator") {
       for (unsigned k = 0; k < c.connections; ++k) {
         const std::string n = connection_suffix(k);
         const unsigned port = c.port + 1000 * k;

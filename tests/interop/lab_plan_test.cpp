@@ -5,6 +5,8 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <fmt/format.h>
+
 #include "interop/lab/lab.hpp"
 
 namespace lab = rdmaconf::interop::lab;
@@ -150,6 +152,23 @@ BOOST_AUTO_TEST_CASE(rxe_connection_type_cells) {
   const auto v = lab::judge(r, o);
   BOOST_CHECK_EQUAL(v.color, "red");
   BOOST_CHECK(v.reason.find("received 19 SENDs") != std::string::npos);
+}
+
+// Our iWARP engine against perftest -R servers on siw: perftest gets -R and
+// the cell's size and count, our client the same program; siw's short-FPDU
+// pad (perftest's 2-octet MTU message) is the known finding.
+BOOST_AUTO_TEST_CASE(siw_perftest_cells) {
+  const auto cells = lab::siw_matrix(false, {"ib_write_bw", "ib_read_bw", "ib_send_bw"});
+  for (const char* prog : {"ib_write_bw", "ib_read_bw", "ib_send_bw"}) {
+    BOOST_TEST_CONTEXT(prog) {
+      const auto& c = find(cells, fmt::format("siw.our-initiator.{}.crc-off.v2.no-crc", prog));
+      const auto plan = lab::guest_plan({c});
+      BOOST_CHECK(plan.find(fmt::format("{} -R -F -d siw0 -p {} -n 20 -s 4096", prog, c.port)) != std::string::npos);
+      BOOST_CHECK(plan.find(fmt::format("--peer 192.0.2.1:{} --peer-program {} --size 4096 --iterations 20", c.port,
+                                        prog)) != std::string::npos);
+      BOOST_CHECK(c.finding_cases == std::vector<std::string>{"iwarp.mpa.fpdu.pad"});
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(data_cell_verdicts) {
