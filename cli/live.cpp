@@ -272,11 +272,11 @@ LiveCommands::LiveCommands(CLI::App& app) : o_(std::make_unique<LiveOptions>()) 
   peer_->add_flag("--reject", o.reject, "reject every MPA Request");
   peer_->add_option("--max-size", o.max_size, "largest buffer a client may ask for");
   peer_->add_flag("--perftest", o.perftest,
-                  "roce: serve perftest clients (ib_{write,read,send,atomic}_bw SERVER, without -R) through "
-                  "perftest's own TCP exchange instead of ours");
+                  "serve perftest clients instead of our exchange: roce, ib_{write,read,send,atomic}_bw SERVER "
+                  "without -R (perftest's TCP exchange); iwarp, ib_{write,read,send}_bw -R SERVER (rdma_cm)");
   peer_->add_option("--peer-program", o.peer_program,
-                    "roce --perftest: what the clients run: ib_write_bw (the default), ib_read_bw or ib_atomic_bw "
-                    "(all served alike) or ib_send_bw (receives are kept posted)")
+                    "--perftest: what the clients run: ib_write_bw (the default), ib_read_bw, ib_atomic_bw (roce) "
+                    "or ib_send_bw (receives are kept posted)")
       ->check(CLI::IsMember({"rdmaconf", "ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw"}));
   engine_options(peer_, o);
   roce_options(peer_, o, "127.0.0.1:4791");
@@ -365,10 +365,16 @@ int LiveCommands::run() {
   po.pcap_dir = o.pcap_dir;
   if (!po.pcap_dir.empty()) std::filesystem::create_directories(po.pcap_dir);
   bool all_ok = true;
-  ii::serve(lfd.get(), po, [&](const nlohmann::json& rep) {
+  auto report = [&](const nlohmann::json& rep) {
     all_ok &= rep.value("ok", false);
     std::cout << rep.dump() << std::endl;
-  }, g_stop.get_token());
+  };
+  if (o.perftest) {
+    ii::serve_perftest(lfd.get(), po, is_perftest(o.peer_program) ? o.peer_program : "ib_write_bw", report,
+                       g_stop.get_token());
+  } else {
+    ii::serve(lfd.get(), po, report, g_stop.get_token());
+  }
   return all_ok ? 0 : kExitFail;
 }
 

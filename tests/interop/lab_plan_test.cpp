@@ -167,6 +167,27 @@ BOOST_AUTO_TEST_CASE(siw_perftest_cells) {
       BOOST_CHECK(plan.find(fmt::format("--peer 192.0.2.1:{} --peer-program {} --size 4096 --iterations 20", c.port,
                                         prog)) != std::string::npos);
       BOOST_CHECK(c.finding_cases == std::vector<std::string>{"iwarp.mpa.fpdu.pad"});
+      const auto& r = find(cells, fmt::format("siw.our-responder.{}.crc-off.v2.no-crc", prog));
+      const auto rplan = lab::guest_plan({r});
+      BOOST_CHECK(rplan.find(fmt::format("peer --perftest --peer-program {} --listen 192.0.2.2:{}", prog, r.port)) !=
+                  std::string::npos);
+      BOOST_CHECK(rplan.find(fmt::format("{} -R -F -d siw0 -p {} -n 20 -s 4096 192.0.2.2", prog, r.port)) !=
+                  std::string::npos);
+      // The pad finding shows only in the capture: with both programs
+      // done it explains the red; when our side failed it does not.
+      lab::CellOutcome o;
+      o.finished = true;
+      o.program_rc = 0;
+      o.ours = {{"ok", true}, {"received", 20}, {"received_octets", 20 * 4096}};
+      o.check_fail = 1;
+      o.failed_cases = {"iwarp.mpa.fpdu.pad"};
+      auto v = lab::judge(r, o);
+      BOOST_CHECK_EQUAL(v.color, "red");
+      BOOST_CHECK(!v.regression);
+      o.ours = {{"ok", false}, {"error", "the test connection: the client did not connect"}};
+      o.program_rc = 137;
+      v = lab::judge(r, o);
+      BOOST_CHECK(v.regression);
     }
   }
 }
