@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
   bool cases_json = false;
   cases->add_flag("--json", cases_json, "print the catalog as JSON");
 
-  auto* packets = app.add_subcommand("packets", "list every RoCEv2 packet decoded from a capture, one JSON object per line");
+  auto* packets = app.add_subcommand("packets", "list every RoCEv2 or native InfiniBand packet decoded from a capture, one JSON object per line");
   std::string packets_path;
   packets->add_option("path", packets_path, "capture file")->required();
   auto* fpdus = app.add_subcommand("fpdus", "list every FPDU decoded from a capture, one JSON object per line");
@@ -185,6 +185,16 @@ int main(int argc, char** argv) {
         j["pad"] = p.pad;
         j["icrc"] = p.icrc;
         j["icrc_ok"] = p.icrc == e.icrc_computed;
+      }
+      if (e.pkt->native_ib) {  // the link and network headers of a native InfiniBand frame
+        const auto l3 = e.pkt->l3;
+        if (auto lrh = protocols::Header::decode(protocols::ib::kLrh, l3)) j["lrh"] = *lrh;
+        if (e.pkt->ip_header_len > protocols::ib::kLrh.size)
+          if (auto grh = protocols::Header::decode(protocols::ib::kGrh, l3.subspan(protocols::ib::kLrh.size))) j["grh"] = *grh;
+        if (e.pkt->has_vcrc) {
+          j["vcrc"] = e.pkt->vcrc;
+          j["vcrc_ok"] = e.pkt->vcrc == protocols::ib::vcrc(l3);
+        }
       }
       std::cout << j.dump() << "\n";
     };

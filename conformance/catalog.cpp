@@ -14,6 +14,7 @@ const Catalog& Catalog::get() {
     add_iwarp_ddp_cases(k);
     add_iwarp_rdmap_cases(k);
     add_roce_transport_cases(k);
+    add_ib_link_cases(k);
     add_ib_reliable_cases(k);
     return k;
   }();

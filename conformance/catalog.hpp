@@ -90,6 +90,7 @@ void add_iwarp_mpa_fpdu_cases(Catalog&);
 void add_iwarp_ddp_cases(Catalog&);
 void add_iwarp_rdmap_cases(Catalog&);
 void add_roce_transport_cases(Catalog&);
+void add_ib_link_cases(Catalog&);
 void add_ib_reliable_cases(Catalog&);
 
 }  // namespace rdmaconf::conformance

@@ -212,7 +212,8 @@ class Run final : public TcpSink {
     if (pkt.ok()) {
       c.qps[static_cast<std::uint32_t>(pkt->bth.get(ib::Bth::destqp))]++;
       const bool judged = !roce_.empty() || roce_hook_;
-      if (judged) e.icrc_computed = ib::roce_icrc(p.l3, p.ip_version == 6, p.ip_header_len);
+      if (judged)
+        e.icrc_computed = p.native_ib ? ib::native_icrc(p.l3) : ib::roce_icrc(p.l3, p.ip_version == 6, p.ip_header_len);
       e.facts = &c.qp.packet(e.dir, *pkt, p.frame, judged && e.icrc_computed != pkt->icrc);
     }
     if (roce_hook_) roce_hook_(e);
@@ -289,7 +290,7 @@ InputResult Checker::check_file(const std::string& path) const {
   }
   out.linktype = linktype_name(reader->linktype());
   if (!supported_linktype(reader->linktype())) {
-    out.error = fmt::format("{}: link type {} is not supported (Ethernet, Linux cooked v1/v2 and raw IP are)", path,
+    out.error = fmt::format("{}: link type {} is not supported (Ethernet, Linux cooked v1/v2, raw IP and InfiniBand are)", path,
                             out.linktype);
     out.sha256 = reader->sha256();
     return out;
@@ -309,7 +310,9 @@ InputResult Checker::check_file(const std::string& path) const {
       continue;
     }
     if (d.status != DissectStatus::ok) continue;
-    if (d.pkt.protocol == 6) {
+    if (d.pkt.native_ib) {
+      run.roce(d.pkt);
+    } else if (d.pkt.protocol == 6) {
       tcp.add(d.pkt);
     } else if (d.pkt.protocol == 17 &&
                std::find(opt_.roce_ports.begin(), opt_.roce_ports.end(), d.pkt.dport) != opt_.roce_ports.end()) {

@@ -42,6 +42,14 @@ for cap in sorted(os.listdir(golden)):
     streams = {}
     roce = b""
     put("fuzz_capture", cap, open(path, "rb").read())
+    if struct.unpack_from("<I", open(path, "rb").read(24), 20)[0] == 247:
+        # native InfiniBand: fuzz_link's link type 7 is LINKTYPE_INFINIBAND;
+        # the transport packet follows the LRH (and the GRH when LNH is 3)
+        for i, frame in enumerate(records(path)):
+            if i % 3 == 0 and len(frame) > 8:
+                put("fuzz_link", "%s-%d" % (cap, i), b"\x07" + frame)
+                put("fuzz_ib", "%s-%d" % (cap, i), frame[48 if frame[1] & 3 == 3 else 8:-2])
+        continue
     for i, frame in enumerate(records(path)):
         if len(frame) < 14 + 20:
             continue

@@ -181,7 +181,7 @@ void write_junit(std::ostream& os, const RunInfo& run, const std::vector<InputRe
 
 void write_summary(std::ostream& os, const std::vector<InputResult>& inputs, bool verbose) {
   for (const auto& in : inputs) {
-    fmt::print(os, "{}: {} frames, {} TCP connections ({} iWARP), {} RoCEv2 packets\n", in.path, in.stats.frames,
+    fmt::print(os, "{}: {} frames, {} TCP connections ({} iWARP), {} InfiniBand transport packets (RoCEv2 or native)\n", in.path, in.stats.frames,
                in.stats.tcp_connections, in.stats.iwarp_connections, in.stats.roce_packets);
     if (!in.error.empty()) fmt::print(os, "  error: {}\n", in.error);
     if (in.warnings_total)

@@ -327,12 +327,19 @@ struct RocePkt {
   std::uint16_t pkey = 0xffff;
   std::function<void(Buf&)> mangle;  // edits the encoded transport packet (BTH to ICRC)
   bool corrupt_icrc = false;
+  // Native InfiniBand only: the virtual lane, an edit of the LRH and GRH made
+  // before the CRCs are computed, and a VCRC altered after.
+  std::uint8_t vl = 0;
+  std::function<void(Buf&)> link_edit;
+  bool corrupt_vcrc = false;
 };
+enum class Link { roce, ib_local, ib_global };  // RoCEv2 over IP, or native InfiniBand without / with a GRH
 struct RoceTraffic {
   bool ipv6 = false;
   std::vector<RocePkt> pkts;
   std::string fault;
   std::function<void(RoceTraffic&)> edit;
+  Link link = Link::roce;
 };
 
 Header reth(std::uint64_t va, std::uint32_t rkey, std::uint64_t len) {
@@ -374,10 +381,10 @@ constexpr std::uint32_t kNakRemoteAccess = ib::syndrome(ib::AckKind::nak, ib::kN
 constexpr std::uint32_t kRnrNak = ib::syndrome(ib::AckKind::rnr_nak, 14);
 
 RocePkt req(std::uint8_t op, std::uint32_t psn, Buf payload, std::vector<std::pair<ib::Ext, Header>> exts = {}, bool ackreq = false) {
-  return RocePkt{true, op, kQb, psn, std::move(payload), std::move(exts), ackreq, 0xffff, {}, false};
+  return RocePkt{true, op, kQb, psn, std::move(payload), std::move(exts), ackreq, 0xffff, {}, false, 0, {}, false};
 }
 RocePkt resp(std::uint8_t op, std::uint32_t psn, Buf payload, std::vector<std::pair<ib::Ext, Header>> exts) {
-  return RocePkt{false, op, kQa, psn, std::move(payload), std::move(exts), false, 0xffff, {}, false};
+  return RocePkt{false, op, kQa, psn, std::move(payload), std::move(exts), false, 0xffff, {}, false, 0, {}, false};
 }
 RocePkt ack(std::uint32_t psn, std::uint32_t msn, std::uint32_t syndrome = 0) { return resp(0x11, psn, {}, {{ib::kExtAeth, aeth(msn, syndrome)}}); }
 RocePkt send_only(std::uint32_t psn, std::size_t n, bool ackreq = false) { return req(0x04, psn, pattern(n, psn), {}, ackreq); }
@@ -417,13 +424,13 @@ std::vector<RocePkt> roce_all_opcodes() {
       resp(0x10, 115, {}, {{ib::kExtAeth, aeth(11)}}),                                // 25 READ Response Only
       req(0x0C, 116, {}, {{ib::kExtReth, reth(0x9400, 0x88, 200)}}),                  // 26
       resp(0x10, 116, pattern(200, 16), {{ib::kExtAeth, aeth(12)}}),                  // 27
-      RocePkt{true, 0x26, 0x31, 500, pattern(1024, 17), {{ib::kExtReth, reth(0x5000, 0x55, 1124)}}, false, 0xffff, {}, false},  // 28 UC WRITE First
-      RocePkt{true, 0x28, 0x31, 501, pattern(100, 18), {}, false, 0xffff, {}, false},  // 29 UC WRITE Last
-      RocePkt{true, 0x24, 0x31, 502, pattern(40, 19), {}, false, 0xffff, {}, false},   // 30 UC SEND Only
-      RocePkt{true, 0x64, 0x21, 1, pattern(256, 9), {{ib::kExtDeth, deth(0x11111111, 0x20)}}, false, 0xffff, {}, false},  // 31 UD SEND Only
-      RocePkt{true, 0x65, 0x21, 2, pattern(16, 20), {{ib::kExtDeth, deth(0x11111111, 0x20)}, {ib::kExtImmDt, imm_eth(9)}}, false, 0xffff, {}, false},  // 32
-      RocePkt{false, 0x64, 1, 7, pattern(256, 21), {{ib::kExtDeth, deth(0x80010000, 1)}}, false, 0xffff, {}, false},  // 33 UD to QP1 (GSI)
-      RocePkt{false, 0x81, kQa, 0, Buf(16), {}, false, 0xffff, {}, false},           // 34 CNP
+      RocePkt{true, 0x26, 0x31, 500, pattern(1024, 17), {{ib::kExtReth, reth(0x5000, 0x55, 1124)}}, false, 0xffff, {}, false, 0, {}, false},  // 28 UC WRITE First
+      RocePkt{true, 0x28, 0x31, 501, pattern(100, 18), {}, false, 0xffff, {}, false, 0, {}, false},  // 29 UC WRITE Last
+      RocePkt{true, 0x24, 0x31, 502, pattern(40, 19), {}, false, 0xffff, {}, false, 0, {}, false},   // 30 UC SEND Only
+      RocePkt{true, 0x64, 0x21, 1, pattern(256, 9), {{ib::kExtDeth, deth(0x11111111, 0x20)}}, false, 0xffff, {}, false, 0, {}, false},  // 31 UD SEND Only
+      RocePkt{true, 0x65, 0x21, 2, pattern(16, 20), {{ib::kExtDeth, deth(0x11111111, 0x20)}, {ib::kExtImmDt, imm_eth(9)}}, false, 0xffff, {}, false, 0, {}, false},  // 32
+      RocePkt{false, 0x64, 1, 7, pattern(256, 21), {{ib::kExtDeth, deth(0x80010000, 1)}}, false, 0xffff, {}, false, 0, {}, false},  // 33 UD to QP1 (GSI)
+      RocePkt{false, 0x81, kQa, 0, Buf(16), {}, false, 0xffff, {}, false, 0, {}, false},           // 34 CNP
   };
   v[18].mangle = [](Buf& b) { b[1] |= std::byte{0x80}; };  // the SEND Last with Immediate asks for a solicited event
   return v;
@@ -455,8 +462,70 @@ std::vector<RocePkt> roce_recovery() {
   };
 }
 
+// Native InfiniBand frames (DLT_INFINIBAND): LRH (LIDs 0x0001 and 0x0002,
+// service level 2), a GRH for Link::ib_global (the GIDs fe80::2:c903:0:1 and
+// :2, a traffic class, flow label and hop limit that vary from packet to
+// packet, as a router may change them), the transport packet, ICRC and VCRC.
+nlohmann::json ib_native_capture(const std::string& path, const RoceTraffic& t) {
+  PcapWriter w(path, DLT_INFINIBAND);
+  const bool global = t.link == Link::ib_global;
+  std::size_t n = 0;
+  for (const auto& p : t.pkts) {
+    ib::IbPacketSpec s;
+    s.bth.set(ib::Bth::opcode, p.opcode);
+    s.bth.set(ib::Bth::pkey, p.pkey);
+    s.bth.set(ib::Bth::destqp, p.qp);
+    s.bth.set(ib::Bth::psn, p.psn);
+    s.bth.set(ib::Bth::ackreq, p.ackreq);
+    for (const auto& [e, h] : p.exts) s.ext[static_cast<std::size_t>(__builtin_ctz(e))] = h;
+    s.payload = p.payload;
+    Buf tr;
+    ib::encode_transport(tr, s);
+    if (p.mangle) p.mangle(tr);
+    const std::size_t hdr = ib::kLrh.size + (global ? ib::kGrh.size : 0);
+    Header lrh(ib::kLrh);
+    lrh.set(ib::Lrh::vl, p.vl);
+    lrh.set(ib::Lrh::sl, 2);
+    lrh.set(ib::Lrh::lnh, global ? ib::kLnhGlobal : ib::kLnhLocal);
+    lrh.set(ib::Lrh::dlid, p.from_a ? 2 : 1);
+    lrh.set(ib::Lrh::slid, p.from_a ? 1 : 2);
+    lrh.set(ib::Lrh::pktlen, (hdr + tr.size()) / 4);
+    Buf f(lrh.bytes().begin(), lrh.bytes().end());
+    if (global) {
+      Header grh(ib::kGrh);
+      grh.set(ib::Grh::ipver, 6);
+      grh.set(ib::Grh::tclass, (n * 37) & 0xff);
+      grh.set(ib::Grh::flow, (n * 7919) & 0xfffff);
+      grh.set(ib::Grh::paylen, tr.size());
+      grh.set(ib::Grh::nxthdr, ib::kGrhNextIba);
+      grh.set(ib::Grh::hoplmt, 64 - n % 8);
+      std::array<std::byte, 16> gid{std::byte{0xfe}, std::byte{0x80}};
+      gid[9] = std::byte{0x02}, gid[10] = std::byte{0xc9}, gid[11] = std::byte{0x03};
+      gid[15] = std::byte(p.from_a ? 1 : 2);
+      grh.set_field_bytes(ib::Grh::sgid, gid);
+      gid[15] = std::byte(p.from_a ? 2 : 1);
+      grh.set_field_bytes(ib::Grh::dgid, gid);
+      f.insert(f.end(), grh.bytes().begin(), grh.bytes().end());
+    }
+    f.insert(f.end(), tr.begin(), tr.end());
+    if (p.link_edit) p.link_edit(f);
+    put_le32(f, f.size() - 4, ib::native_icrc(B(f)));
+    if (p.corrupt_icrc) f[f.size() - 2] ^= std::byte{0x01};
+    f.resize(f.size() + ib::kVcrcSize);
+    put_le16(f, f.size() - 2, ib::vcrc(B(f).first(f.size() - 2)));
+    if (p.corrupt_vcrc) f[f.size() - 1] ^= std::byte{0x10};
+    w.frame(B(f));
+    ++n;
+  }
+  nlohmann::json j = {{"link", global ? "InfiniBand, LRH and GRH" : "InfiniBand, LRH only"},
+                      {"packets", t.pkts.size()}, {"path_mtu", 1024}};
+  if (!t.fault.empty()) j["fault"] = t.fault;
+  return j;
+}
+
 nlohmann::json roce_capture(const std::string& path, RoceTraffic t) {
   if (t.edit) t.edit(t);
+  if (t.link != Link::roce) return ib_native_capture(path, t);
   PcapWriter w(path);
   const Host a = t.ipv6 ? host_v6(0x11, 49152) : host_v4(198, 51, 100, 1, 49152);
   const Host b = t.ipv6 ? host_v6(0x12, ib::kRoceV2Port) : host_v4(198, 51, 100, 2, ib::kRoceV2Port);
@@ -794,9 +863,13 @@ std::vector<Scenario> scenarios() {
       "ib.nak.sequence", "ib.nak.psn", "ib.ack.psn", "ib.aeth.msn", "ib.ackreq.answered", "ib.response.match",
       "ib.read.response_psn", "ib.read.response_length", "ib.reth.dma_length", "roce.deth.srcqp", "ib.bth.se",
       "ib.nak.fatal"};
+  // Native InfiniBand link cases: not applicable to RoCEv2, which has no LRH, GRH or VCRC.
+  const std::vector<std::string> ib_link_cases = {"ib.lrh.lver", "ib.lrh.reserved", "ib.lrh.pktlen", "ib.vcrc",
+                                                  "ib.grh.header", "ib.lrh.vl15"};
   auto roce_expect = [&](std::initializer_list<const char*> not_applicable, Expect changes = {}) {
     Expect e;
     for (const auto& id : roce_cases) e[id] = "PASS";
+    for (const auto& id : ib_link_cases) e[id] = NA;
     for (const char* id : not_applicable) e[id] = NA;
     for (auto& [id, verdict] : changes) e[id] = verdict;
     return e;
@@ -881,7 +954,7 @@ std::vector<Scenario> scenarios() {
              [](RoceTraffic& t) { t.pkts[10].exts[0].second.set(ib::AtomicEth::va, 0x44); }, {{"ib.atomic.alignment", F}});
   roce_fault("roce-fault-reth-length", "the capture ends with a UC RDMA WRITE First announcing 2^31+1 octets",
              [](RoceTraffic& t) {
-               t.pkts.push_back(RocePkt{true, 0x26, 0x31, 503, pattern(1024, 30), {{ib::kExtReth, reth(0x6000, 0x55, 0x80000001ull)}}, false, 0xffff, {}, false});
+               t.pkts.push_back(RocePkt{true, 0x26, 0x31, 503, pattern(1024, 30), {{ib::kExtReth, reth(0x6000, 0x55, 0x80000001ull)}}, false, 0xffff, {}, false, 0, {}, false});
              },
              {{"ib.reth.length", F}});
   roce_fault("roce-fault-aeth-syndrome", "the ACK of PSN 109 carries syndrome 0x40 (a reserved kind)",
@@ -891,7 +964,7 @@ std::vector<Scenario> scenarios() {
   roce_fault("roce-fault-qp-pkey", "the SEND Only of PSN 103 carries P_Key 0x8001, another partition than the QP's",
              [](RoceTraffic& t) { t.pkts[4].pkey = 0x8001; }, {{"ib.qp.pkey", F}});
   roce_fault("roce-fault-qp-transport", "the capture ends with a UC SEND Only addressed to the RC QP",
-             [](RoceTraffic& t) { t.pkts.push_back(RocePkt{true, 0x24, kQb, 117, pattern(8, 31), {}, false, 0xffff, {}, false}); },
+             [](RoceTraffic& t) { t.pkts.push_back(RocePkt{true, 0x24, kQb, 117, pattern(8, 31), {}, false, 0xffff, {}, false, 0, {}, false}); },
              {{"ib.qp.transport", F}});
   roce_fault("roce-fault-payload-pmtu", "the UD SEND carries 1100 octets on a path MTU of 1024",
              [](RoceTraffic& t) { t.pkts[31].payload = pattern(1100, 9); }, {{"ib.payload.pmtu", F}});
@@ -946,6 +1019,61 @@ std::vector<Scenario> scenarios() {
              [](RoceTraffic& t) { t.pkts[16].mangle = [](Buf& b) { b[1] |= std::byte{0x80}; }; }, {{"ib.bth.se", F}});
   roce_fault("roce-fault-deth-srcqp", "the UD SEND names source QP 0",
              [](RoceTraffic& t) { t.pkts[31].exts[0].second.set(ib::Deth::srcqp, 0); }, {{"roce.deth.srcqp", F}});
+
+  // ---- Native InfiniBand (LINKTYPE_INFINIBAND): the traffic of roce-v4 behind
+  // an LRH (and a GRH), on virtual lanes 0-3, plus a subnet management packet
+  // (a UD SEND from QP0 to QP0 on VL15, 256 octets as a MAD is). QP0 is
+  // legitimate here, so the RoCE-only QP0 cases do not apply.
+  auto ib_traffic = [](Link link) {
+    RoceTraffic t{false, roce_all_opcodes(), {}, {}, link};
+    for (std::size_t i = 0; i < t.pkts.size(); ++i) t.pkts[i].vl = static_cast<std::uint8_t>(i % 4);
+    RocePkt smp{true, 0x64, 0, 0, pattern(256, 40), {{ib::kExtDeth, deth(0, 0)}}, false, 0xffff, {}, false, 0, {}, false};
+    smp.vl = 15;
+    t.pkts.push_back(smp);
+    return t;
+  };
+  auto ib_expect = [&](Link link, Expect changes = {}) {
+    Expect e = roce_expect(all_na, {{"roce.qp0", NA}, {"roce.deth.srcqp", NA}});
+    for (const auto& id : ib_link_cases) e[id] = "PASS";
+    if (link != Link::ib_global) e["ib.grh.header"] = NA;
+    for (auto& [id, verdict] : changes) e[id] = verdict;
+    return e;
+  };
+  roce("ib-native-local", "native InfiniBand, LRH only (LIDs 0x0001 and 0x0002): the traffic of roce-v4 on virtual lanes "
+       "0-3, and a subnet management packet to QP0 on VL15", ib_traffic(Link::ib_local), ib_expect(Link::ib_local));
+  roce("ib-native-global", "as ib-native-local with a GRH on every packet, whose traffic class, flow label and hop limit "
+       "vary from packet to packet (the ICRC does not cover them)", ib_traffic(Link::ib_global), ib_expect(Link::ib_global));
+  auto ib_fault = [&](std::string name, Link link, std::string fault, std::function<void(RoceTraffic&)> change, Expect changes) {
+    RoceTraffic t = ib_traffic(link);
+    t.fault = std::move(fault);
+    t.edit = std::move(change);
+    roce(std::move(name), link == Link::ib_global ? "as ib-native-global" : "as ib-native-local", std::move(t),
+         ib_expect(link, std::move(changes)));
+  };
+  ib_fault("ib-native-fault-vcrc", Link::ib_local, "the VCRC of the fifth packet is altered",
+           [](RoceTraffic& t) { t.pkts[4].corrupt_vcrc = true; }, {{"ib.vcrc", F}});
+  ib_fault("ib-native-fault-icrc", Link::ib_local, "the ICRC of the fifth packet is altered (its VCRC covers the altered ICRC)",
+           [](RoceTraffic& t) { t.pkts[4].corrupt_icrc = true; }, {{"roce.icrc", F}});
+  ib_fault("ib-native-fault-icrc-global", Link::ib_global, "the ICRC of the sixth packet is altered",
+           [](RoceTraffic& t) { t.pkts[5].corrupt_icrc = true; }, {{"roce.icrc", F}});
+  ib_fault("ib-native-fault-lver", Link::ib_local, "the second packet has link version 1",
+           [](RoceTraffic& t) { t.pkts[1].link_edit = [](Buf& f) { f[0] |= std::byte{0x01}; }; }, {{"ib.lrh.lver", F}});
+  ib_fault("ib-native-fault-lrh-reserved", Link::ib_local, "the third packet sets the LRH reserved bits after the service level",
+           [](RoceTraffic& t) { t.pkts[2].link_edit = [](Buf& f) { f[1] |= std::byte{0x04}; }; }, {{"ib.lrh.reserved", F}});
+  ib_fault("ib-native-fault-pktlen", Link::ib_local, "the fourth packet's LRH packet length counts one word more than it has",
+           [](RoceTraffic& t) {
+             t.pkts[3].link_edit = [](Buf& f) { put_be16(f, 4, static_cast<std::uint16_t>(be16(B(f), 4) + 1)); };
+           },
+           {{"ib.lrh.pktlen", F}});
+  ib_fault("ib-native-fault-vl15", Link::ib_local, "the RDMA WRITE First to QP 0x12 travels on VL15",
+           [](RoceTraffic& t) { t.pkts[0].vl = 15; }, {{"ib.lrh.vl15", F}});
+  ib_fault("ib-native-fault-smp-vl", Link::ib_local, "the subnet management packet to QP0 travels on VL0",
+           [](RoceTraffic& t) { t.pkts.back().vl = 0; }, {{"ib.lrh.vl15", F}});
+  ib_fault("ib-native-fault-grh", Link::ib_global, "the sixth packet's GRH payload length counts 4 octets more than follow it",
+           [](RoceTraffic& t) {
+             t.pkts[5].link_edit = [](Buf& f) { put_be16(f, 12, static_cast<std::uint16_t>(be16(B(f), 12) + 4)); };
+           },
+           {{"ib.grh.header", F}});
   return v;
 }
 

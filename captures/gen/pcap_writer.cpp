@@ -59,12 +59,16 @@ void PcapWriter::ip_packet(const Host& from, const Host& to, Bytes l3) {
     frame_.insert(frame_.end(), h.begin(), h.end());
   }
   frame_.insert(frame_.end(), l3.begin(), l3.end());
+  frame(frame_);
+}
+
+void PcapWriter::frame(Bytes f) {
   pcap_pkthdr ph{};
   usec_ += 10;
   ph.ts.tv_sec = usec_ / 1000000;
   ph.ts.tv_usec = usec_ % 1000000;
-  ph.caplen = ph.len = static_cast<bpf_u_int32>(frame_.size());
-  pcap_dump(reinterpret_cast<u_char*>(dump_), &ph, reinterpret_cast<const u_char*>(frame_.data()));
+  ph.caplen = ph.len = static_cast<bpf_u_int32>(f.size());
+  pcap_dump(reinterpret_cast<u_char*>(dump_), &ph, reinterpret_cast<const u_char*>(f.data()));
   ++frames_;
 }
 

@@ -24,13 +24,16 @@ Host host_v6(std::uint16_t last, std::uint16_t port);
 
 class PcapWriter {
  public:
-  // linktype: DLT_EN10MB or DLT_LINUX_SLL2.
+  // linktype: DLT_EN10MB or DLT_LINUX_SLL2 for ip_packet; any for frame.
   PcapWriter(const std::string& path, int linktype = DLT_EN10MB);
   ~PcapWriter();
   PcapWriter(const PcapWriter&) = delete;
   PcapWriter& operator=(const PcapWriter&) = delete;
   // Writes one IP packet (l3 starts at the IP header) with the link header.
   void ip_packet(const Host& from, const Host& to, protocols::Bytes l3);
+  // Writes one frame exactly as given (for link types without an IP layer,
+  // such as DLT_INFINIBAND, whose frames start with the LRH).
+  void frame(protocols::Bytes f);
   std::uint64_t frames() const { return frames_; }
   // Frames are stamped 10 microseconds apart from a fixed start; live
   // recorders move the clock (microseconds since the epoch) before each write.

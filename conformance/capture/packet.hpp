@@ -1,6 +1,7 @@
 #pragma once
 // From a captured frame to the transport layer: link header (Ethernet with
-// 802.1Q/802.1ad tags, Linux cooked v1/v2, raw IP), IPv4/IPv6, TCP/UDP.
+// 802.1Q/802.1ad tags, Linux cooked v1/v2, raw IP), IPv4/IPv6, TCP/UDP; or a
+// native InfiniBand frame (LRH, GRH) up to its transport packet.
 #include <array>
 #include <cstdint>
 #include <string>
@@ -25,6 +26,13 @@ struct Packet {
   std::size_t ip_header_len = 0;   // octets before the transport header
   std::size_t l3_offset = 0;       // where l3 starts in the frame
   protocols::Bytes payload;        // transport payload
+  // A LINKTYPE_INFINIBAND frame: l3 runs from the LRH to the end of the ICRC,
+  // ip_header_len covers the LRH and any GRH, payload is the transport packet;
+  // the addresses are the GIDs of the GRH (ip_version 6) or else the LIDs
+  // (ip_version 0, in the first two octets).
+  bool native_ib = false;
+  bool has_vcrc = false;            // the frame ends with the VCRC
+  std::uint16_t vcrc = 0;           // as captured
 };
 
 enum class DissectStatus { ok, other, error };

@@ -60,7 +60,9 @@ void add_roce_transport_cases(Catalog& k) {
   add_roce(k, {"roce.icrc", "IBTA Vol.1", "§7.8.1; Annex A17", Level::must, Family::roce,
                "The ICRC is the CRC-32 of the packet with the variant fields (IP TOS/traffic class, TTL/hop limit, "
                "flow label, IP and UDP checksums, the BTH FECN/BECN/reserved octet) set to ones, preceded by eight "
-               "octets of ones standing for the LRH."},
+               "octets of ones standing for the LRH. On native InfiniBand: the LRH with its VL set to ones when no "
+               "GRH follows; eight octets of ones for the LRH and the GRH's traffic class, flow label and hop limit "
+               "set to ones when one does."},
            [](CaseCtx& ctx, const RocePacketEvent& e) {
              if (!e.ib->ok()) return;
              RDMACONF_ROCE_JUDGE(ctx, e, (*e.ib)->icrc == e.icrc_computed, fmt::format("0x{:08x}", e.icrc_computed),
@@ -141,17 +143,18 @@ void add_roce_transport_cases(Catalog& k) {
            }));
 
   add_roce(k, {"roce.qp0", "IBTA Vol.1", "Annex A16, A17", Level::must, Family::roce,
-               "RoCE has no subnet manager: no packet is addressed to QP0, the subnet management QP."},
+               "RoCE has no subnet manager: no packet is addressed to QP0, the subnet management QP (on native "
+               "InfiniBand QP0 is legitimate; ib.lrh.vl15 judges it there)."},
            decoded([](CaseCtx& ctx, const RocePacketEvent& e, const IbPacket& p) {
-             if (p.op->transport == Transport::cnp) return;  // a CNP names the QP being notified
+             if (p.op->transport == Transport::cnp || e.pkt->native_ib) return;  // a CNP names the QP being notified
              RDMACONF_ROCE_JUDGE(ctx, e, p.bth.get(Bth::destqp) != 0, "a destination QP other than 0", "QP 0");
            }));
 
   add_roce(k, {"roce.deth.srcqp", "IBTA Vol.1", "§9.3.2; Annex A16, A17", Level::must, Family::roce,
-               "Nor is QP0 the source of a datagram: the DETH source QP is not 0."},
+               "Nor is QP0 the source of a datagram on RoCE: the DETH source QP is not 0."},
            decoded([](CaseCtx& ctx, const RocePacketEvent& e, const IbPacket& p) {
              const auto& d = p.get(kExtDeth);
-             if (!d) return;
+             if (!d || e.pkt->native_ib) return;
              RDMACONF_ROCE_JUDGE(ctx, e, d->get(Deth::srcqp) != 0, "a source QP other than 0", "QP 0");
            }));
 

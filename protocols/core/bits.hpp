@@ -25,6 +25,9 @@ constexpr std::uint32_t be32(Bytes b, std::size_t off) {
 constexpr std::uint64_t be64(Bytes b, std::size_t off) {
   return (std::uint64_t{be32(b, off)} << 32) | be32(b, off + 4);
 }
+constexpr std::uint16_t le16(Bytes b, std::size_t off) {
+  return static_cast<std::uint16_t>((u8(b, off + 1) << 8) | u8(b, off));
+}
 constexpr std::uint32_t le32(Bytes b, std::size_t off) {
   return (std::uint32_t{u8(b, off + 3)} << 24) | (std::uint32_t{u8(b, off + 2)} << 16) |
          (std::uint32_t{u8(b, off + 1)} << 8) | std::uint32_t{u8(b, off)};
@@ -40,6 +43,10 @@ inline void put_be32(MutBytes b, std::size_t off, std::uint32_t v) {
 inline void put_be64(MutBytes b, std::size_t off, std::uint64_t v) {
   put_be32(b, off, static_cast<std::uint32_t>(v >> 32));
   put_be32(b, off + 4, static_cast<std::uint32_t>(v));
+}
+inline void put_le16(MutBytes b, std::size_t off, std::uint16_t v) {
+  b[off] = std::byte(v & 0xff);
+  b[off + 1] = std::byte(v >> 8);
 }
 inline void put_le32(MutBytes b, std::size_t off, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) b[off + i] = std::byte((v >> (8 * i)) & 0xff);

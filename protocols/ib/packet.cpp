@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include <boost/crc.hpp>
+
 #include "protocols/crc/crc32c.hpp"
 #include "protocols/net/headers.hpp"
 
@@ -13,16 +15,23 @@ constexpr const HeaderDef* kExtDefs[kExtCount] = {&kRdeth, &kDeth, &kXrceth, &kF
                                                    &kAtomicEth, &kAeth, &kAtomicAckEth, &kImmDt, &kIeth};
 constexpr std::size_t ext_index(Ext e) { return static_cast<std::size_t>(__builtin_ctz(e)); }
 
+// IPv6 and the GRH share their first eight octets' layout: traffic class,
+// flow label and hop limit are the fields a router may change.
+void mask_ipv6_like(MutBytes m) {
+  const auto ff = std::byte{0xff};
+  m[0] |= std::byte{0x0f};  // traffic class (low nibble of octet 0 ...)
+  m[1] = ff;                // ... rest of traffic class and flow label
+  m[2] = ff;
+  m[3] = ff;
+  m[7] = ff;                // hop limit
+}
+
 // Sets the fields the ICRC does not cover to all ones in a copy of IP, UDP
 // and BTH (IBTA Vol.1 Annex A17.3.3).
 void mask_variant_fields(MutBytes m, bool ipv6, std::size_t ip_header_len) {
   const auto ff = std::byte{0xff};
   if (ipv6) {
-    m[0] |= std::byte{0x0f};  // traffic class (low nibble of octet 0 ...)
-    m[1] = ff;                // ... rest of traffic class and flow label
-    m[2] = ff;
-    m[3] = ff;
-    m[7] = ff;                // hop limit
+    mask_ipv6_like(m);
   } else {
     m[1] = ff;                // TOS
     m[8] = ff;                // TTL
@@ -112,6 +121,31 @@ std::uint32_t roce_icrc(Bytes transport, const RoceFlow& f) {
   put_be16(h, iph + 4, static_cast<std::uint16_t>(udp_len));
   std::memcpy(h.data() + iph + net::kUdp.size, transport.data(), kBth.size);
   return icrc_of(h, transport.subspan(kBth.size, transport.size() - kBth.size - kIcrcSize), f.ipv6, iph);
+}
+
+std::uint32_t native_icrc(Bytes pkt) {
+  if (pkt.size() < kLrh.size) return 0;
+  const bool global = (u8(pkt, 1) & 0x03) == kLnhGlobal;
+  const std::size_t head = kLrh.size + (global ? kGrh.size : 0) + kBth.size;
+  if (pkt.size() < head + kIcrcSize) return 0;
+  std::array<std::byte, 8 + 40 + 12> buf{};
+  std::memcpy(buf.data(), pkt.data(), head);
+  MutBytes m{buf.data(), head};
+  if (global) {
+    std::fill_n(buf.begin(), kLrh.size, std::byte{0xff});
+    mask_ipv6_like(m.subspan(kLrh.size));
+  } else {
+    m[0] |= std::byte{0xf0};  // VL
+  }
+  m[head - kBth.size + 4] = std::byte{0xff};  // BTH FECN, BECN, reserved
+  return ~crc::crc32_update(crc::crc32_update(crc::kCrc32Init, Bytes{buf.data(), head}),
+                            pkt.subspan(head, pkt.size() - head - kIcrcSize));
+}
+
+std::uint16_t vcrc(Bytes pkt) {
+  boost::crc_optimal<16, 0x100B, 0xFFFF, 0xFFFF, true, true> c;
+  c.process_bytes(pkt.data(), pkt.size());
+  return static_cast<std::uint16_t>(c.checksum());
 }
 
 void encode_transport(std::vector<std::byte>& out, const IbPacketSpec& p) {

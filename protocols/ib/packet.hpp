@@ -38,6 +38,24 @@ Result<IbPacket> decode_transport(Bytes in);
 // traffic class, flow label and hop limit; UDP checksum; BTH FECN/BECN/reserved.
 // `l3` starts at the IP header and ends with the ICRC field (excluded).
 std::uint32_t roce_icrc(Bytes l3, bool ipv6, std::size_t ip_header_len);
+
+// ---- Native InfiniBand (a LINKTYPE_INFINIBAND capture): LRH, GRH when the
+// LRH's LNH says so, the transport packet, ICRC, VCRC. `pkt` runs from the
+// LRH to the end of the ICRC field (the VCRC is not part of it).
+inline constexpr std::size_t kVcrcSize = 2;
+inline constexpr std::uint8_t kLnhLocal = 2, kLnhGlobal = 3;  // BTH follows the LRH / a GRH
+inline constexpr std::uint8_t kGrhNextIba = 0x1B;            // GRH NxtHdr: BTH follows
+// ICRC (IBTA Vol.1 §7.8.1): a local packet (no GRH) keeps its LRH with VL set
+// to ones; a global packet has its whole LRH replaced by eight 0xFF octets and
+// its GRH traffic class, flow label and hop limit set to ones; the BTH's
+// FECN/BECN/reserved octet is set to ones in both. Global is decided by the
+// LRH's LNH field. Returns 0 when `pkt` is too short for its headers.
+std::uint32_t native_icrc(Bytes pkt);
+// VCRC (IBTA Vol.1 §7.8.2): CRC-16 with polynomial 0x100B, seed 0xFFFF,
+// reflected like the ICRC, inverted, over every octet from the LRH through
+// the ICRC. On the wire least significant octet first, as the ICRC.
+std::uint16_t vcrc(Bytes pkt);
+inline std::uint16_t read_vcrc(Bytes frame) { return le16(frame, frame.size() - kVcrcSize); }
 inline std::uint32_t read_icrc(Bytes l3) { return le32(l3, l3.size() - kIcrcSize); }
 
 // The addresses a RoCEv2 packet travels with, for an endpoint that sends and

@@ -94,4 +94,57 @@ BOOST_AUTO_TEST_CASE(non_ip_is_skipped_not_an_error) {
   BOOST_TEST((go(147, arp).status == DissectStatus::other));  // an unknown link type
 }
 
+// LINKTYPE_INFINIBAND: LRH (VL 1, LNH local, DLID 2, PktLen 5 words, SLID 1),
+// BTH of an ACK, AETH, ICRC, then the VCRC.
+std::vector<std::byte> ib_ack() {
+  return v({0x10, 0x02, 0, 2, 0, 7, 0, 1,                  // LRH
+            0x11, 0, 0xff, 0xff, 0, 0, 0, 0x11, 0, 0, 0, 5,  // BTH
+            0, 0, 0, 1,                                      // AETH
+            0xde, 0xad, 0xbe, 0xef,                          // ICRC
+            0x12, 0x34});                                    // VCRC
+}
+
+BOOST_AUTO_TEST_CASE(native_infiniband_frames) {
+  BOOST_TEST(supported_linktype(DLT_INFINIBAND));
+  auto d = go(DLT_INFINIBAND, ib_ack());
+  BOOST_TEST_REQUIRE((d.status == DissectStatus::ok));
+  BOOST_TEST(d.pkt.native_ib);
+  BOOST_TEST(d.pkt.has_vcrc);
+  BOOST_TEST(d.pkt.vcrc == 0x3412);
+  BOOST_TEST(d.pkt.l3.size() == 28u);
+  BOOST_TEST(d.pkt.payload.size() == 20u);
+  BOOST_TEST(d.pkt.ip_header_len == 8u);
+  BOOST_TEST(format_address(d.pkt.ip_version, d.pkt.src) == "LID 0x0001");
+  BOOST_TEST(format_address(d.pkt.ip_version, d.pkt.dst) == "LID 0x0002");
+  // without the VCRC (PktLen matches the frame): no VCRC, nothing cut
+  auto nov = ib_ack();
+  nov.resize(nov.size() - 2);
+  nov[7] = std::byte{7};
+  d = go(DLT_INFINIBAND, nov);
+  BOOST_TEST_REQUIRE((d.status == DissectStatus::ok));
+  BOOST_TEST(!d.pkt.has_vcrc);
+  BOOST_TEST(d.pkt.l3.size() == 28u);
+  // raw and IPv6-over-IB packets (LNH 0, 1) and a GRH whose next header is not IBA are left alone
+  auto raw = ib_ack();
+  raw[1] = std::byte{0x00};
+  BOOST_TEST((go(DLT_INFINIBAND, raw).status == DissectStatus::other));
+  // a truncated LRH, and a frame cut by the snap length, are errors with the frame and offset
+  d = go(DLT_INFINIBAND, v({0x10, 0x02, 0, 2}));
+  BOOST_TEST_REQUIRE((d.status == DissectStatus::error));
+  BOOST_TEST(d.error.find("frame 7") != std::string::npos, d.error);
+  Frame f;
+  f.number = 9;
+  const auto b = ib_ack();
+  f.data = Bytes(b);
+  f.orig_len = static_cast<std::uint32_t>(b.size() + 100);
+  d = dissect(DLT_INFINIBAND, f);
+  BOOST_TEST_REQUIRE((d.status == DissectStatus::error));
+  BOOST_TEST(d.error.find("snap length") != std::string::npos, d.error);
+  // a GRH that does not fit
+  auto g = v({0x10, 0x03, 0, 2, 0, 20, 0, 1, 0x60, 0, 0, 0});
+  d = go(DLT_INFINIBAND, g);
+  BOOST_TEST_REQUIRE((d.status == DissectStatus::error));
+  BOOST_TEST(d.error.find("frame 7") != std::string::npos, d.error);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

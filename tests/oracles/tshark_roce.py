@@ -9,10 +9,19 @@ field must equal ours (`rdmaconf packets`), frame by frame. A field tshark
 does not show on a packet is not compared, and each such omission is counted
 under its stated reason (LIMITS) in the output, never skipped silently.
 Prints a JSON summary; exits 1 on any disagreement.
+
+Native InfiniBand captures (LINKTYPE_INFINIBAND, 247): tshark 4.0 reads no
+pcap of that link type, so the script hands tshark a copy whose link type is
+USER0 (147), mapped to tshark's own "infiniband" dissector; the LRH, GRH and
+VCRC fields are then compared as well.
 """
+import ipaddress
 import json
+import os
+import struct
 import subprocess
 import sys
+import tempfile
 
 # (tshark field, our header, our field, transform of tshark's value)
 def num(s):
@@ -26,6 +35,14 @@ def hexbytes(s):
 
 def swap32(v):
     return int.from_bytes(v.to_bytes(4, "big"), "little")
+
+
+def swap16(v):
+    return int.from_bytes(v.to_bytes(2, "big"), "little")
+
+
+def gid(s):
+    return str(ipaddress.IPv6Address(s))
 
 
 FIELDS = [
@@ -52,7 +69,27 @@ FIELDS = [
     ("infiniband.atomiceth.cmpdt", "ib.atomiceth", "ib.atomiceth.compare", num),
     ("infiniband.atomicacketh.origremdt", "ib.atomicacketh", "ib.atomicacketh.orig", num),
     ("infiniband.invariant.crc", None, "icrc", lambda s: swap32(num(s))),
+    # native InfiniBand only
+    ("infiniband.lrh.vl", "lrh", "ib.lrh.vl", num),
+    ("infiniband.lrh.lver", "lrh", "ib.lrh.lver", num),
+    ("infiniband.lrh.sl", "lrh", "ib.lrh.sl", num),
+    ("infiniband.lrh.reserved2", "lrh", "ib.lrh.rsvd1", num),
+    ("infiniband.lrh.lnh", "lrh", "ib.lrh.lnh", num),
+    ("infiniband.lrh.dlid", "lrh", "ib.lrh.dlid", num),
+    ("infiniband.lrh.reserved5", "lrh", "ib.lrh.rsvd2", num),
+    ("infiniband.lrh.pktlen", "lrh", "ib.lrh.pktlen", num),
+    ("infiniband.lrh.slid", "lrh", "ib.lrh.slid", num),
+    ("infiniband.grh.ipver", "grh", "ib.grh.ipver", num),
+    ("infiniband.grh.tclass", "grh", "ib.grh.tclass", num),
+    ("infiniband.grh.flowlabel", "grh", "ib.grh.flowlabel", num),
+    ("infiniband.grh.paylen", "grh", "ib.grh.paylen", num),
+    ("infiniband.grh.nxthdr", "grh", "ib.grh.nxthdr", num),
+    ("infiniband.grh.hoplmt", "grh", "ib.grh.hoplmt", num),
+    ("infiniband.grh.sgid", "grh", "ib.grh.sgid", gid),
+    ("infiniband.grh.dgid", "grh", "ib.grh.dgid", gid),
+    ("infiniband.variant.crc", None, "vcrc", lambda s: swap16(num(s))),
 ]
+NATIVE_FIELDS = {f[0] for f in FIELDS if f[1] in ("lrh", "grh") or f[2] == "vcrc"}
 
 # Where tshark 4.0 shows less than the packet carries, each stated once.
 LIMITS = {
@@ -62,15 +99,39 @@ LIMITS = {
     "eth_not_shown": "tshark 4.0 does not decode the extension headers of a packet whose opcode it does not know, "
                      "nor of a packet too short for them",
     "ours_rejected": "we reject the packet (headers or ICRC missing): there are no fields of ours to compare",
+    "native_not_shown": "tshark 4.0 shows the VCRC only where it finds exactly the ICRC and VCRC after the headers and "
+                        "payload it decoded (not for packets its MAD or RPC-over-RDMA dissectors claim)",
 }
 
 
+def linktype(path):
+    with open(path, "rb") as f:
+        head = f.read(24)
+    magic = head[:4]
+    if len(head) < 24 or magic not in (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d"):
+        return None  # pcapng or other: not a native InfiniBand pcap
+    return struct.unpack("<I" if magic[0] in (0xd4, 0x4d) else ">I", head[20:24])[0]
+
+
 def tshark_frames(path):
-    cmd = ["tshark", "-r", path, "-Y", "infiniband.bth", "-T", "fields", "-E", "occurrence=f", "-E", "separator=\t",
+    cmd = ["tshark", "-Y", "infiniband.bth", "-T", "fields", "-E", "occurrence=f", "-E", "separator=\t",
            "-e", "frame.number"]
     for f in FIELDS:
         cmd += ["-e", f[0]]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    tmp = None
+    if linktype(path) == 247:
+        with open(path, "rb") as f:
+            data = bytearray(f.read())
+        data[20:24] = struct.pack("<I" if data[0] in (0xd4, 0x4d) else ">I", 147)
+        fd, tmp = tempfile.mkstemp(suffix=".pcap")
+        os.write(fd, data)
+        os.close(fd)
+        cmd += ["-o", 'uat:user_dlts:"User 0 (DLT=147)","infiniband","0","","0",""']
+    try:
+        out = subprocess.run(cmd + ["-r", tmp or path], capture_output=True, text=True, check=True).stdout
+    finally:
+        if tmp:
+            os.unlink(tmp)
     frames = {}
     for line in out.splitlines():
         cols = line.split("\t")
@@ -86,7 +147,8 @@ def ours(rdmaconf, path):
 def compare(rdmaconf, path):
     theirs, mine = tshark_frames(path), ours(rdmaconf, path)
     res = {"capture": path.rsplit("/", 1)[-1], "packets_compared": 0, "fields_compared": 0, "mismatches": [],
-           "not_compared": {k: 0 for k in LIMITS}, "tshark_missed": sorted(set(mine) - set(theirs))}
+           "native_fields_compared": 0, "not_compared": {k: 0 for k in LIMITS},
+           "tshark_missed": sorted(set(mine) - set(theirs))}
     for frame, t in sorted(theirs.items()):
         m = mine.get(frame)
         if m is None or "error" in m:
@@ -104,9 +166,13 @@ def compare(rdmaconf, path):
                     res["mismatches"].append({"frame": frame, "field": tf, "tshark": got, "ours": None})
                 continue
             if not got:
-                res["not_compared"]["icrc_not_shown" if field == "icrc" else "eth_not_shown"] += 1
+                res["not_compared"]["icrc_not_shown" if field == "icrc" else "native_not_shown" if tf in NATIVE_FIELDS
+                                   else "eth_not_shown"] += 1
                 continue
             res["fields_compared"] += 1
+            res["native_fields_compared"] += tf in NATIVE_FIELDS
+            if conv is gid:
+                want = gid(want)  # both sides in one spelling of the address
             if conv(got) != want:
                 res["mismatches"].append({"frame": frame, "field": tf, "tshark": got, "ours": want})
     return res

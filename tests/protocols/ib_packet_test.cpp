@@ -73,4 +73,60 @@ BOOST_AUTO_TEST_CASE(pad_count_beyond_payload_is_an_error) {
   BOOST_TEST((p.error().code == Errc::bad_length));
 }
 
+// A native InfiniBand packet: LRH (LNH local or global), GRH, SEND Only of 9 octets, ICRC.
+std::vector<std::byte> native_packet(bool global) {
+  IbPacketSpec s;
+  s.bth.set(Bth::opcode, 0x04);
+  s.bth.set(Bth::destqp, 0x42);
+  s.payload.assign(9, std::byte{0x5a});
+  std::vector<std::byte> tr;
+  encode_transport(tr, s);
+  const std::size_t hdr = kLrh.size + (global ? kGrh.size : 0);
+  Header lrh(kLrh);
+  lrh.set(Lrh::lnh, global ? kLnhGlobal : kLnhLocal);
+  lrh.set(Lrh::dlid, 3);
+  lrh.set(Lrh::slid, 4);
+  lrh.set(Lrh::pktlen, (hdr + tr.size()) / 4);
+  std::vector<std::byte> b(lrh.bytes().begin(), lrh.bytes().end());
+  if (global) {
+    Header grh(kGrh);
+    grh.set(Grh::ipver, 6);
+    grh.set(Grh::paylen, tr.size());
+    grh.set(Grh::nxthdr, kGrhNextIba);
+    b.insert(b.end(), grh.bytes().begin(), grh.bytes().end());
+  }
+  b.insert(b.end(), tr.begin(), tr.end());
+  return b;
+}
+
+// The ICRC leaves out exactly the fields a switch or router may change: VL
+// (and, behind a GRH, the whole LRH, traffic class, flow label and hop
+// limit) and the BTH octet after the P_Key; every other octet counts. The
+// VCRC covers every octet.
+BOOST_AUTO_TEST_CASE(native_icrc_masks_only_the_variant_fields) {
+  for (bool global : {false, true}) {
+    BOOST_TEST_CONTEXT(std::string(global ? "global" : "local")) {
+      const auto b = native_packet(global);
+      const std::uint32_t icrc = native_icrc(b);
+      const std::uint16_t v = vcrc(b);
+      BOOST_TEST(icrc != 0u);
+      const std::size_t bth = kLrh.size + (global ? kGrh.size : 0);
+      for (std::size_t i = 0; i + kIcrcSize < b.size(); ++i) {
+        for (std::uint8_t bit = 1; bit; bit = static_cast<std::uint8_t>(bit << 1)) {
+          auto c = b;
+          c[i] ^= std::byte{bit};
+          if (i == 1 && (bit & 0x03)) continue;  // LNH decides which masks apply
+          bool variant = i == bth + 4;
+          if (global) variant |= i < kLrh.size || (i == kLrh.size && bit < 0x10) || i == kLrh.size + 1 ||
+                                 i == kLrh.size + 2 || i == kLrh.size + 3 || i == kLrh.size + 7;
+          else variant |= i == 0 && bit >= 0x10;
+          BOOST_TEST((native_icrc(c) == icrc) == variant, "octet " << i << " bit 0x" << std::hex << int(bit));
+          BOOST_TEST(vcrc(c) != v, "octet " << i);
+        }
+      }
+      for (std::size_t n = 0; n < bth + kBth.size + kIcrcSize; ++n) BOOST_TEST(native_icrc(Bytes(b).first(n)) == 0u);
+    }
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

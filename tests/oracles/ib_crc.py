@@ -1,0 +1,82 @@
+#!/usr/bin/python3
+"""Independent ICRC and VCRC oracle for native InfiniBand captures.
+
+  ib_crc.py verify IN.pcap   print JSON: the frames whose ICRC or VCRC differs
+
+Shares no code with rdmaconf: the pcap records are read here with struct, the
+CRC-32 is zlib's and the CRC-16 is crcmod's. What it takes from IBTA Vol. 1:
+- §7.8.1, ICRC: CRC-32 (the Ethernet one) over the packet from the LRH to the
+  ICRC field, with the fields a switch or router may change replaced by ones:
+  without a GRH the LRH's VL; with a GRH the whole LRH and the GRH's traffic
+  class, flow label and hop limit; in both the BTH octet after the P_Key.
+- §7.8.2, VCRC: CRC-16 with polynomial x^16+x^12+x^3+x+1 (0x100B), register
+  seeded with ones, reflected, result inverted, over the LRH through the ICRC.
+Both travel least significant octet first. The frame's last two octets are
+the VCRC (the link type carries it) and the four before them the ICRC.
+"""
+import json
+import struct
+import sys
+import zlib
+
+import crcmod
+
+VCRC = crcmod.mkCrcFun(0x1100B, initCrc=0x0000, rev=True, xorOut=0xFFFF)  # initCrc = seed ^ xorOut
+
+
+def frames(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    magic = data[:4]
+    if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1"):
+        e = "<"
+    elif magic in (b"\xa1\xb2\xc3\xd4", b"\xa1\xb2\x3c\x4d"):
+        e = ">"
+    else:
+        sys.exit(path + ": not a pcap file")
+    if struct.unpack(e + "I", data[20:24])[0] != 247:
+        sys.exit(path + ": link type is not LINKTYPE_INFINIBAND (247)")
+    off, n = 24, 0
+    while off + 16 <= len(data):
+        caplen = struct.unpack(e + "I", data[off + 8:off + 12])[0]
+        n += 1
+        yield n, data[off + 16:off + 16 + caplen]
+        off += 16 + caplen
+
+
+def icrc(pkt):
+    """pkt: LRH through ICRC."""
+    lnh = pkt[1] & 3
+    if lnh == 3:
+        grh = bytearray(pkt[8:48])
+        grh[0] |= 0x0F
+        grh[1:4] = b"\xff\xff\xff"
+        grh[7] = 0xFF
+        head, bth_at = b"\xff" * 8 + bytes(grh), 48
+    else:
+        head, bth_at = bytes([pkt[0] | 0xF0]) + pkt[1:8], 8
+    bth = bytearray(pkt[bth_at:bth_at + 12])
+    bth[4] = 0xFF
+    return zlib.crc32(head + bytes(bth) + pkt[bth_at + 12:-4]) & 0xFFFFFFFF
+
+
+def verify(path):
+    checked, bad_icrc, bad_vcrc = 0, [], []
+    for n, f in frames(path):
+        if len(f) < 8 or (f[1] & 3) not in (2, 3):
+            continue  # no BTH follows: not an IBA transport packet
+        pkt = f[:-2]
+        if (f[1] & 3) == 3 and pkt[8 + 6] != 0x1B:
+            continue
+        checked += 1
+        if icrc(pkt) != int.from_bytes(pkt[-4:], "little"):
+            bad_icrc.append(n)
+        if VCRC(pkt) != int.from_bytes(f[-2:], "little"):
+            bad_vcrc.append(n)
+    print(json.dumps({"checked": checked, "icrc_mismatched_frames": bad_icrc, "vcrc_mismatched_frames": bad_vcrc}))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] != "verify":
+        sys.exit(__doc__)
+    verify(sys.argv[2])
