@@ -40,8 +40,15 @@ std::optional<std::size_t> check_pattern(std::span<const std::byte> b, std::uint
 }
 
 
-std::uint64_t fnv1a(std::span<const std::byte> b, std::uint64_t h) {
-  for (const std::byte c : b) h = (h ^ std::to_integer<std::uint64_t>(c)) * 0x100000001b3ull;
+std::uint64_t digest(std::span<const std::byte> b, std::uint64_t h) {
+  constexpr std::uint64_t kPrime = 0x100000001b3ull;
+  std::size_t i = 0;
+  for (; i + 8 <= b.size(); i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, b.data() + i, 8);
+    h = (h ^ w) * kPrime;
+  }
+  for (; i < b.size(); ++i) h = (h ^ std::to_integer<std::uint64_t>(b[i])) * kPrime;
   return h;
 }
 

@@ -269,7 +269,7 @@ RunResult run_initiator(std::string_view control_peer, const RunOptions& o) {
   const auto t0 = Clock::now();
   finished = t0;
   bool ran = true;
-  std::uint64_t expect_recv_digest = 0xcbf29ce484222325ull;
+  std::uint64_t expect_recv_digest = interop::kDigestInit;
   if (name == "write" || name == "uc-write" || name == "fault-psn-gap" || name == "fault-icrc") {
     ran = pump(iters, [&](std::uint64_t i) {
       const std::uint64_t k = i % slots;
@@ -309,7 +309,7 @@ RunResult run_initiator(std::string_view control_peer, const RunOptions& o) {
       return w;
     });
     for (std::uint64_t i = 0; i < iters; ++i)
-      expect_recv_digest = fnv1a(std::span(src).subspan((i % slots) * size, size), expect_recv_digest);
+      expect_recv_digest = digest(std::span(src).subspan((i % slots) * size, size), expect_recv_digest);
     r.bytes = iters * size;
   } else if (name == "atomic") {
     ran = pump(iters + 1, [&](std::uint64_t i) {
@@ -371,7 +371,7 @@ RunResult run_initiator(std::string_view control_peer, const RunOptions& o) {
   if (bad.empty() && !fatal_fault) bad = want_success();
   if (bad.empty()) {
     if (name == "write" || name == "uc-write" || name == "fault-psn-gap" || name == "fault-icrc") {
-      if (pr.value("buffer_digest", 0ull) != fnv1a(peer_view)) bad = "the responder's buffer does not hold what we wrote";
+      if (pr.value("buffer_digest", 0ull) != digest(peer_view)) bad = "the responder's buffer does not hold what we wrote";
     } else if (sends) {
       if (name != "fault-no-receive" && pr.value("recv_count", 0ull) != iters)
         bad = fmt::format("the responder received {} messages, we sent {}", pr.value("recv_count", 0ull), iters);
@@ -477,7 +477,7 @@ json serve_one(int cfd, UdpLink& link, const PeerOptions& o, std::uint64_t index
   }
   // Receive completions, taken as they come (memory stays bounded): their
   // count, the digest of their data in order, Immediate data, source QP.
-  std::uint64_t recv_digest = 0xcbf29ce484222325ull, recv_count = 0;
+  std::uint64_t recv_digest = interop::kDigestInit, recv_count = 0;
   std::uint32_t src_qp = 0;
   json imms = json::array(), statuses = json::object();
   auto take_receives = [&] {
@@ -486,7 +486,7 @@ json serve_one(int cfd, UdpLink& link, const PeerOptions& o, std::uint64_t index
       statuses[st] = statuses.value(st, 0) + 1;
       if (c->status != WcStatus::success) continue;
       ++recv_count;
-      recv_digest = fnv1a(std::span(recv).subspan(c->wr_id * size, c->byte_len), recv_digest);
+      recv_digest = digest(std::span(recv).subspan(c->wr_id * size, c->byte_len), recv_digest);
       if (c->imm && imms.size() < 16) imms.push_back(*c->imm);
       if (c->src_qp) src_qp = *c->src_qp;
     }
@@ -545,7 +545,7 @@ json serve_one(int cfd, UdpLink& link, const PeerOptions& o, std::uint64_t index
                        {"recv_statuses", statuses},
                        {"immediates", imms},
                        {"src_qp", src_qp},
-                       {"buffer_digest", fnv1a(data)},
+                       {"buffer_digest", digest(data)},
                        {"atomic_value", atomic_value},
                        {"counters", counters_json(qp.counters())},
                        {"refusals", refusals},
