@@ -462,6 +462,22 @@ std::vector<RocePkt> roce_recovery() {
   };
 }
 
+// The transport packet of `p`, BTH to ICRC (the ICRC left for the link to fill), with its mangle applied.
+Buf encode_roce_pkt(const RocePkt& p) {
+  ib::IbPacketSpec s;
+  s.bth.set(ib::Bth::opcode, p.opcode);
+  s.bth.set(ib::Bth::pkey, p.pkey);
+  s.bth.set(ib::Bth::destqp, p.qp);
+  s.bth.set(ib::Bth::psn, p.psn);
+  s.bth.set(ib::Bth::ackreq, p.ackreq);
+  for (const auto& [e, h] : p.exts) s.ext[static_cast<std::size_t>(__builtin_ctz(e))] = h;
+  s.payload = p.payload;
+  Buf tr;
+  ib::encode_transport(tr, s);
+  if (p.mangle) p.mangle(tr);
+  return tr;
+}
+
 // Native InfiniBand frames (DLT_INFINIBAND): LRH (LIDs 0x0001 and 0x0002,
 // service level 2), a GRH for Link::ib_global (the GIDs fe80::2:c903:0:1 and
 // :2, a traffic class, flow label and hop limit that vary from packet to
@@ -471,17 +487,7 @@ nlohmann::json ib_native_capture(const std::string& path, const RoceTraffic& t) 
   const bool global = t.link == Link::ib_global;
   std::size_t n = 0;
   for (const auto& p : t.pkts) {
-    ib::IbPacketSpec s;
-    s.bth.set(ib::Bth::opcode, p.opcode);
-    s.bth.set(ib::Bth::pkey, p.pkey);
-    s.bth.set(ib::Bth::destqp, p.qp);
-    s.bth.set(ib::Bth::psn, p.psn);
-    s.bth.set(ib::Bth::ackreq, p.ackreq);
-    for (const auto& [e, h] : p.exts) s.ext[static_cast<std::size_t>(__builtin_ctz(e))] = h;
-    s.payload = p.payload;
-    Buf tr;
-    ib::encode_transport(tr, s);
-    if (p.mangle) p.mangle(tr);
+    const Buf tr = encode_roce_pkt(p);
     const std::size_t hdr = ib::kLrh.size + (global ? ib::kGrh.size : 0);
     Header lrh(ib::kLrh);
     lrh.set(ib::Lrh::vl, p.vl);
@@ -533,17 +539,7 @@ nlohmann::json roce_capture(const std::string& path, RoceTraffic t) {
   a_dst.port = ib::kRoceV2Port;
   b_src.port = 49153;
   for (const auto& p : t.pkts) {
-    ib::IbPacketSpec s;
-    s.bth.set(ib::Bth::opcode, p.opcode);
-    s.bth.set(ib::Bth::pkey, p.pkey);
-    s.bth.set(ib::Bth::destqp, p.qp);
-    s.bth.set(ib::Bth::psn, p.psn);
-    s.bth.set(ib::Bth::ackreq, p.ackreq);
-    for (const auto& [e, h] : p.exts) s.ext[static_cast<std::size_t>(__builtin_ctz(e))] = h;
-    s.payload = p.payload;
-    Buf tr;
-    ib::encode_transport(tr, s);
-    if (p.mangle) p.mangle(tr);
+    const Buf tr = encode_roce_pkt(p);
     auto l3 = ip_udp(p.from_a ? a : b_src, p.from_a ? b : a_dst, B(tr), t.ipv6);
     const std::size_t iph = t.ipv6 ? 40 : 20;
     put_le32(l3, l3.size() - 4, ib::roce_icrc(B(l3), t.ipv6, iph));
