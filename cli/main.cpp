@@ -186,11 +186,13 @@ int main(int argc, char** argv) {
         j["icrc"] = p.icrc;
         j["icrc_ok"] = p.icrc == e.icrc_computed;
       }
-      if (e.pkt->native_ib) {  // the link and network headers of a native InfiniBand frame
-        const auto l3 = e.pkt->l3;
+      // the link and network headers of a native InfiniBand or RoCEv1 frame
+      const auto l3 = e.pkt->l3;
+      if (e.pkt->native_ib)
         if (auto lrh = protocols::Header::decode(protocols::ib::kLrh, l3)) j["lrh"] = *lrh;
-        if (e.pkt->ip_header_len > protocols::ib::kLrh.size)
-          if (auto grh = protocols::Header::decode(protocols::ib::kGrh, l3.subspan(protocols::ib::kLrh.size))) j["grh"] = *grh;
+      if (const auto at = e.pkt->grh_offset())
+        if (auto grh = protocols::Header::decode(protocols::ib::kGrh, l3.subspan(*at))) j["grh"] = *grh;
+      if (e.pkt->native_ib) {
         if (e.pkt->has_vcrc) {
           j["vcrc"] = e.pkt->vcrc;
           j["vcrc_ok"] = e.pkt->vcrc == protocols::ib::vcrc(l3);

@@ -213,7 +213,9 @@ class Run final : public TcpSink {
       c.qps[static_cast<std::uint32_t>(pkt->bth.get(ib::Bth::destqp))]++;
       const bool judged = !roce_.empty() || roce_hook_;
       if (judged)
-        e.icrc_computed = p.native_ib ? ib::native_icrc(p.l3) : ib::roce_icrc(p.l3, p.ip_version == 6, p.ip_header_len);
+        e.icrc_computed = p.native_ib ? ib::native_icrc(p.l3)
+                          : p.roce_v1 ? ib::roce_v1_icrc(p.l3)
+                                      : ib::roce_icrc(p.l3, p.ip_version == 6, p.ip_header_len);
       e.facts = &c.qp.packet(e.dir, *pkt, p.frame, judged && e.icrc_computed != pkt->icrc);
     }
     if (roce_hook_) roce_hook_(e);
@@ -310,7 +312,7 @@ InputResult Checker::check_file(const std::string& path) const {
       continue;
     }
     if (d.status != DissectStatus::ok) continue;
-    if (d.pkt.native_ib) {
+    if (d.pkt.ib_without_udp()) {
       run.roce(d.pkt);
     } else if (d.pkt.protocol == 6) {
       tcp.add(d.pkt);

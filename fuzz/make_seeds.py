@@ -53,6 +53,11 @@ for cap in sorted(os.listdir(golden)):
     for i, frame in enumerate(records(path)):
         if len(frame) < 14 + 20:
             continue
+        if frame[12:14] == b"\x89\x15":  # RoCEv1: GRH, then the transport packet
+            if i % 3 == 0:
+                put("fuzz_link", "%s-%d" % (cap, i), b"\x00" + frame)
+                put("fuzz_ib", "%s-%d" % (cap, i), frame[14 + 40:])
+            continue
         ipv6 = frame[12:14] == b"\x86\xdd"
         l4 = 14 + (40 if ipv6 else 20)
         proto = frame[14 + 6] if ipv6 else frame[14 + 9]

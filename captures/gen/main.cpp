@@ -333,7 +333,8 @@ struct RocePkt {
   std::function<void(Buf&)> link_edit;
   bool corrupt_vcrc = false;
 };
-enum class Link { roce, ib_local, ib_global };  // RoCEv2 over IP, or native InfiniBand without / with a GRH
+// RoCEv2 over IP; native InfiniBand without / with a GRH; RoCEv1 (GRH over Ethernet)
+enum class Link { roce, ib_local, ib_global, roce_v1 };
 struct RoceTraffic {
   bool ipv6 = false;
   std::vector<RocePkt> pkts;
@@ -482,9 +483,11 @@ Buf encode_roce_pkt(const RocePkt& p) {
 // service level 2), a GRH for Link::ib_global (the GIDs fe80::2:c903:0:1 and
 // :2, a traffic class, flow label and hop limit that vary from packet to
 // packet, as a router may change them), the transport packet, ICRC and VCRC.
+// Link::roce_v1 has no LRH and no VCRC: an Ethernet header of type 0x8915,
+// the GRH, the transport packet and the ICRC.
 nlohmann::json ib_native_capture(const std::string& path, const RoceTraffic& t) {
-  PcapWriter w(path, DLT_INFINIBAND);
-  const bool global = t.link == Link::ib_global;
+  const bool v1 = t.link == Link::roce_v1, global = t.link == Link::ib_global || v1;
+  PcapWriter w(path, v1 ? DLT_EN10MB : DLT_INFINIBAND);
   std::size_t n = 0;
   for (const auto& p : t.pkts) {
     const Buf tr = encode_roce_pkt(p);
@@ -514,16 +517,27 @@ nlohmann::json ib_native_capture(const std::string& path, const RoceTraffic& t) 
       f.insert(f.end(), grh.bytes().begin(), grh.bytes().end());
     }
     f.insert(f.end(), tr.begin(), tr.end());
+    if (v1) {  // no LRH on Ethernet: the GRH follows the Ethernet header
+      const Buf eth = {std::byte{0x02}, {}, {}, {}, {}, std::byte(p.from_a ? 2 : 1),
+                       std::byte{0x02}, {}, {}, {}, {}, std::byte(p.from_a ? 1 : 2), std::byte{0x89}, std::byte{0x15}};
+      f.erase(f.begin(), f.begin() + ib::kLrh.size);
+      f.insert(f.begin(), eth.begin(), eth.end());
+    }
     if (p.link_edit) p.link_edit(f);
-    put_le32(f, f.size() - 4, ib::native_icrc(B(f)));
+    const Bytes ib_part = B(f).subspan(v1 ? 14 : 0);
+    put_le32(f, f.size() - 4, v1 ? ib::roce_v1_icrc(ib_part) : ib::native_icrc(ib_part));
     if (p.corrupt_icrc) f[f.size() - 2] ^= std::byte{0x01};
-    f.resize(f.size() + ib::kVcrcSize);
-    put_le16(f, f.size() - 2, ib::vcrc(B(f).first(f.size() - 2)));
+    if (!v1) {
+      f.resize(f.size() + ib::kVcrcSize);
+      put_le16(f, f.size() - 2, ib::vcrc(B(f).first(f.size() - 2)));
+    }
     if (p.corrupt_vcrc) f[f.size() - 1] ^= std::byte{0x10};
     w.frame(B(f));
     ++n;
   }
-  nlohmann::json j = {{"link", global ? "InfiniBand, LRH and GRH" : "InfiniBand, LRH only"},
+  nlohmann::json j = {{"link", v1       ? "RoCEv1: Ethernet type 0x8915, GRH"
+                               : global ? "InfiniBand, LRH and GRH"
+                                        : "InfiniBand, LRH only"},
                       {"packets", t.pkts.size()}, {"path_mtu", 1024}};
   if (!t.fault.empty()) j["fault"] = t.fault;
   return j;
@@ -1065,6 +1079,26 @@ std::vector<Scenario> scenarios() {
            [](RoceTraffic& t) { t.pkts[0].vl = 15; }, {{"ib.lrh.vl15", F}});
   ib_fault("ib-native-fault-smp-vl", Link::ib_local, "the subnet management packet to QP0 travels on VL0",
            [](RoceTraffic& t) { t.pkts.back().vl = 0; }, {{"ib.lrh.vl15", F}});
+  // RoCEv1: the roce-v4 traffic (no SMP: RoCE has no subnet manager), GRH over Ethernet.
+  {
+    RoceTraffic t{false, roce_all_opcodes(), {}, {}, Link::roce_v1};
+    Expect e = roce_expect(all_na);
+    e["ib.grh.header"] = "PASS";
+    roce("roce-v1", "RoCEv1 (Ethernet type 0x8915, a GRH whose traffic class, flow label and hop limit vary): the "
+         "traffic of roce-v4", t, e);
+    RoceTraffic icrc = t;
+    icrc.fault = "the ICRC of the fifth packet is altered";
+    icrc.pkts[4].corrupt_icrc = true;
+    Expect ei = e;
+    ei["roce.icrc"] = F;
+    roce("roce-v1-fault-icrc", "as roce-v1", icrc, ei);
+    RoceTraffic grh = t;
+    grh.fault = "the first packet's GRH payload length counts 4 octets fewer than follow it";
+    grh.pkts[0].link_edit = [](Buf& f) { put_be16(f, 14 + 4, static_cast<std::uint16_t>(be16(B(f), 14 + 4) - 4)); };
+    Expect eg = e;
+    eg["ib.grh.header"] = F;
+    roce("roce-v1-fault-grh", "as roce-v1", grh, eg);
+  }
   ib_fault("ib-native-fault-grh", Link::ib_global, "the sixth packet's GRH payload length counts 4 octets more than follow it",
            [](RoceTraffic& t) {
              t.pkts[5].link_edit = [](Buf& f) { put_be16(f, 12, static_cast<std::uint16_t>(be16(B(f), 12) + 4)); };

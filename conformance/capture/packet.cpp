@@ -82,6 +82,38 @@ Result<L2> link_layer(int linktype, Bytes b) {
   }
 }
 
+// The GIDs of a GRH as the packet's addresses.
+void take_gids(const Header& grh, Packet& p) {
+  using protocols::ib::Grh;
+  auto src = grh.field_bytes(Grh::sgid), dst = grh.field_bytes(Grh::dgid);
+  std::copy_n(reinterpret_cast<const std::uint8_t*>(src.data()), 16, p.src.begin());
+  std::copy_n(reinterpret_cast<const std::uint8_t*>(dst.data()), 16, p.dst.begin());
+  p.ip_version = 6;
+}
+
+// RoCEv1: after the Ethernet header (type 0x8915) a GRH, then the transport
+// packet and ICRC up to the frame's end (the shortest RoCEv1 frame, 70
+// octets, is beyond Ethernet padding); a GRH payload length that disagrees
+// with the frame is left for ib.grh.header to judge.
+Dissected dissect_roce_v1(const Frame& f, std::size_t off) {
+  using namespace protocols::ib;
+  Dissected d;
+  const Bytes b = f.data.subspan(off);
+  auto grh = Header::decode(kGrh, b);
+  if (!grh) return fail(f, off, grh.error());
+  if (grh->get(Grh::nxthdr) != kGrhNextIba) return d;
+  Packet& p = d.pkt;
+  take_gids(*grh, p);
+  p.frame = f.number;
+  p.roce_v1 = true;
+  p.l3 = b;
+  p.l3_offset = off;
+  p.ip_header_len = kGrh.size;
+  p.payload = p.l3.subspan(kGrh.size);
+  d.status = DissectStatus::ok;
+  return d;
+}
+
 // LRH, then a GRH when LNH says one follows, then the transport packet up to
 // the ICRC, then the VCRC. Packets that carry no BTH (raw, IPv6 over IB, a
 // GRH whose next header is not IBA transport) are left alone.
@@ -101,10 +133,7 @@ Dissected dissect_infiniband(const Frame& f) {
     auto grh = Header::decode(kGrh, b.subspan(hdr));
     if (!grh) return fail(f, hdr, grh.error());
     if (grh->get(Grh::nxthdr) != kGrhNextIba) return d;
-    auto src = grh->field_bytes(Grh::sgid), dst = grh->field_bytes(Grh::dgid);
-    std::copy_n(reinterpret_cast<const std::uint8_t*>(src.data()), 16, p.src.begin());
-    std::copy_n(reinterpret_cast<const std::uint8_t*>(dst.data()), 16, p.dst.begin());
-    p.ip_version = 6;
+    take_gids(*grh, p);
     hdr += kGrh.size;
   } else {
     put_be16(MutBytes{reinterpret_cast<std::byte*>(p.src.data()), 2}, 0, static_cast<std::uint16_t>(lrh->get(Lrh::slid)));
@@ -147,6 +176,7 @@ Dissected dissect(int linktype, const Frame& f) {
   auto l2 = link_layer(linktype, f.data);
   if (!l2) return fail(f, 0, l2.error());
   if (!l2->ok) return d;
+  if (l2->ethertype == protocols::ib::kRoceV1Ethertype) return dissect_roce_v1(f, l2->offset);
   Bytes b = f.data.subspan(l2->offset);
   Packet& p = d.pkt;
   p.frame = f.number;

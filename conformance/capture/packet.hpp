@@ -1,9 +1,11 @@
 #pragma once
 // From a captured frame to the transport layer: link header (Ethernet with
 // 802.1Q/802.1ad tags, Linux cooked v1/v2, raw IP), IPv4/IPv6, TCP/UDP; or a
-// native InfiniBand frame (LRH, GRH) up to its transport packet.
+// native InfiniBand frame (LRH, GRH) or a RoCEv1 frame (GRH) up to its
+// transport packet.
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "conformance/capture/pcap_reader.hpp"
@@ -33,6 +35,17 @@ struct Packet {
   bool native_ib = false;
   bool has_vcrc = false;            // the frame ends with the VCRC
   std::uint16_t vcrc = 0;           // as captured
+  // RoCEv1 (Ethernet type 0x8915): l3 runs from the GRH to the end of the
+  // ICRC, ip_header_len is the GRH's, addresses are its GIDs (ip_version 6).
+  bool roce_v1 = false;
+  // InfiniBand transport carried without UDP (native or RoCEv1).
+  bool ib_without_udp() const { return native_ib || roce_v1; }
+  // Where the GRH starts in l3, if the packet has one.
+  std::optional<std::size_t> grh_offset() const {
+    if (roce_v1) return 0;
+    if (native_ib && ip_header_len > 8) return 8;
+    return std::nullopt;
+  }
 };
 
 enum class DissectStatus { ok, other, error };

@@ -1,7 +1,8 @@
 // Native InfiniBand link and network headers, for captures whose link type is
 // LINKTYPE_INFINIBAND: the LRH (IBTA Vol.1 §7.7), the VCRC (§7.8.2), the GRH
-// (§8.3) and the virtual lane reserved for subnet management (§7.6.5). On
-// RoCE captures these cases are not applicable: RoCE has neither LRH nor VCRC.
+// (§8.3, also RoCEv1's) and the virtual lane reserved for subnet management
+// (§7.6.5). On RoCEv2 captures these cases are not applicable: RoCEv2 has
+// neither LRH nor VCRC nor GRH.
 #include <fmt/format.h>
 
 #include "conformance/cases/case_builder.hpp"
@@ -66,18 +67,19 @@ void add_ib_link_cases(Catalog& k) {
                                  fmt::format("0x{:04x}", e.pkt->vcrc));
            }));
 
-  add_roce(k, {"ib.grh.header", "IBTA Vol.1", "§8.3", Level::must, Family::roce,
-               "A GRH carries IP version 6, and its payload length counts the octets after the GRH through the "
-               "ICRC."},
-           native([](CaseCtx& ctx, const RocePacketEvent& e, const Header& lrh) {
-             if (lrh.get(Lrh::lnh) != kLnhGlobal) return;
-             auto grh = Header::decode(kGrh, e.pkt->l3.subspan(kLrh.size));
+  add_roce(k, {"ib.grh.header", "IBTA Vol.1", "§8.3; Annex A16", Level::must, Family::roce,
+               "A GRH (native InfiniBand, or RoCEv1) carries IP version 6, and its payload length counts the "
+               "octets after the GRH through the ICRC."},
+           [](CaseCtx& ctx, const RocePacketEvent& e) {
+             const auto at = e.pkt->grh_offset();
+             if (!at) return;
+             auto grh = Header::decode(kGrh, e.pkt->l3.subspan(*at));
              if (!grh) return;
              const auto ver = grh->get(Grh::ipver), len = grh->get(Grh::paylen);
-             const std::size_t want = e.pkt->l3.size() - kLrh.size - kGrh.size;
+             const std::size_t want = e.pkt->l3.size() - *at - kGrh.size;
              RDMACONF_ROCE_JUDGE(ctx, e, ver == 6 && len == want, fmt::format("IP version 6, payload length {}", want),
                                  fmt::format("IP version {}, payload length {}", ver, len));
-           }));
+           });
 
   add_roce(k, {"ib.lrh.vl15", "IBTA Vol.1", "§7.6.5", Level::must, Family::roce,
                "Virtual lane 15 is the subnet management lane: packets on VL15 go to QP0, and packets to QP0 "

@@ -123,24 +123,39 @@ std::uint32_t roce_icrc(Bytes transport, const RoceFlow& f) {
   return icrc_of(h, transport.subspan(kBth.size, transport.size() - kBth.size - kIcrcSize), f.ipv6, iph);
 }
 
-std::uint32_t native_icrc(Bytes pkt) {
-  if (pkt.size() < kLrh.size) return 0;
-  const bool global = (u8(pkt, 1) & 0x03) == kLnhGlobal;
-  const std::size_t head = kLrh.size + (global ? kGrh.size : 0) + kBth.size;
+namespace {
+
+// The ICRC of an InfiniBand packet that is not carried in UDP: `lrh_len`
+// octets of LRH (8 natively, 0 for RoCEv1, which has none), a GRH when
+// `global`, the transport packet and the ICRC field.
+std::uint32_t icrc_without_udp(Bytes pkt, std::size_t lrh_len, bool global) {
+  const std::size_t head = lrh_len + (global ? kGrh.size : 0) + kBth.size;
   if (pkt.size() < head + kIcrcSize) return 0;
   std::array<std::byte, 8 + 40 + 12> buf{};
-  std::memcpy(buf.data(), pkt.data(), head);
-  MutBytes m{buf.data(), head};
-  if (global) {
+  std::size_t n = 0;
+  if (global) {  // eight octets of ones stand for the LRH, which routers rewrite
     std::fill_n(buf.begin(), kLrh.size, std::byte{0xff});
-    mask_ipv6_like(m.subspan(kLrh.size));
+    std::memcpy(buf.data() + kLrh.size, pkt.data() + lrh_len, kGrh.size + kBth.size);
+    mask_ipv6_like(MutBytes{buf.data() + kLrh.size, kGrh.size});
+    n = kLrh.size + kGrh.size + kBth.size;
   } else {
-    m[0] |= std::byte{0xf0};  // VL
+    std::memcpy(buf.data(), pkt.data(), kLrh.size + kBth.size);
+    buf[0] |= std::byte{0xf0};  // VL
+    n = kLrh.size + kBth.size;
   }
-  m[head - kBth.size + 4] = std::byte{0xff};  // BTH FECN, BECN, reserved
-  return ~crc::crc32_update(crc::crc32_update(crc::kCrc32Init, Bytes{buf.data(), head}),
+  buf[n - kBth.size + 4] = std::byte{0xff};  // BTH FECN, BECN, reserved
+  return ~crc::crc32_update(crc::crc32_update(crc::kCrc32Init, Bytes{buf.data(), n}),
                             pkt.subspan(head, pkt.size() - head - kIcrcSize));
 }
+
+}  // namespace
+
+std::uint32_t native_icrc(Bytes pkt) {
+  if (pkt.size() < kLrh.size) return 0;
+  return icrc_without_udp(pkt, kLrh.size, (u8(pkt, 1) & 0x03) == kLnhGlobal);
+}
+
+std::uint32_t roce_v1_icrc(Bytes pkt) { return icrc_without_udp(pkt, 0, true); }
 
 std::uint16_t vcrc(Bytes pkt) {
   boost::crc_optimal<16, 0x100B, 0xFFFF, 0xFFFF, true, true> c;

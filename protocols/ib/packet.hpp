@@ -51,6 +51,10 @@ inline constexpr std::uint8_t kGrhNextIba = 0x1B;            // GRH NxtHdr: BTH 
 // FECN/BECN/reserved octet is set to ones in both. Global is decided by the
 // LRH's LNH field. Returns 0 when `pkt` is too short for its headers.
 std::uint32_t native_icrc(Bytes pkt);
+// RoCEv1 (Ethernet type 0x8915): GRH, transport packet, ICRC; the ICRC is the
+// one of a global native packet. `pkt` runs from the GRH to the end of the ICRC.
+inline constexpr std::uint16_t kRoceV1Ethertype = 0x8915;
+std::uint32_t roce_v1_icrc(Bytes pkt);
 // VCRC (IBTA Vol.1 §7.8.2): CRC-16 with polynomial 0x100B, seed 0xFFFF,
 // reflected like the ICRC, inverted, over every octet from the LRH through
 // the ICRC. On the wire least significant octet first, as the ICRC.

@@ -147,4 +147,27 @@ BOOST_AUTO_TEST_CASE(native_infiniband_frames) {
   BOOST_TEST(d.error.find("frame 7") != std::string::npos, d.error);
 }
 
+// RoCEv1: Ethernet type 0x8915, GRH (next header 0x1B), BTH of an ACK, AETH, ICRC.
+BOOST_AUTO_TEST_CASE(roce_v1_frames) {
+  std::vector<std::byte> grh = v({0x60, 0, 0, 0, 0, 20, 0x1b, 64});
+  for (int i = 0; i < 32; ++i) grh.push_back(std::byte(i < 16 ? (i == 15 ? 1 : 0) : (i == 31 ? 2 : 0)));
+  const auto transport = v({0x11, 0, 0xff, 0xff, 0, 0, 0, 0x11, 0, 0, 0, 5, 0, 0, 0, 1, 0xde, 0xad, 0xbe, 0xef});
+  const auto eth = v({2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x89, 0x15});
+  auto d = go(DLT_EN10MB, cat(cat(eth, grh), transport));
+  BOOST_TEST_REQUIRE((d.status == DissectStatus::ok));
+  BOOST_TEST(d.pkt.roce_v1);
+  BOOST_TEST(!d.pkt.native_ib);
+  BOOST_TEST(d.pkt.ib_without_udp());
+  BOOST_TEST(d.pkt.grh_offset().value_or(99) == 0u);
+  BOOST_TEST(d.pkt.payload.size() == 20u);
+  BOOST_TEST(format_address(d.pkt.ip_version, d.pkt.dst) == "[0:0:0:0:0:0:0:2]");
+  // a GRH cut short is an error naming the frame
+  d = go(DLT_EN10MB, cat(eth, v({0x60, 0, 0, 0})));
+  BOOST_TEST_REQUIRE((d.status == DissectStatus::error));
+  BOOST_TEST(d.error.find("frame 7") != std::string::npos, d.error);
+  // another next header: not IBA transport, left alone
+  grh[6] = std::byte{0x11};
+  BOOST_TEST((go(DLT_EN10MB, cat(cat(eth, grh), transport)).status == DissectStatus::other));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,7 +1,11 @@
 #!/usr/bin/python3
-"""Independent ICRC and VCRC oracle for native InfiniBand captures.
+"""Independent ICRC and VCRC oracle for native InfiniBand and RoCEv1 captures.
 
   ib_crc.py verify IN.pcap   print JSON: the frames whose ICRC or VCRC differs
+
+A native capture has link type LINKTYPE_INFINIBAND (247); a RoCEv1 capture is
+Ethernet (1) whose frames of type 0x8915 carry a GRH, the transport packet
+and the ICRC, and no VCRC: their ICRC is the one of a global native packet.
 
 Shares no code with rdmaconf: the pcap records are read here with struct, the
 CRC-32 is zlib's and the CRC-16 is crcmod's. What it takes from IBTA Vol. 1:
@@ -34,25 +38,30 @@ def frames(path):
         e = ">"
     else:
         sys.exit(path + ": not a pcap file")
-    if struct.unpack(e + "I", data[20:24])[0] != 247:
-        sys.exit(path + ": link type is not LINKTYPE_INFINIBAND (247)")
+    linktype = struct.unpack(e + "I", data[20:24])[0]
+    if linktype not in (1, 247):
+        sys.exit(path + ": link type is neither Ethernet (1) nor LINKTYPE_INFINIBAND (247)")
     off, n = 24, 0
     while off + 16 <= len(data):
         caplen = struct.unpack(e + "I", data[off + 8:off + 12])[0]
         n += 1
-        yield n, data[off + 16:off + 16 + caplen]
+        yield linktype, n, data[off + 16:off + 16 + caplen]
         off += 16 + caplen
 
 
-def icrc(pkt):
-    """pkt: LRH through ICRC."""
-    lnh = pkt[1] & 3
-    if lnh == 3:
-        grh = bytearray(pkt[8:48])
-        grh[0] |= 0x0F
-        grh[1:4] = b"\xff\xff\xff"
-        grh[7] = 0xFF
-        head, bth_at = b"\xff" * 8 + bytes(grh), 48
+def masked_grh(grh):
+    g = bytearray(grh)
+    g[0] |= 0x0F  # traffic class (low nibble of octet 0 ...)
+    g[1:4] = b"\xff\xff\xff"  # ... its rest and the flow label
+    g[7] = 0xFF  # hop limit
+    return bytes(g)
+
+
+def icrc(pkt, lrh):
+    """pkt: LRH (when lrh) or GRH through ICRC."""
+    if not lrh or pkt[1] & 3 == 3:
+        at = 8 if lrh else 0
+        head, bth_at = b"\xff" * 8 + masked_grh(pkt[at:at + 40]), at + 40
     else:
         head, bth_at = bytes([pkt[0] | 0xF0]) + pkt[1:8], 8
     bth = bytearray(pkt[bth_at:bth_at + 12])
@@ -62,14 +71,22 @@ def icrc(pkt):
 
 def verify(path):
     checked, bad_icrc, bad_vcrc = 0, [], []
-    for n, f in frames(path):
+    for linktype, n, f in frames(path):
+        if linktype == 1:  # RoCEv1: GRH (next header 0x1B) after an Ethernet header of type 0x8915
+            if len(f) < 14 + 40 or f[12:14] != b"\x89\x15" or f[14 + 6] != 0x1B:
+                continue
+            pkt = f[14:]  # at least 70 octets: never Ethernet padding
+            checked += 1
+            if icrc(pkt, False) != int.from_bytes(pkt[-4:], "little"):
+                bad_icrc.append(n)
+            continue
         if len(f) < 8 or (f[1] & 3) not in (2, 3):
             continue  # no BTH follows: not an IBA transport packet
         pkt = f[:-2]
         if (f[1] & 3) == 3 and pkt[8 + 6] != 0x1B:
             continue
         checked += 1
-        if icrc(pkt) != int.from_bytes(pkt[-4:], "little"):
+        if icrc(pkt, True) != int.from_bytes(pkt[-4:], "little"):
             bad_icrc.append(n)
         if VCRC(pkt) != int.from_bytes(f[-2:], "little"):
             bad_vcrc.append(n)
