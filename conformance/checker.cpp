@@ -195,7 +195,10 @@ class Run final : public TcpSink {
       auto c = std::make_unique<RoceConv>(roce_.size(), roce_mtu_);
       c->id = ++roce_ids_;
       c->first_frame = p.frame;
-      const std::string a = format_address(p.ip_version, lo), b = format_address(p.ip_version, hi);
+      // Both ends on one address (a loopback run): the UDP ports tell the sides apart.
+      const bool one_address = lo == hi;
+      const std::string a = format_address(p.ip_version, lo) + (one_address ? fmt::format(":{}", forward ? p.sport : p.dport) : ""),
+                        b = format_address(p.ip_version, hi) + (one_address ? fmt::format(":{}", forward ? p.dport : p.sport) : "");
       c->label = fmt::format("{} <-> {}", a, b);
       c->scope.sides[0] = fmt::format("{} -> {}", a, b);
       c->scope.sides[1] = fmt::format("{} -> {}", b, a);
@@ -208,7 +211,7 @@ class Run final : public TcpSink {
     RocePacketEvent e;
     e.pkt = &p;
     e.ib = &pkt;
-    e.dir = p.src == lo ? 0 : 1;
+    e.dir = forward ? 0 : 1;  // by address, or by UDP port when both ends share one
     if (pkt.ok()) {
       c.qps[static_cast<std::uint32_t>(pkt->bth.get(ib::Bth::destqp))]++;
       const bool judged = !roce_.empty() || roce_hook_;

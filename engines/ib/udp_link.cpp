@@ -1,12 +1,15 @@
 #include "engines/ib/udp_link.hpp"
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -21,30 +24,50 @@ namespace {
 constexpr std::size_t kBatch = 32;
 constexpr std::size_t kMaxDatagram = 4096 + 128;
 
-bool ipv4_endpoint(std::string_view text, sockaddr_in& out, std::string& err) {
-  sockaddr_storage ss{};
+// An endpoint of either family; the unspecified address is refused, since
+// the ICRC covers the addresses the datagrams travel with.
+bool udp_endpoint(std::string_view text, sockaddr_storage& out, std::string& err) {
   unsigned len = 0;
-  if (!parse_endpoint(text, ss, len, err)) return false;
-  if (ss.ss_family != AF_INET) {
-    err = fmt::format("{}: the RoCEv2 adapter takes IPv4 addresses", text);
+  if (!parse_endpoint(text, out, len, err)) return false;
+  if (out.ss_family != AF_INET && out.ss_family != AF_INET6) {
+    err = fmt::format("{}: the RoCEv2 adapter takes IPv4 or IPv6 addresses", text);
     return false;
   }
-  std::memcpy(&out, &ss, sizeof out);
   return true;
 }
 
-void set_flow(pib::RoceFlow& f, const sockaddr_in& src, const sockaddr_in& dst) {
-  f = {};
-  std::memcpy(f.src.data(), &src.sin_addr, 4);
-  std::memcpy(f.dst.data(), &dst.sin_addr, 4);
-  f.sport = ntohs(src.sin_port);
-  f.dport = ntohs(dst.sin_port);
+bool is_v6(const sockaddr_storage& a) { return a.ss_family == AF_INET6; }
+socklen_t size_of(const sockaddr_storage& a) { return is_v6(a) ? sizeof(sockaddr_in6) : sizeof(sockaddr_in); }
+// The address octets (4 or 16) and the port.
+std::span<const std::byte> addr_of(const sockaddr_storage& a) {
+  if (is_v6(a)) return std::as_bytes(std::span(reinterpret_cast<const sockaddr_in6&>(a).sin6_addr.s6_addr));
+  const auto& in = reinterpret_cast<const sockaddr_in&>(a).sin_addr;
+  return {reinterpret_cast<const std::byte*>(&in), 4};
+}
+std::uint16_t port_of(const sockaddr_storage& a) {
+  return ntohs(is_v6(a) ? reinterpret_cast<const sockaddr_in6&>(a).sin6_port : reinterpret_cast<const sockaddr_in&>(a).sin_port);
+}
+bool unspecified(const sockaddr_storage& a) {
+  const auto b = addr_of(a);
+  return std::all_of(b.begin(), b.end(), [](std::byte x) { return x == std::byte{0}; });
 }
 
-captures::Host host_of(const sockaddr_in& a) {
+void set_flow(pib::RoceFlow& f, const sockaddr_storage& src, const sockaddr_storage& dst) {
+  f = {};
+  f.ipv6 = is_v6(src);
+  const auto s = addr_of(src), d = addr_of(dst);
+  std::copy(s.begin(), s.end(), f.src.begin());
+  std::copy(d.begin(), d.end(), f.dst.begin());
+  f.sport = port_of(src);
+  f.dport = port_of(dst);
+}
+
+captures::Host host_of(const sockaddr_storage& a) {
   captures::Host h;
-  std::memcpy(h.addr.data(), &a.sin_addr, 4);
-  h.port = ntohs(a.sin_port);
+  h.ipv6 = is_v6(a);
+  const auto b = addr_of(a);
+  std::memcpy(h.addr.data(), b.data(), b.size());
+  h.port = port_of(a);
   return h;
 }
 
@@ -60,27 +83,34 @@ UdpLink::UdpLink() : batch_(kBatch), rx_(kBatch, std::vector<std::byte>(kMaxData
 UdpLink::~UdpLink() = default;
 
 bool UdpLink::open(std::string_view local, std::string& err) {
-  if (!ipv4_endpoint(local, local_, err)) return false;
-  if (local_.sin_addr.s_addr == htonl(INADDR_ANY)) {
+  if (!udp_endpoint(local, local_, err)) return false;
+  if (unspecified(local_)) {
     err = fmt::format("{}: bind to one address (the ICRC covers it)", local);
     return false;
   }
-  fd_ = Fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  fd_ = Fd(::socket(local_.ss_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd_) {
     err = errno_text("socket");
     return false;
   }
-  // DF on every datagram: the kernel then sends identification 0, which
-  // the ICRC covers (protocols/ib/packet.hpp).
-  const int pmtu = IP_PMTUDISC_DO, big = 4 << 20;
-  ::setsockopt(fd_.get(), IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof pmtu);
+  // IPv4: DF on every datagram, so the kernel sends identification 0, which
+  // the ICRC covers (protocols/ib/packet.hpp). IPv6 routers never fragment;
+  // the sender is kept from doing it too.
+  const int big = 4 << 20;
+  if (is_v6(local_)) {
+    const int pmtu = IPV6_PMTUDISC_DO;
+    ::setsockopt(fd_.get(), IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu, sizeof pmtu);
+  } else {
+    const int pmtu = IP_PMTUDISC_DO;
+    ::setsockopt(fd_.get(), IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof pmtu);
+  }
   // UC and UD have no flow control: a receive buffer beyond the default
   // rmem_max (root may force it) keeps loopback bursts from overflowing.
   if (::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof big) != 0)
     ::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
   if (::setsockopt(fd_.get(), SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof big) != 0)
     ::setsockopt(fd_.get(), SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
-  if (::bind(fd_.get(), reinterpret_cast<const sockaddr*>(&local_), sizeof local_) != 0) {
+  if (::bind(fd_.get(), reinterpret_cast<const sockaddr*>(&local_), size_of(local_)) != 0) {
     err = errno_text(fmt::format("bind {}", local).c_str());
     fd_ = Fd();
     return false;
@@ -91,7 +121,11 @@ bool UdpLink::open(std::string_view local, std::string& err) {
 }
 
 bool UdpLink::set_peer(std::string_view peer, std::string& err) {
-  if (!ipv4_endpoint(peer, peer_, err)) return false;
+  if (!udp_endpoint(peer, peer_, err)) return false;
+  if (peer_.ss_family != local_.ss_family) {
+    err = fmt::format("{}: not of the local address's family ({})", peer, local_name());
+    return false;
+  }
   have_peer_ = true;
   set_flow(out_flow_, local_, peer_);
   set_flow(in_flow_, peer_, local_);
@@ -99,6 +133,10 @@ bool UdpLink::set_peer(std::string_view peer, std::string& err) {
 }
 
 bool UdpLink::raw_receive(std::string& err) {
+  if (is_v6(local_)) {  // an IPv6 raw socket hands over no IP header: nothing to gain
+    err = "raw receive is for IPv4 (identification) only";
+    return false;
+  }
   raw_ = Fd(::socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, IPPROTO_UDP));
   if (!raw_) {
     err = errno_text("raw socket (needs root)");
@@ -110,17 +148,15 @@ bool UdpLink::raw_receive(std::string& err) {
   return true;
 }
 
-bool UdpLink::from_peer(const sockaddr_in& from) const {
-  return have_peer_ && from.sin_addr.s_addr == peer_.sin_addr.s_addr;
+bool UdpLink::from_peer(const sockaddr_storage& from) const {
+  if (!have_peer_ || from.ss_family != peer_.ss_family) return false;
+  const auto a = addr_of(from), b = addr_of(peer_);
+  return std::equal(a.begin(), a.end(), b.begin(), b.end());
 }
 
-std::uint16_t UdpLink::port() const { return ntohs(local_.sin_port); }
+std::uint16_t UdpLink::port() const { return port_of(local_); }
 
-std::string UdpLink::local_name() const {
-  sockaddr_storage ss{};
-  std::memcpy(&ss, &local_, sizeof local_);
-  return endpoint_name(ss);
-}
+std::string UdpLink::local_name() const { return endpoint_name(local_); }
 
 bool UdpLink::record(const std::string& path, std::string& err) {
   try {
@@ -141,7 +177,7 @@ void UdpLink::tap(bool outbound, protocols::Bytes pkt) {
   const auto us = host_of(local_), them = host_of(peer_);
   const auto& from = outbound ? us : them;
   const auto& to = outbound ? them : us;
-  pcap_->ip_packet(from, to, protocols::Bytes(captures::ip_udp(from, to, pkt, false)));
+  pcap_->ip_packet(from, to, protocols::Bytes(captures::ip_udp(from, to, pkt, from.ipv6)));  // IPv6 requires the UDP checksum
 }
 
 bool UdpLink::flush(QueuePair& qp) {
@@ -163,7 +199,7 @@ bool UdpLink::flush(QueuePair& qp) {
       msgs[i].msg_hdr.msg_iov = &iov[i];
       msgs[i].msg_hdr.msg_iovlen = 1;
       msgs[i].msg_hdr.msg_name = &peer_;
-      msgs[i].msg_hdr.msg_namelen = sizeof peer_;
+      msgs[i].msg_hdr.msg_namelen = size_of(peer_);
     }
     std::size_t done = 0;
     while (done < n) {
@@ -191,7 +227,7 @@ bool UdpLink::flush(QueuePair& qp) {
 std::size_t UdpLink::poll(QueuePair& qp) {
   mmsghdr msgs[kBatch]{};
   iovec iov[kBatch];
-  sockaddr_in from[kBatch];
+  sockaddr_storage from[kBatch];
   for (std::size_t i = 0; i < kBatch; ++i) {
     iov[i] = {rx_[i].data(), rx_[i].size()};
     msgs[i].msg_hdr.msg_iov = &iov[i];
@@ -209,7 +245,7 @@ std::size_t UdpLink::poll(QueuePair& qp) {
     ++received_;
     tap(false, pkt);
     pib::RoceFlow f = in_flow_;
-    f.sport = ntohs(from[i].sin_port);
+    f.sport = port_of(from[i]);
     const bool ok = pkt.size() >= pib::kBth.size + pib::kIcrcSize && pib::roce_icrc(pkt, f) == pib::read_icrc(pkt);
     if (!ok) ++icrc_bad_;
     qp.receive(pkt, ok);
@@ -227,10 +263,11 @@ std::size_t UdpLink::poll_raw(QueuePair& qp) {
     if (l3.size() < 28 || (std::to_integer<unsigned>(l3[0]) >> 4) != 4) continue;
     const std::size_t ihl = (std::to_integer<unsigned>(l3[0]) & 15u) * 4;
     if (ihl < 20 || l3.size() < ihl + 8 + pib::kBth.size + pib::kIcrcSize) continue;
-    sockaddr_in from{};
-    std::memcpy(&from.sin_addr, l3.data() + 12, 4);
-    if (!from_peer(from) || std::memcmp(l3.data() + 16, &local_.sin_addr, 4) != 0 ||
-        protocols::be16(l3, ihl + 2) != ntohs(local_.sin_port))
+    sockaddr_storage from{};
+    from.ss_family = AF_INET;
+    std::memcpy(&reinterpret_cast<sockaddr_in&>(from).sin_addr, l3.data() + 12, 4);
+    if (!from_peer(from) || std::memcmp(l3.data() + 16, addr_of(local_).data(), 4) != 0 ||
+        protocols::be16(l3, ihl + 2) != port_of(local_))
       continue;
     const protocols::Bytes pkt = l3.subspan(ihl + 8);
     ++received_;

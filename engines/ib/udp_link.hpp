@@ -44,7 +44,7 @@ class UdpLink {
   // datagrams (rxe sets IPv4 identification) needs it. The UDP socket's own
   // copies are then read and discarded.
   bool raw_receive(std::string& err);
-  // Records every packet sent and received as IPv4/UDP frames.
+  // Records every packet sent and received as IPv4 or IPv6 UDP frames.
   bool record(const std::string& path, std::string& err);
   void stop_recording();
   int fd() const { return fd_.get(); }
@@ -67,10 +67,10 @@ class UdpLink {
   void tap(bool outbound, protocols::Bytes pkt);
 
   std::size_t poll_raw(QueuePair& qp);
-  bool from_peer(const sockaddr_in& from) const;
+  bool from_peer(const sockaddr_storage& from) const;
 
   Fd fd_, raw_;
-  sockaddr_in local_{}, peer_{};
+  sockaddr_storage local_{}, peer_{};  // IPv4 or IPv6, both of one family
   bool have_peer_ = false;
   protocols::ib::RoceFlow out_flow_, in_flow_;
   std::vector<OutPacket> batch_;

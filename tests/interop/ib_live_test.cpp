@@ -1,6 +1,6 @@
 // Our RoCEv2 engine against a second instance of itself over loopback UDP
 // (127.0.0.2 -> 127.0.0.1, both on one port, as RoCEv2 sends to the same
-// destination port both ways), through the socket adapter and the control
+// destination port both ways; and over IPv6 on ::1 with two ports), through the socket adapter and the control
 // exchange: every scenario passes (data verified by both sides; faults with
 // the reaction the responder must show), and both ends' recordings are
 // judged by the catalog: clean traffic FAILs nothing, a fault exactly the
@@ -26,11 +26,11 @@ using rdmaconf::engine::Fd;
 
 namespace {
 
-std::set<std::string> fails_of(const fs::path& pcap, std::uint16_t port, std::size_t& packets, std::string& error) {
+std::set<std::string> fails_of(const fs::path& pcap, std::vector<std::uint16_t> ports, std::size_t& packets, std::string& error) {
   rdmaconf::conformance::CheckOptions o;
   o.strict = true;
   o.hash = false;
-  o.roce_ports = {port};
+  o.roce_ports = std::move(ports);
   o.roce_mtu = 1024;
   packets = 0;
   o.on_roce = [&](const rdmaconf::conformance::RocePacketEvent&) { ++packets; };
@@ -47,9 +47,14 @@ std::set<std::string> fails_of(const fs::path& pcap, std::uint16_t port, std::si
 
 BOOST_AUTO_TEST_SUITE(ib_live)
 
-BOOST_AUTO_TEST_CASE(every_scenario_against_our_peer) {
-  const auto port = static_cast<std::uint16_t>(20000 + getpid() % 20000);
-  const fs::path dir = fs::temp_directory_path() / fmt::format("rdmaconf-roce-live-{}", getpid());
+namespace {
+
+// Every scenario, our initiator at `ours` against our peer at `theirs` (the
+// ports are filled in); both ends' recordings judged by the catalog.
+void every_scenario(const char* theirs, const char* ours, bool two_ports) {
+  const auto port = static_cast<std::uint16_t>(20000 + getpid() % 20000 + (two_ports ? 7 : 0));
+  const std::uint16_t our_port = two_ports ? port + 1 : port;  // one address: the ports tell the ends apart
+  const fs::path dir = fs::temp_directory_path() / fmt::format("rdmaconf-roce-live-{}-{}", getpid(), two_ports);
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::string err;
@@ -57,7 +62,7 @@ BOOST_AUTO_TEST_CASE(every_scenario_against_our_peer) {
   BOOST_REQUIRE_MESSAGE(lfd, err);
   const auto ctl = rdmaconf::engine::local_port(lfd.get());
   ib::PeerOptions po;
-  po.udp_local = fmt::format("127.0.0.1:{}", port);
+  po.udp_local = fmt::format("{}:{}", theirs, port);
   po.idle_timeout_ms = 10000;
   po.pcap_dir = dir.string();
   std::mutex mu;
@@ -74,7 +79,7 @@ BOOST_AUTO_TEST_CASE(every_scenario_against_our_peer) {
     BOOST_TEST_CONTEXT(s.name) {
       ib::RunOptions ro;
       ro.scenario = std::string(s.name);
-      ro.udp_local = fmt::format("127.0.0.2:{}", port);
+      ro.udp_local = fmt::format("{}:{}", ours, our_port);
       ro.pcap = (dir / fmt::format("ours-{}.pcap", s.name)).string();
       ro.timeout_ms = 10000;
       const auto r = ib::run_initiator(fmt::format("127.0.0.1:{}", ctl), ro);
@@ -94,7 +99,7 @@ BOOST_AUTO_TEST_CASE(every_scenario_against_our_peer) {
       for (const auto& f : {dir / fmt::format("ours-{}.pcap", s.name), dir / fmt::format("peer-roce-{}.pcap", n - 1)}) {
         std::size_t packets = 0;
         std::string error;
-        const auto got = fails_of(f, port, packets, error);
+        const auto got = fails_of(f, {port, our_port}, packets, error);
         BOOST_TEST(error.empty(), error);
         BOOST_TEST(packets > 0u, f);  // not vacuous: RoCEv2 packets were decoded
         BOOST_TEST((got == want), f << ": FAIL " << fmt::format("{}", fmt::join(got, ", ")) << "; expected "
@@ -106,6 +111,14 @@ BOOST_AUTO_TEST_CASE(every_scenario_against_our_peer) {
   peer.join();
   fs::remove_all(dir);
 }
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(every_scenario_against_our_peer) { every_scenario("127.0.0.1", "127.0.0.2", false); }
+
+// The same over IPv6 loopback: one address (::1), so two UDP ports, and the
+// checker tells the two ends apart by port.
+BOOST_AUTO_TEST_CASE(every_scenario_over_ipv6) { every_scenario("[::1]", "[::1]", true); }
 
 // perftest's own TCP exchange (interop/ib/perftest), our client against our
 // server for each program (ib_write_bw, ib_read_bw, ib_send_bw, ib_atomic_bw). The real peer is perftest on rxe in the lab
@@ -166,7 +179,7 @@ BOOST_AUTO_TEST_CASE(perftest_exchange_our_client_against_our_server) {
       for (const auto& f : {ours, dir / "peer-perftest-0.pcap"}) {
         std::size_t packets = 0;
         std::string error;
-        const auto got = fails_of(f, port, packets, error);
+        const auto got = fails_of(f, {port}, packets, error);
         BOOST_TEST(error.empty(), error);
         // A WRITE or SEND of 4096 octets is 4 packets at MTU 1024, a READ 1
         // request and 4 responses, an atomic a request and its ACK, a UD

@@ -6,6 +6,10 @@
 A native capture has link type LINKTYPE_INFINIBAND (247); a RoCEv1 capture is
 Ethernet (1) whose frames of type 0x8915 carry a GRH, the transport packet
 and the ICRC, and no VCRC: their ICRC is the one of a global native packet.
+RoCEv2 over IPv6 (Ethernet, type 0x86dd, UDP to port 4791) is covered too,
+which scapy's RoCE layer is not: eight octets of ones, the IPv6 header with
+traffic class, flow label and hop limit set to ones, the UDP header with its
+checksum set to ones, then the BTH as above (IBTA Vol. 1 Annex A17).
 
 Shares no code with rdmaconf: the pcap records are read here with struct, the
 CRC-32 is zlib's and the CRC-16 is crcmod's. What it takes from IBTA Vol. 1:
@@ -72,6 +76,18 @@ def icrc(pkt, lrh):
 def verify(path):
     checked, bad_icrc, bad_vcrc = 0, [], []
     for linktype, n, f in frames(path):
+        if linktype == 1 and f[12:14] == b"\x86\xdd" and len(f) >= 14 + 40 + 8 + 16 and f[14 + 6] == 17 \
+                and int.from_bytes(f[14 + 40 + 2:14 + 40 + 4], "big") == 4791:
+            ip = f[14:14 + 40 + int.from_bytes(f[14 + 4:14 + 6], "big")]
+            udp = bytearray(ip[40:48])
+            udp[6:8] = b"\xff\xff"
+            bth = bytearray(ip[48:60])
+            bth[4] = 0xFF
+            checked += 1
+            want = zlib.crc32(b"\xff" * 8 + masked_grh(ip[:40]) + bytes(udp) + bytes(bth) + ip[60:-4]) & 0xFFFFFFFF
+            if want != int.from_bytes(ip[-4:], "little"):
+                bad_icrc.append(n)
+            continue
         if linktype == 1:  # RoCEv1: GRH (next header 0x1B) after an Ethernet header of type 0x8915
             if len(f) < 14 + 40 or f[12:14] != b"\x89\x15" or f[14 + 6] != 0x1B:
                 continue
