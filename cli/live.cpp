@@ -137,6 +137,41 @@ std::optional<eng_ib::QpType> connection_type(const LiveOptions& o, bool perftes
   return type;
 }
 
+// Prints the run's one-line verdict, writes its JSON report when asked; the
+// exit status (kExitUsage when the report cannot be written).
+int report_run(const LiveOptions& o, const std::string& line, const nlohmann::json& j, bool ok) {
+  std::cout << line << "\n";
+  if (!o.json_out.empty()) {
+    std::ofstream os(o.json_out);
+    os << j.dump(2) << "\n";
+    if (!os) {
+      std::cerr << "rdmaconf interop: cannot write " << o.json_out << "\n";
+      return kExitUsage;
+    }
+  }
+  return ok ? 0 : kExitFail;
+}
+
+// The iWARP engine's run options from the command line; nothing (after
+// saying why) when the engine cannot run that configuration.
+std::optional<ii::RunOptions> iwarp_run_options(const LiveOptions& o, eng::WaitMode wait) {
+  if (const std::string bad = eng::Device().validate(o.qp(true)); !bad.empty()) {
+    std::cerr << "rdmaconf interop: configuration not supported: " << bad << "\n";
+    return std::nullopt;
+  }
+  ii::RunOptions ro;
+  ro.scenario = o.scenario;
+  ro.size = o.size;
+  ro.iterations = o.iterations;
+  ro.qp = o.qp(true);
+  ro.pcap = o.pcap;
+  ro.wait = wait;
+  ro.timeout_ms = o.timeout_ms;
+  ro.window = o.window;
+  ro.peer_program = o.peer_program;
+  return ro;
+}
+
 int run_roce_interop(const LiveOptions& o) {
   const bool perftest = is_perftest(o.peer_program);
   if (!perftest && !ib::find_scenario(o.scenario)) {
@@ -163,44 +198,16 @@ int run_roce_interop(const LiveOptions& o) {
   if (r.ok && r.seconds > 0 && j.contains("messages_per_s"))
     line += fmt::format("; {} x {} octets in {:.3f} s, {:.0f} messages/s, {:.2f} Gbit/s", r.iterations, r.size,
                         r.seconds, j["messages_per_s"].get<double>(), j["gbit_per_s"].get<double>());
-  std::cout << line << "\n";
-  if (!o.json_out.empty()) {
-    std::ofstream os(o.json_out);
-    os << j.dump(2) << "\n";
-    if (!os) {
-      std::cerr << "rdmaconf interop: cannot write " << o.json_out << "\n";
-      return kExitUsage;
-    }
-  }
-  return r.ok ? 0 : kExitFail;
+  return report_run(o, line, j, r.ok);
 }
 
 // Our iWARP engine against a perftest server started with -R.
 int run_iwarp_perftest(const LiveOptions& o, eng::WaitMode wait) {
-  if (const std::string bad = eng::Device().validate(o.qp(true)); !bad.empty()) {
-    std::cerr << "rdmaconf interop: configuration not supported: " << bad << "\n";
-    return kExitUsage;
-  }
-  ii::RunOptions ro;
-  ro.size = o.size;
-  ro.iterations = o.iterations;
-  ro.qp = o.qp(true);
-  ro.pcap = o.pcap;
-  ro.wait = wait;
-  ro.timeout_ms = o.timeout_ms;
-  ro.window = o.window;
-  const auto r = ii::run_perftest_client(o.peer_addr, o.peer_program, ro);
+  const auto ro = iwarp_run_options(o, wait);
+  if (!ro) return kExitUsage;
+  const auto r = ii::run_perftest_client(o.peer_addr, o.peer_program, *ro);
   const auto j = r.to_json();
-  std::cout << fmt::format("{}: {} - {}", r.scenario, j["verdict"].get<std::string>(), r.message) << "\n";
-  if (!o.json_out.empty()) {
-    std::ofstream os(o.json_out);
-    os << j.dump(2) << "\n";
-    if (!os) {
-      std::cerr << "rdmaconf interop: cannot write " << o.json_out << "\n";
-      return kExitUsage;
-    }
-  }
-  return r.ok ? 0 : kExitFail;
+  return report_run(o, fmt::format("{}: {} - {}", r.scenario, j["verdict"].get<std::string>(), r.message), j, r.ok);
 }
 
 int run_roce_peer(const LiveOptions& o) {
@@ -305,21 +312,9 @@ int LiveCommands::run() {
       std::cerr << fmt::format("rdmaconf interop: unknown scenario '{}'\n{}", o.scenario, scenario_list());
       return kExitUsage;
     }
-    if (const std::string bad = eng::Device().validate(o.qp(true)); !bad.empty()) {
-      std::cerr << "rdmaconf interop: configuration not supported: " << bad << "\n";
-      return kExitUsage;
-    }
-    ii::RunOptions ro;
-    ro.scenario = o.scenario;
-    ro.size = o.size;
-    ro.iterations = o.iterations;
-    ro.qp = o.qp(true);
-    ro.pcap = o.pcap;
-    ro.wait = wait;
-    ro.timeout_ms = o.timeout_ms;
-    ro.window = o.window;
-    ro.peer_program = o.peer_program;
-    const auto r = ii::run_initiator(o.peer_addr, ro);
+    const auto ro = iwarp_run_options(o, wait);
+    if (!ro) return kExitUsage;
+    const auto r = ii::run_initiator(o.peer_addr, *ro);
     const auto j = r.to_json();
     std::string line = fmt::format("{}: {} - {}", r.scenario, j["verdict"].get<std::string>(), r.message);
     if (r.ok && r.seconds > 0) {
@@ -329,17 +324,7 @@ int LiveCommands::run() {
       else
         line += fmt::format(", {:.2f} Gbit/s", j.value("gbit_per_s", 0.0));
     }
-    std::cout << line << "\n";
-    if (!o.json_out.empty()) {
-      std::ofstream os(o.json_out);
-      os << j.dump(2) << "\n";
-      if (!os) {
-        std::cerr << "rdmaconf interop: cannot write " << o.json_out << "\n";
-        return kExitUsage;
-      }
-    }
-    if (r.skipped) return 0;
-    return r.ok ? 0 : kExitFail;
+    return report_run(o, line, j, r.ok || r.skipped);
   }
 
   if (o.transport == "roce") return run_roce_peer(o);
