@@ -519,7 +519,8 @@ nlohmann::json ib_native_capture(const std::string& path, const RoceTraffic& t) 
     f.insert(f.end(), tr.begin(), tr.end());
     if (v1) {  // no LRH on Ethernet: the GRH follows the Ethernet header
       const Buf eth = {std::byte{0x02}, {}, {}, {}, {}, std::byte(p.from_a ? 2 : 1),
-                       std::byte{0x02}, {}, {}, {}, {}, std::byte(p.from_a ? 1 : 2), std::byte{0x89}, std::byte{0x15}};
+                       std::byte{0x02}, {}, {}, {}, {}, std::byte(p.from_a ? 1 : 2), std::byte(ib::kRoceV1Ethertype >> 8),
+                       std::byte(ib::kRoceV1Ethertype & 0xff)};
       f.erase(f.begin(), f.begin() + ib::kLrh.size);
       f.insert(f.begin(), eth.begin(), eth.end());
     }

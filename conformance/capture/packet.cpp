@@ -18,7 +18,7 @@ using namespace protocols::net;
 namespace {
 constexpr int kLinktypeIpv4 = 228;
 constexpr int kLinktypeIpv6 = 229;
-constexpr int kLinktypeInfiniband = 247;  // frames start with the LRH
+constexpr int kLinktypeInfiniband = DLT_INFINIBAND;  // 247: frames start with the LRH
 #ifndef DLT_LINUX_SLL2
 constexpr int DLT_LINUX_SLL2 = 276;
 #endif
