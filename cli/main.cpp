@@ -1,8 +1,7 @@
 // rdmaconf: conformance checking for RDMA-family wire protocols.
 //   rdmaconf check PATH... [--json FILE] [--junit FILE] [--cases PATTERN] [--strict] [--quiet] [--verbose]
 //   rdmaconf cases [--json]
-//   rdmaconf fpdus PATH
-//   rdmaconf packets PATH
+//   rdmaconf fpdus PATH | packets PATH   (each family's decoded listing)
 //   rdmaconf interop --peer tcp://ADDR:PORT --scenario NAME [options]   (cli/live.cpp)
 //   rdmaconf peer --listen ADDR:PORT [options]
 //   rdmaconf lab run [--peer siw] [--scenario NAME]... [--sweep] [--out DIR]   (interop/lab)
@@ -99,7 +98,11 @@ std::vector<std::string> split_patterns(const std::vector<std::string>& in) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"rdmaconf: conformance checks for iWARP (MPA/DDP/RDMAP) and InfiniBand/RoCEv2 traffic"};
+  const auto& families = conformance::Registry::get().families();
+  std::string about = "rdmaconf: conformance checks for";
+  for (std::size_t i = 0; i < families.size(); ++i)
+    about += fmt::format("{} {}", i == 0 ? "" : i + 1 == families.size() ? " and" : ",", families[i]->title());
+  CLI::App app{about};
   app.set_version_flag("--version", RDMACONF_VERSION);
   app.require_subcommand(1);
 
@@ -107,16 +110,19 @@ int main(int argc, char** argv) {
   std::vector<std::string> paths, patterns;
   std::string json_out, junit_out;
   bool strict = false, quiet = false, verbose = false;
-  std::vector<std::uint16_t> roce_ports;
   check->add_option("paths", paths, "capture files or directories")->required();
   check->add_option("--json", json_out, "write the JSON report (reports/schema/report-v1.schema.json) to FILE");
   check->add_option("--junit", junit_out, "write a JUnit XML report to FILE");
   check->add_option("--cases", patterns, "only cases whose ID matches the glob PATTERN (comma-separated; repeatable)");
   check->add_flag("--strict", strict, "also run SHOULD- and MAY-level cases");
-  check->add_option("--roce-port", roce_ports, "UDP port(s) carrying RoCEv2 (default 4791)");
-  std::uint32_t roce_mtu = 0;
-  check->add_option("--roce-mtu", roce_mtu, "Path MTU of the RoCE traffic (default: found from its First/Middle packets)")
-      ->check(CLI::IsMember({256, 512, 1024, 2048, 4096}));
+  // Each family's own options (--roce-port, ...).
+  conformance::FamilyOptions family_options;
+  for (const auto* f : families)
+    for (const auto& spec : f->options()) {
+      auto* o = check->add_option(spec.name, family_options[spec.name], spec.help)->check(CLI::Range(std::uint64_t{0}, spec.max));
+      if (!spec.allowed.empty()) o->check(CLI::IsMember(spec.allowed));
+      if (!spec.repeatable) o->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::Throw);
+    }
   auto* q = check->add_flag("--quiet", quiet, "print nothing but errors");
   check->add_flag("--verbose", verbose, "list every verdict, not only failures")->excludes(q);
 
@@ -124,12 +130,19 @@ int main(int argc, char** argv) {
   bool cases_json = false;
   cases->add_flag("--json", cases_json, "print the catalog as JSON");
 
-  auto* packets = app.add_subcommand("packets", "list every RoCEv2 or native InfiniBand packet decoded from a capture, one JSON object per line");
-  std::string packets_path;
-  packets->add_option("path", packets_path, "capture file")->required();
-  auto* fpdus = app.add_subcommand("fpdus", "list every FPDU decoded from a capture, one JSON object per line");
-  std::string fpdus_path;
-  fpdus->add_option("path", fpdus_path, "capture file")->required();
+  // Each family's decoded listing (`rdmaconf fpdus PATH`, ...).
+  struct ListingCommand {
+    CLI::App* cmd;
+    std::string family;
+    std::string path;
+  };
+  std::vector<ListingCommand> listings;
+  listings.reserve(families.size() * 4);
+  for (const auto* f : families)
+    for (const auto& l : f->listings()) {
+      listings.push_back({app.add_subcommand(std::string(l.command), std::string(l.help)), std::string(f->name()), {}});
+      listings.back().cmd->add_option("path", listings.back().path, "capture file")->required();
+    }
 
   cli::LiveCommands live(app);
 
@@ -168,50 +181,14 @@ int main(int argc, char** argv) {
     return interop::lab::run(lab_opt, std::cerr);
   }
 
-  if (*fpdus || *packets) {
+  for (const auto& l : listings) {
+    if (!*l.cmd) continue;
     conformance::CheckOptions o;
     o.case_patterns = {"-"};  // no case runs: decoding only
     o.hash = false;
-    if (*packets) o.on_roce = [](const conformance::RocePacketEvent& e) {
-      nlohmann::json j = {{"frame", e.pkt->frame}, {"dir", e.dir}};
-      if (!e.ib->ok()) {
-        j["error"] = e.ib->error().message();
-      } else {
-        const auto& p = **e.ib;
-        j["bth"] = p.bth;
-        for (std::size_t i = 0; i < protocols::ib::kExtCount; ++i)
-          if (p.ext[i]) j[std::string(protocols::ib::ext_def(i).abbrev)] = *p.ext[i];
-        j["payload_length"] = p.payload.size();
-        j["pad"] = p.pad;
-        j["icrc"] = p.icrc;
-        j["icrc_ok"] = p.icrc == e.icrc_computed;
-      }
-      // the link and network headers of a native InfiniBand or RoCEv1 frame
-      const auto l3 = e.pkt->l3;
-      if (e.pkt->native_ib)
-        if (auto lrh = protocols::Header::decode(protocols::ib::kLrh, l3)) j["lrh"] = *lrh;
-      if (const auto at = e.pkt->grh_offset())
-        if (auto grh = protocols::Header::decode(protocols::ib::kGrh, l3.subspan(*at))) j["grh"] = *grh;
-      if (e.pkt->native_ib) {
-        if (e.pkt->has_vcrc) {
-          j["vcrc"] = e.pkt->vcrc;
-          j["vcrc_ok"] = e.pkt->vcrc == protocols::ib::vcrc(l3);
-        }
-      }
-      std::cout << j.dump() << "\n";
-    };
-    else o.on_fpdu = [](const conformance::iwarp::FpduEvent& e) {
-      nlohmann::json j = {{"frame", e.last_frame}, {"first_frame", e.first_frame}, {"dir", e.dir}, {"offset", e.offset},
-                          {"ulpdu_length", e.fpdu->ulpdu_len}, {"crc", e.fpdu->crc_wire}, {"markers", e.markers.size()}};
-      if (e.crc_in_use) j["crc_ok"] = e.fpdu->crc_wire == e.crc_computed;
-      if (e.ddp->ok()) {
-        const auto& s = **e.ddp;
-        j["ddp"] = s.ddp;
-        if (s.body) j["rdmap"] = *s.body;
-      }
-      std::cout << j.dump() << "\n";
-    };
-    const auto r = conformance::Checker(o).check_file(*packets ? packets_path : fpdus_path);
+    o.listing_family = l.family;
+    o.on_unit = [](const nlohmann::json& j) { std::cout << j.dump() << "\n"; };
+    const auto r = conformance::Checker(o).check_file(l.path);
     if (!r.error.empty()) {
       std::cerr << "rdmaconf: " << r.error << "\n";
       return kExitUsage;
@@ -220,9 +197,9 @@ int main(int argc, char** argv) {
   }
 
   if (*cases) {
+    const auto all = conformance::Registry::get().all_cases();
     std::size_t w = 0;
-    for (const auto* c : conformance::Catalog::get().all()) w = std::max(w, c->id.size());
-    const auto all = conformance::Catalog::get().all();
+    for (const auto* c : all) w = std::max(w, c->id.size());
     if (cases_json) {
       nlohmann::json j = nlohmann::json::array();
       for (const auto* c : all) j.push_back(reports::case_json(*c));
@@ -250,8 +227,7 @@ int main(int argc, char** argv) {
   opt.case_patterns = split_patterns(patterns);
   opt.strict = strict;
   opt.hash = !json_out.empty();  // only the JSON report carries it
-  if (!roce_ports.empty()) opt.roce_ports = roce_ports;
-  opt.roce_mtu = roce_mtu;
+  opt.family_options = family_options;
   const bool tty = isatty(STDERR_FILENO) && !quiet;
   std::string current;
   if (tty) {

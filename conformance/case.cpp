@@ -21,8 +21,6 @@ std::string_view verdict_name(Verdict v) {
   return "?";
 }
 
-std::string_view family_name(Family f) { return f == Family::iwarp ? "iwarp" : "roce"; }
-
 void Tally::fail(Evidence e) {
   ++checked_;
   ++failed_;

@@ -1,12 +1,13 @@
 #pragma once
-// Runs the active cases of the catalog over a capture, streaming: frames are
-// read one at a time, TCP is reassembled per connection, MPA is decoded per
-// direction, UDP to the RoCEv2 port is decoded as InfiniBand transport.
+// Runs the active cases of the registered protocol families over a capture,
+// streaming: frames are read one at a time and dissected to the transport
+// layer, TCP is reassembled per connection, and each family gets what it
+// claims (TCP streams, UDP ports, EtherTypes, link types).
 #include <functional>
 #include <string>
 #include <vector>
 
-#include "conformance/catalog.hpp"
+#include "conformance/family.hpp"
 #include "conformance/result.hpp"
 
 namespace rdmaconf::conformance {
@@ -14,17 +15,16 @@ namespace rdmaconf::conformance {
 struct CheckOptions {
   std::vector<std::string> case_patterns;  // globs; empty = all
   bool strict = false;                     // also SHOULD and MAY cases
-  std::vector<std::uint16_t> roce_ports{protocols::ib::kRoceV2Port};
-  // Path MTU of the RoCE conversations (0: found from the traffic).
-  std::uint32_t roce_mtu = 0;
+  FamilyOptions family_options;            // the families' own options (--roce-port ...)
   // Called now and then with octets read so far and the file size.
   std::function<void(std::uint64_t, std::uint64_t)> progress;
-  // Called for every FPDU decoded (for `rdmaconf fpdus` and the tshark cross-check).
-  std::function<void(const iwarp::FpduEvent&)> on_fpdu;
-  // Called for every RoCE packet (for `rdmaconf packets` and the tshark cross-check).
-  std::function<void(const RocePacketEvent&)> on_roce;
+  // A family's decoded listing (`rdmaconf fpdus`): its name, and what gets each unit.
+  std::string listing_family;
+  std::function<void(const nlohmann::json&)> on_unit;
   // Compute each capture's SHA-256 (for the JSON report), on a second thread.
   bool hash = true;
+  // The families to run; empty: every registered one.
+  std::vector<const ProtocolFamily*> families;
 };
 
 class Checker {
@@ -35,9 +35,13 @@ class Checker {
   InputResult check_file(const std::string& path) const;
 
  private:
+  struct Active {
+    const ProtocolFamily* family;
+    std::vector<std::size_t> cases;  // indices into family->cases()
+    Claims claims;
+  };
   CheckOptions opt_;
-  std::vector<const IwarpCase*> iwarp_;
-  std::vector<const RoceCase*> roce_;
+  std::vector<Active> families_;
 };
 
 bool case_selected(const CaseInfo& c, const std::vector<std::string>& patterns, bool strict);

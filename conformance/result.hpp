@@ -17,21 +17,28 @@ struct CaseOutcome {
 };
 
 struct ScopeResult {
-  Family family = Family::iwarp;
-  std::string id;      // "tcp/3" or "roce/1"
+  std::string_view family;  // the family's name, as in its cases' CaseInfo
+  std::string id;      // "tcp/3" or "ib/1": unique within the input
   std::string label;   // "10.0.0.1:40000 -> 10.0.0.2:4791"
   nlohmann::json params = nlohmann::json::object();  // negotiated or observed parameters
   std::uint64_t first_frame = 0, last_frame = 0;
   std::vector<CaseOutcome> outcomes;
 };
 
+// A per-input count a family keeps ("iwarp_connections": key in the JSON
+// report's stats; label for the text summary).
+struct FamilyCount {
+  std::string key;
+  std::string label;
+  std::uint64_t value = 0;
+};
+
 struct InputStats {
   std::uint64_t frames = 0;
   std::uint64_t octets = 0;
   std::uint64_t tcp_connections = 0;
-  std::uint64_t iwarp_connections = 0;
-  std::uint64_t roce_packets = 0;
   std::uint64_t undecodable_frames = 0;
+  std::vector<FamilyCount> families;  // in registration order
 };
 
 struct InputResult {

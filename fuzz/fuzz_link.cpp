@@ -1,7 +1,7 @@
 // Frame dissection (link, IP, TCP/UDP) for every supported link type.
-#include "conformance/capture/packet.hpp"
+#include "captures/io/packet.hpp"
 
-using namespace rdmaconf::conformance::capture;
+using namespace rdmaconf::captures::io;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;

@@ -2,12 +2,12 @@
 // record is a 2-octet header (top bit: direction, low 15 bits: length) and
 // that many octets of transport packet (BTH to ICRC). The ICRC's low bit
 // stands for "the ICRC was found wrong", so dropped requests are explored too.
-#include "conformance/roce/qp_state.hpp"
+#include "conformance/ib/qp_state.hpp"
 
 using namespace rdmaconf;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  conformance::roce::Conversation conv(data && size && (data[0] & 1) ? 1024 : 0);
+  conformance::ib::Conversation conv(data && size && (data[0] & 1) ? 1024 : 0);
   std::size_t off = 0;
   std::uint64_t frame = 0;
   while (off + 2 <= size) {

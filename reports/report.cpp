@@ -29,7 +29,7 @@ Totals totals(const std::vector<InputResult>& inputs) {
 
 nlohmann::json case_json(const CaseInfo& c) {
   return {{"id", c.id},
-          {"family", family_name(c.family)},
+          {"family", c.family},
           {"spec", c.spec},
           {"section", c.section},
           {"level", level_name(c.level)},
@@ -100,16 +100,15 @@ nlohmann::json to_json(const RunInfo& run, const std::vector<InputResult>& input
     ji["stats"] = {{"frames", in.stats.frames},
                    {"octets", in.stats.octets},
                    {"tcp_connections", in.stats.tcp_connections},
-                   {"iwarp_connections", in.stats.iwarp_connections},
-                   {"roce_packets", in.stats.roce_packets},
                    {"undecodable_frames", in.stats.undecodable_frames}};
+    for (const auto& c : in.stats.families) ji["stats"][c.key] = c.value;
     ji["warnings"] = in.warnings;
     ji["warnings_total"] = in.warnings_total;
     ji["scopes"] = nlohmann::json::array();
     for (const auto& s : in.scopes) {
       nlohmann::json js;
       js["id"] = s.id;
-      js["family"] = family_name(s.family);
+      js["family"] = s.family;
       js["label"] = s.label;
       js["frames"] = {s.first_frame, s.last_frame};
       js["parameters"] = s.params;
@@ -181,8 +180,9 @@ void write_junit(std::ostream& os, const RunInfo& run, const std::vector<InputRe
 
 void write_summary(std::ostream& os, const std::vector<InputResult>& inputs, bool verbose) {
   for (const auto& in : inputs) {
-    fmt::print(os, "{}: {} frames, {} TCP connections ({} iWARP), {} InfiniBand transport packets (RoCEv2 or native)\n", in.path, in.stats.frames,
-               in.stats.tcp_connections, in.stats.iwarp_connections, in.stats.roce_packets);
+    fmt::print(os, "{}: {} frames, {} TCP connections", in.path, in.stats.frames, in.stats.tcp_connections);
+    for (const auto& c : in.stats.families) fmt::print(os, ", {} {}", c.value, c.label);
+    fmt::print(os, "\n");
     if (!in.error.empty()) fmt::print(os, "  error: {}\n", in.error);
     if (in.warnings_total)
       fmt::print(os, "  {} frame(s) could not be decoded; first: {}\n", in.warnings_total, in.warnings.front());

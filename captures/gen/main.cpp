@@ -14,13 +14,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "captures/gen/pcap_writer.hpp"
+#include "captures/io/pcap_writer.hpp"
 #include "protocols/ib/packet.hpp"
 #include "protocols/iwarp/codec.hpp"
 
 namespace fs = std::filesystem;
 using namespace rdmaconf;
-using namespace rdmaconf::captures;
+using namespace rdmaconf::captures::io;
 using namespace rdmaconf::protocols;
 using protocols::iwarp::MpaFrameKind;
 using protocols::iwarp::MpaRrParams;

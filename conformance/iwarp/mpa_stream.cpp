@@ -67,7 +67,7 @@ std::optional<InferredAlignment> infer_alignment(Bytes b, bool at_end) {
   return std::nullopt;
 }
 
-MpaConnection::MpaConnection(const capture::TcpStreamInfo& info, MpaListener& l) : info_(info), l_(l) {}
+MpaConnection::MpaConnection(const captures::io::TcpStreamInfo& info, MpaListener& l) : info_(info), l_(l) {}
 
 void MpaConnection::stop(int dir, std::uint64_t offset, std::uint64_t frame, std::string reason, bool gap) {
   Dir& s = d_[dir];

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "conformance/capture/tcp_reassembly.hpp"
+#include "captures/io/tcp_reassembly.hpp"
 #include "protocols/iwarp/codec.hpp"
 
 namespace rdmaconf::conformance::iwarp {
@@ -116,7 +116,7 @@ class MpaListener {
 
 class MpaConnection {
  public:
-  MpaConnection(const capture::TcpStreamInfo& info, MpaListener& l);
+  MpaConnection(const captures::io::TcpStreamInfo& info, MpaListener& l);
   void data(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame);
   void gap(int dir, std::uint64_t offset, std::uint64_t len, std::uint64_t frame);
   // The capture ended or the connection closed: octets still buffered are reported.
@@ -192,7 +192,7 @@ class MpaConnection {
   void stop(int dir, std::uint64_t offset, std::uint64_t frame, std::string reason, bool gap = false);
   bool from_initiator(int dir) const { return dir == initiator_dir_; }
 
-  capture::TcpStreamInfo info_;
+  captures::io::TcpStreamInfo info_;
   MpaListener& l_;
   int initiator_dir_ = -1;
   Negotiated neg_;

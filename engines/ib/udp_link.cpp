@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "captures/gen/pcap_writer.hpp"
+#include "captures/io/pcap_writer.hpp"
 
 namespace rdmaconf::engine::ib {
 
@@ -62,8 +62,8 @@ void set_flow(pib::RoceFlow& f, const sockaddr_storage& src, const sockaddr_stor
   f.dport = port_of(dst);
 }
 
-captures::Host host_of(const sockaddr_storage& a) {
-  captures::Host h;
+captures::io::Host host_of(const sockaddr_storage& a) {
+  captures::io::Host h;
   h.ipv6 = is_v6(a);
   const auto b = addr_of(a);
   std::memcpy(h.addr.data(), b.data(), b.size());
@@ -160,7 +160,7 @@ std::string UdpLink::local_name() const { return endpoint_name(local_); }
 
 bool UdpLink::record(const std::string& path, std::string& err) {
   try {
-    pcap_ = std::make_unique<captures::PcapWriter>(path);
+    pcap_ = std::make_unique<captures::io::PcapWriter>(path);
   } catch (const std::exception& e) {
     err = fmt::format("{}: {}", path, e.what());
     return false;
@@ -177,7 +177,7 @@ void UdpLink::tap(bool outbound, protocols::Bytes pkt) {
   const auto us = host_of(local_), them = host_of(peer_);
   const auto& from = outbound ? us : them;
   const auto& to = outbound ? them : us;
-  pcap_->ip_packet(from, to, protocols::Bytes(captures::ip_udp(from, to, pkt, from.ipv6)));  // IPv6 requires the UDP checksum
+  pcap_->ip_packet(from, to, protocols::Bytes(captures::io::ip_udp(from, to, pkt, from.ipv6)));  // IPv6 requires the UDP checksum
 }
 
 bool UdpLink::flush(QueuePair& qp) {

@@ -27,7 +27,7 @@
 #include "engines/common/socket.hpp"
 #include "engines/ib/qp.hpp"
 
-namespace rdmaconf::captures {
+namespace rdmaconf::captures::io {
 class PcapWriter;
 }
 
@@ -75,7 +75,7 @@ class UdpLink {
   protocols::ib::RoceFlow out_flow_, in_flow_;
   std::vector<OutPacket> batch_;
   std::vector<std::vector<std::byte>> rx_;
-  std::unique_ptr<captures::PcapWriter> pcap_;
+  std::unique_ptr<captures::io::PcapWriter> pcap_;
   std::string error_;
   std::uint64_t sent_ = 0, received_ = 0, icrc_bad_ = 0;
 };

@@ -14,7 +14,7 @@
 
 #include <fmt/format.h>
 
-#include "captures/gen/pcap_writer.hpp"
+#include "captures/io/pcap_writer.hpp"
 
 namespace rdmaconf::engine::iwarp {
 
@@ -22,8 +22,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-captures::Host host_of(const sockaddr_storage& a) {
-  captures::Host h;
+captures::io::Host host_of(const sockaddr_storage& a) {
+  captures::io::Host h;
   if (a.ss_family == AF_INET6) {
     const auto& s = reinterpret_cast<const sockaddr_in6&>(a);
     h.ipv6 = true;
@@ -69,14 +69,14 @@ bool TcpLink::record(const std::string& path, std::string& err) {
   ::getsockname(fd_.get(), reinterpret_cast<sockaddr*>(&local), &l1);
   ::getpeername(fd_.get(), reinterpret_cast<sockaddr*>(&peer), &l2);
   try {
-    pcap_ = std::make_unique<captures::PcapWriter>(path);
+    pcap_ = std::make_unique<captures::io::PcapWriter>(path);
   } catch (const std::exception& e) {
     err = fmt::format("{}: {}", path, e.what());
     return false;
   }
   our_dir_ = qp_.config().initiator ? 0 : 1;
-  const captures::Host us = host_of(local), them = host_of(peer);
-  conv_ = std::make_unique<captures::TcpConversation>(*pcap_, our_dir_ == 0 ? us : them, our_dir_ == 0 ? them : us);
+  const captures::io::Host us = host_of(local), them = host_of(peer);
+  conv_ = std::make_unique<captures::io::TcpConversation>(*pcap_, our_dir_ == 0 ? us : them, our_dir_ == 0 ? them : us);
   pcap_->set_time_us(std::chrono::duration_cast<std::chrono::microseconds>(
                          std::chrono::system_clock::now().time_since_epoch()).count());
   conv_->handshake(65495);

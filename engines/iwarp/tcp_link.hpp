@@ -29,10 +29,10 @@
 #include "engines/common/socket.hpp"
 #include "engines/iwarp/qp.hpp"
 
-namespace rdmaconf::captures {
+namespace rdmaconf::captures::io {
 class PcapWriter;
 class TcpConversation;
-}  // namespace rdmaconf::captures
+}  // namespace rdmaconf::captures::io
 
 namespace rdmaconf::engine::iwarp {
 
@@ -87,8 +87,8 @@ class TcpLink {
   std::uint64_t sent_ = 0, received_ = 0;
   std::chrono::steady_clock::time_point t0_;
   // recording
-  std::unique_ptr<captures::PcapWriter> pcap_;
-  std::unique_ptr<captures::TcpConversation> conv_;
+  std::unique_ptr<captures::io::PcapWriter> pcap_;
+  std::unique_ptr<captures::io::TcpConversation> conv_;
   int our_dir_ = 0;
 };
 

@@ -67,7 +67,7 @@ constexpr std::size_t kReq = 24;  // 20-octet frame + RFC 6581 IRD/ORD word
 
 std::vector<std::string> run(const std::vector<std::byte>& s, std::size_t cut1, std::size_t cut2, bool reply_first) {
   Log log;
-  rdmaconf::conformance::capture::TcpStreamInfo info;
+  rdmaconf::captures::io::TcpStreamInfo info;
   cf::iwarp::MpaConnection c(info, log);
   const auto r = reply();
   const Bytes all(s);
@@ -106,7 +106,7 @@ BOOST_AUTO_TEST_CASE(same_events_at_every_split) {
 BOOST_AUTO_TEST_CASE(partial_fpdu_at_close_is_reported) {
   const auto s = initiator_stream(true);
   Log log;
-  rdmaconf::conformance::capture::TcpStreamInfo info;
+  rdmaconf::captures::io::TcpStreamInfo info;
   cf::iwarp::MpaConnection c(info, log);
   c.data(0, 0, Bytes(s).first(s.size() - 3), 1);
   c.data(1, 0, reply(), 2);
@@ -117,7 +117,7 @@ BOOST_AUTO_TEST_CASE(partial_fpdu_at_close_is_reported) {
 
 BOOST_AUTO_TEST_CASE(non_mpa_connection_is_ignored) {
   Log log;
-  rdmaconf::conformance::capture::TcpStreamInfo info;
+  rdmaconf::captures::io::TcpStreamInfo info;
   cf::iwarp::MpaConnection c(info, log);
   const std::string http = "GET / HTTP/1.1\r\n\r\n";
   c.data(0, 0, as_bytes(http.data(), http.size()), 1);
@@ -149,7 +149,7 @@ BOOST_AUTO_TEST_CASE(markers_are_removed_and_checked_at_every_split) {
   encode_mpa_rr(r, q);
   auto events = [&](std::size_t cut) {
     Log log;
-    rdmaconf::conformance::capture::TcpStreamInfo info;
+    rdmaconf::captures::io::TcpStreamInfo info;
     cf::iwarp::MpaConnection c(info, log);
     c.data(0, 0, Bytes(s).first(req), 1);
     c.data(1, 0, r, 2);

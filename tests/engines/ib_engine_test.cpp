@@ -12,14 +12,14 @@
 
 #include <fmt/format.h>
 
-#include "captures/gen/pcap_writer.hpp"
+#include "captures/io/pcap_writer.hpp"
 #include "conformance/checker.hpp"
 #include "engines/ib/qp.hpp"
 
 using namespace rdmaconf::engine;
 using namespace rdmaconf::engine::ib;
 using rdmaconf::protocols::Bytes;
-namespace cap = rdmaconf::captures;
+namespace cap = rdmaconf::captures::io;
 namespace pib = rdmaconf::protocols::ib;
 
 namespace rdmaconf::engine {
@@ -103,7 +103,7 @@ struct Recording {
     rdmaconf::conformance::CheckOptions o;
     o.strict = true;
     o.hash = false;
-    o.roce_mtu = 1024;
+    o.family_options["--roce-mtu"] = {1024};
     const auto r = rdmaconf::conformance::Checker(o).check_file(path.string());
     std::vector<std::string> f;
     if (!r.error.empty()) f.push_back(r.error);

@@ -8,14 +8,14 @@
 
 #include <fmt/format.h>
 
-#include "captures/gen/pcap_writer.hpp"
+#include "captures/io/pcap_writer.hpp"
 #include "conformance/checker.hpp"
 #include "engines/iwarp/device.hpp"
 #include "engines/iwarp/qp.hpp"
 
 using namespace rdmaconf::engine::iwarp;
 using rdmaconf::protocols::Bytes;
-namespace cap = rdmaconf::captures;
+namespace cap = rdmaconf::captures::io;
 
 namespace {
 

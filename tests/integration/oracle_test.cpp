@@ -3,8 +3,8 @@
 #include <boost/test/unit_test.hpp>
 #include <map>
 
-#include "conformance/capture/packet.hpp"
-#include "conformance/capture/pcap_reader.hpp"
+#include "captures/io/packet.hpp"
+#include "captures/io/pcap_reader.hpp"
 #include "protocols/ib/packet.hpp"
 #include "tests/integration/support.hpp"
 
@@ -20,12 +20,12 @@ BOOST_AUTO_TEST_CASE(icrc_matches_scapy_on_scapy_made_packets) {
   const auto r = run("/usr/bin/python3 " + kSource + "/tests/oracles/scapy_roce.py make " + pcap + " 300 2>&1");
   BOOST_TEST_REQUIRE(r.status == 0, r.out);
   std::string err;
-  auto reader = conformance::capture::PcapReader::open(pcap, err);
+  auto reader = captures::io::PcapReader::open(pcap, err);
   BOOST_TEST_REQUIRE(reader != nullptr, err);
   int n = 0;
   while (auto f = reader->next()) {
-    auto d = conformance::capture::dissect(reader->linktype(), *f);
-    BOOST_TEST_REQUIRE((d.status == conformance::capture::DissectStatus::ok));
+    auto d = captures::io::dissect(reader->linktype(), *f);
+    BOOST_TEST_REQUIRE((d.status == captures::io::DissectStatus::ok));
     const auto& p = d.pkt;
     BOOST_TEST(protocols::ib::roce_icrc(p.l3, false, p.ip_header_len) == protocols::ib::read_icrc(p.l3), "frame " << f->number);
     ++n;
@@ -245,7 +245,7 @@ BOOST_AUTO_TEST_CASE(roce_engine_traffic_on_the_wire) {
   int fails = 0, roce_scopes = 0;
   for (const auto& in : cj["inputs"])
     for (const auto& sc : in["scopes"]) {
-      roce_scopes += sc["family"] == "roce";
+      roce_scopes += sc["family"] == "ib";
       for (const auto& oc : sc["results"])
         if (oc["verdict"] == "FAIL") {
           ++fails;

@@ -30,12 +30,13 @@ std::set<std::string> fails_of(const fs::path& pcap, std::vector<std::uint16_t> 
   rdmaconf::conformance::CheckOptions o;
   o.strict = true;
   o.hash = false;
-  o.roce_ports = std::move(ports);
-  o.roce_mtu = 1024;
-  packets = 0;
-  o.on_roce = [&](const rdmaconf::conformance::RocePacketEvent&) { ++packets; };
+  o.family_options["--roce-port"] = std::vector<std::uint64_t>(ports.begin(), ports.end());
+  o.family_options["--roce-mtu"] = {1024};
   const auto r = rdmaconf::conformance::Checker(o).check_file(pcap.string());
   error = r.error;
+  packets = 0;
+  for (const auto& c : r.stats.families)
+    if (c.key == "ib_packets") packets = c.value;
   std::set<std::string> f;
   for (const auto& s : r.scopes)
     for (const auto& oc : s.outcomes)

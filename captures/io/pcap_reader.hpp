@@ -1,0 +1,53 @@
+#pragma once
+// Streams frames out of a pcap or pcapng file through libpcap, one at a time,
+// while a second thread computes the file's SHA-256 for the report.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "protocols/core/bits.hpp"
+
+namespace rdmaconf::captures::io {
+
+struct Frame {
+  std::uint64_t number = 0;  // 1-based, as Wireshark counts
+  std::int64_t ts_sec = 0;
+  std::int64_t ts_usec = 0;
+  std::uint32_t orig_len = 0;
+  protocols::Bytes data;     // valid until the next call to next()
+};
+
+class PcapReader {
+ public:
+  // Opens `path`; on failure returns nullptr and sets `error`. With `hash`
+  // false, sha256() is empty and no second thread runs.
+  static std::unique_ptr<PcapReader> open(const std::string& path, std::string& error, bool hash = true);
+  ~PcapReader();
+  PcapReader(const PcapReader&) = delete;
+  PcapReader& operator=(const PcapReader&) = delete;
+
+  int linktype() const { return linktype_; }
+  // Next frame, or nullopt at the end or on error (then error() is non-empty).
+  std::optional<Frame> next();
+  const std::string& error() const { return error_; }
+  std::uint64_t bytes_read() const;
+  std::uint64_t file_size() const { return file_size_; }
+  // Hex SHA-256 of the whole file (waits for the hashing thread); empty
+  // when not asked for, or
+  // when the file could not be read to its end.
+  std::string sha256();
+
+  struct Impl;
+
+ private:
+  PcapReader() = default;
+  std::unique_ptr<Impl> impl_;
+  int linktype_ = 0;
+  std::uint64_t frame_no_ = 0;
+  std::uint64_t file_size_ = 0;
+  std::string error_;
+  std::string path_;
+};
+
+}  // namespace rdmaconf::captures::io

@@ -1,0 +1,76 @@
+#pragma once
+// TCP stream reassembly per connection (4-tuple) and per direction. Delivers
+// each direction's octets in order with the frame each came from; buffers
+// out-of-order segments up to a bound, drops retransmitted duplicates, trims
+// overlaps (first copy wins) and reports what the capture lacks as a gap.
+// Memory is bounded per connection; closed connections are released.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "captures/io/packet.hpp"
+
+namespace rdmaconf::captures::io {
+
+struct Endpoint {
+  std::uint8_t ip_version = 0;
+  Address addr{};
+  std::uint16_t port = 0;
+  bool operator==(const Endpoint&) const = default;
+};
+
+struct TcpStreamInfo {
+  std::uint64_t id = 0;   // connection number in the capture, from 1
+  Endpoint a, b;          // a: the side that sent the first SYN (or the first segment seen)
+  bool saw_syn = false;   // false: the capture starts mid-connection
+  std::uint16_t mss[2] = {0, 0};  // MSS option each direction's sender put in its SYN (0: none seen)
+};
+
+// Receives reassembled streams. dir 0 is a→b, dir 1 is b→a.
+class TcpSink {
+ public:
+  virtual ~TcpSink() = default;
+  virtual void on_open(const TcpStreamInfo& c) = 0;
+  // `offset` counts octets of this direction's stream from its first octet.
+  virtual void on_data(const TcpStreamInfo& c, int dir, std::uint64_t offset, protocols::Bytes data, std::uint64_t frame) = 0;
+  // The capture lacks [offset, offset+len) of this direction.
+  virtual void on_gap(const TcpStreamInfo& c, int dir, std::uint64_t offset, std::uint64_t len, std::uint64_t frame) = 0;
+  // Both directions are finished (FIN/RST seen, or the capture ended).
+  virtual void on_close(const TcpStreamInfo& c, bool reset, std::uint64_t frame) = 0;
+};
+
+struct ReassemblyLimits {
+  std::size_t max_pending_bytes = 4u << 20;   // per direction, out-of-order data held
+  std::size_t max_pending_segments = 2048;
+};
+
+class TcpReassembler {
+ public:
+  explicit TcpReassembler(TcpSink& sink, ReassemblyLimits limits = {});
+  ~TcpReassembler();
+  void add(const Packet& p);
+  // Flushes every open connection (end of capture).
+  void finish(std::uint64_t last_frame);
+
+  std::size_t open_connections() const { return conns_.size(); }
+
+  struct Conn;
+  struct Key {
+    Endpoint lo, hi;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    std::size_t operator()(const Key& k) const;
+  };
+
+ private:
+  void close(Conn& c, bool reset, std::uint64_t frame);
+  TcpSink& sink_;
+  ReassemblyLimits limits_;
+  std::unordered_map<Key, std::unique_ptr<Conn>, KeyHash> conns_;
+  std::uint64_t next_id_ = 1;
+};
+
+}  // namespace rdmaconf::captures::io

@@ -1,0 +1,121 @@
+#pragma once
+// A protocol family (iWARP, InfiniBand transport, ...) as the checker sees
+// it: the traffic it claims from a capture, the cases it judges, a per-input
+// run that turns claimed packets or TCP streams into scope results, its own
+// command-line options and its decoded listing. The checker, the reports and
+// the CLI loop over registered families and never name one.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "captures/io/packet.hpp"
+#include "captures/io/tcp_reassembly.hpp"
+#include "conformance/result.hpp"
+
+namespace rdmaconf::conformance {
+
+// Values of a family's own options, by option name ("--roce-port" -> {4791, 4792}).
+using FamilyOptions = std::map<std::string, std::vector<std::uint64_t>, std::less<>>;
+
+// The values of one option, or `fallback` when it was not given.
+std::vector<std::uint64_t> option_values(const FamilyOptions& o, std::string_view name, std::vector<std::uint64_t> fallback = {});
+
+// A numeric command-line option a family adds to `rdmaconf check`.
+struct OptionSpec {
+  std::string name;                   // "--roce-port"
+  std::string help;
+  bool repeatable = false;            // a list rather than one value
+  std::vector<std::uint64_t> allowed;  // empty: any value up to max
+  std::uint64_t max = UINT64_MAX;
+};
+
+// What a family takes from a capture. The checker offers every TCP stream to
+// the families that read streams (each decides whether a stream is its own),
+// UDP datagrams by destination port, frames by EtherType, and whole inputs
+// by link type.
+struct Claims {
+  bool tcp_streams = false;
+  std::vector<std::uint16_t> udp_ports;
+  std::vector<std::uint16_t> ethertypes;
+  std::vector<int> linktypes;
+};
+
+// What a family's run may use of the checker.
+class RunContext {
+ public:
+  RunContext(InputResult& out, const FamilyOptions& options, std::vector<std::size_t> active)
+      : out_(out), options_(options), active_(std::move(active)) {}
+  // The family's cases that run (indices into ProtocolFamily::cases()).
+  const std::vector<std::size_t>& active() const { return active_; }
+  const FamilyOptions& options() const { return options_; }
+  std::vector<std::uint64_t> option(std::string_view name, std::vector<std::uint64_t> fallback = {}) const {
+    return option_values(options_, name, std::move(fallback));
+  }
+  // A frame the family claimed but could not decode: counted and, the first
+  // few times, reported with the input's name.
+  void undecodable(const std::string& message);
+  // Set by `rdmaconf <listing>`: called with every decoded unit as JSON.
+  std::function<void(const nlohmann::json&)> on_unit;
+
+ private:
+  InputResult& out_;
+  const FamilyOptions& options_;
+  std::vector<std::size_t> active_;
+};
+
+// One family's work on one input.
+class FamilyRun {
+ public:
+  virtual ~FamilyRun() = default;
+  // A claimed UDP datagram, frame of a claimed EtherType, or frame of a claimed link type.
+  virtual void packet(const captures::io::Packet&) {}
+  // Claimed TCP streams arrive here (families with Claims::tcp_streams).
+  virtual captures::io::TcpSink* streams() { return nullptr; }
+  // End of input: the scopes, in a stable order, and the family's counters.
+  virtual void finish(std::vector<ScopeResult>& scopes, std::vector<FamilyCount>& counts) = 0;
+};
+
+// A `rdmaconf <command> PATH` listing of every decoded unit, one JSON object per line.
+struct Listing {
+  std::string_view command;  // "fpdus"
+  std::string_view help;
+};
+
+class ProtocolFamily {
+ public:
+  virtual ~ProtocolFamily() = default;
+  // Short name: the first component of its case IDs' family in reports ("iwarp", "ib").
+  virtual std::string_view name() const = 0;
+  // For people: "iWARP (MPA, DDP, RDMAP over TCP)".
+  virtual std::string_view title() const = 0;
+  // Every case, in catalog order; each CaseInfo names this family.
+  virtual const std::vector<const CaseInfo*>& cases() const = 0;
+  virtual std::vector<OptionSpec> options() const { return {}; }
+  virtual Claims claims(const FamilyOptions&) const = 0;
+  virtual std::vector<Listing> listings() const { return {}; }
+  virtual std::unique_ptr<FamilyRun> start(RunContext& ctx) const = 0;
+};
+
+// The registered families, built-in ones first (conformance/families.cpp
+// holds one line per family), then any added at run time (a test family).
+class Registry {
+ public:
+  static Registry& get();
+  void add(const ProtocolFamily& f);
+  const std::vector<const ProtocolFamily*>& families() const { return families_; }
+  // Every case of every family, in registration order.
+  std::vector<const CaseInfo*> all_cases() const;
+  const ProtocolFamily* find(std::string_view name) const;
+
+ private:
+  Registry();
+  std::vector<const ProtocolFamily*> families_;
+};
+
+}  // namespace rdmaconf::conformance

@@ -1,0 +1,210 @@
+// The InfiniBand transport family: RoCEv2 (UDP to port 4791 and any port
+// --roce-port adds), RoCEv1 (EtherType 0x8915) and native link frames
+// (LINKTYPE_INFINIBAND). A conversation is a pair of addresses (IP, GID or
+// LID); per-QP state built from its traffic feeds the IBTA Vol. 1 cases.
+#include "conformance/ib/family.hpp"
+
+#include <pcap/dlt.h>
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "conformance/ib/case.hpp"
+
+namespace rdmaconf::conformance::ib {
+
+using captures::io::Address;
+using captures::io::format_address;
+namespace pib = protocols::ib;
+
+namespace {
+
+constexpr std::string_view kPortOption = "--roce-port";
+constexpr std::string_view kMtuOption = "--roce-mtu";
+
+// `rdmaconf packets`: one packet, with the link and network headers of a native or RoCEv1 frame.
+nlohmann::json packet_json(const RocePacketEvent& e) {
+  nlohmann::json j = {{"frame", e.pkt->frame}, {"dir", e.dir}};
+  if (!e.ib->ok()) {
+    j["error"] = e.ib->error().message();
+  } else {
+    const auto& p = **e.ib;
+    j["bth"] = p.bth;
+    for (std::size_t i = 0; i < pib::kExtCount; ++i)
+      if (p.ext[i]) j[std::string(pib::ext_def(i).abbrev)] = *p.ext[i];
+    j["payload_length"] = p.payload.size();
+    j["pad"] = p.pad;
+    j["icrc"] = p.icrc;
+    j["icrc_ok"] = p.icrc == e.icrc_computed;
+  }
+  const auto l3 = e.pkt->l3;
+  if (e.pkt->native_ib)
+    if (auto lrh = protocols::Header::decode(pib::kLrh, l3)) j["lrh"] = *lrh;
+  if (const auto at = e.pkt->grh_offset())
+    if (auto grh = protocols::Header::decode(pib::kGrh, l3.subspan(*at))) j["grh"] = *grh;
+  if (e.pkt->native_ib && e.pkt->has_vcrc) {
+    j["vcrc"] = e.pkt->vcrc;
+    j["vcrc_ok"] = e.pkt->vcrc == pib::vcrc(l3);
+  }
+  return j;
+}
+
+class Family final : public ProtocolFamily {
+ public:
+  Family() {
+    add_roce_transport_cases(cases_);
+    add_ib_link_cases(cases_);
+    add_ib_reliable_cases(cases_);
+    for (const auto& c : cases_) infos_.push_back(&c->info());
+  }
+  std::string_view name() const override { return kIbFamily; }
+  std::string_view title() const override { return "InfiniBand transport (RoCEv2, RoCEv1, native InfiniBand)"; }
+  const std::vector<const CaseInfo*>& cases() const override { return infos_; }
+  std::vector<OptionSpec> options() const override {
+    return {{std::string(kPortOption), "UDP port(s) carrying RoCEv2 (default 4791)", true, {}, 65535},
+            {std::string(kMtuOption), "Path MTU of the RoCE traffic (default: found from its First/Middle packets)", false,
+             {256, 512, 1024, 2048, 4096}}};
+  }
+  Claims claims(const FamilyOptions& o) const override {
+    Claims c;
+    for (auto p : option_values(o, kPortOption, {pib::kRoceV2Port})) c.udp_ports.push_back(static_cast<std::uint16_t>(p));
+    c.ethertypes = {pib::kRoceV1Ethertype};
+    c.linktypes = {DLT_INFINIBAND};
+    return c;
+  }
+  std::vector<Listing> listings() const override {
+    return {{"packets", "list every RoCEv2, RoCEv1 or native InfiniBand packet decoded from a capture, one JSON object per line"}};
+  }
+  std::unique_ptr<FamilyRun> start(RunContext& ctx) const override;
+  const IbCases& impl() const { return cases_; }
+
+ private:
+  IbCases cases_;
+  std::vector<const CaseInfo*> infos_;
+};
+
+class Run final : public FamilyRun {
+ public:
+  Run(const Family& f, RunContext& ctx) : ctx_(ctx) {
+    for (std::size_t i : ctx.active()) {
+      cases_.push_back(f.impl()[i].get());
+      infos_.push_back(&f.impl()[i]->info());
+    }
+    const auto mtu = ctx.option(kMtuOption, {0});
+    mtu_ = static_cast<std::uint32_t>(mtu.front());
+  }
+
+  struct Conv {
+    ScopeState scope;
+    std::uint64_t id = 0, first_frame = 0, last_frame = 0, packets = 0;
+    std::string label;
+    std::map<std::uint32_t, std::uint64_t> qps;
+    Conversation qp;
+    Conv(std::size_t n, std::uint32_t pmtu) : scope(n), qp(pmtu) {}
+  };
+
+  void packet(const captures::io::Packet& p) override {
+    if (p.protocol == 17) return judge(from_udp(p));
+    const DecodedFrame d = p.ethertype == pib::kRoceV1Ethertype ? decode_roce_v1(p) : decode_native(p);
+    if (d.status == FrameStatus::error) return ctx_.undecodable(d.error);
+    if (d.status == FrameStatus::ok) judge(d.f);
+  }
+
+  void judge(const IbFrame& p) {
+    ++packets_;
+    const bool forward = std::make_pair(p.src, p.sport) <= std::make_pair(p.dst, p.dport);
+    const Address& lo = forward ? p.src : p.dst;
+    const Address& hi = forward ? p.dst : p.src;
+    auto key = std::make_pair(lo, hi);
+    auto it = convs_.find(key);
+    if (it == convs_.end()) {
+      auto c = std::make_unique<Conv>(cases_.size(), mtu_);
+      c->id = ++ids_;
+      c->first_frame = p.frame;
+      // Both ends on one address (a loopback run): the UDP ports tell the sides apart.
+      const bool one_address = lo == hi;
+      const std::string a = format_address(p.ip_version, lo) + (one_address ? fmt::format(":{}", forward ? p.sport : p.dport) : ""),
+                        b = format_address(p.ip_version, hi) + (one_address ? fmt::format(":{}", forward ? p.dport : p.sport) : "");
+      c->label = fmt::format("{} <-> {}", a, b);
+      c->scope.sides[0] = fmt::format("{} -> {}", a, b);
+      c->scope.sides[1] = fmt::format("{} -> {}", b, a);
+      it = convs_.emplace(key, std::move(c)).first;
+    }
+    Conv& c = *it->second;
+    c.last_frame = p.frame;
+    ++c.packets;
+    const auto pkt = pib::decode_transport(p.payload);
+    RocePacketEvent e;
+    e.pkt = &p;
+    e.ib = &pkt;
+    e.dir = forward ? 0 : 1;  // by address, or by UDP port when both ends share one
+    if (pkt.ok()) {
+      c.qps[static_cast<std::uint32_t>(pkt->bth.get(pib::Bth::destqp))]++;
+      const bool judged = !cases_.empty() || ctx_.on_unit;
+      if (judged)
+        e.icrc_computed = p.native_ib ? pib::native_icrc(p.l3)
+                          : p.roce_v1 ? pib::roce_v1_icrc(p.l3)
+                                      : pib::roce_icrc(p.l3, p.ip_version == 6, p.ip_header_len);
+      e.facts = &c.qp.packet(e.dir, *pkt, p.frame, judged && e.icrc_computed != pkt->icrc);
+    }
+    if (ctx_.on_unit) ctx_.on_unit(packet_json(e));
+    for (std::size_t i = 0; i < cases_.size(); ++i) {
+      CaseCtx ctx = c.scope.ctx(i);
+      cases_[i]->on_packet(ctx, e);
+    }
+  }
+
+  void finish(std::vector<ScopeResult>& scopes, std::vector<FamilyCount>& counts) override {
+    std::vector<Conv*> convs;
+    for (auto& [k, c] : convs_) convs.push_back(c.get());
+    std::sort(convs.begin(), convs.end(), [](auto* x, auto* y) { return x->id < y->id; });
+    for (Conv* c : convs) {
+      ScopeResult r;
+      r.family = kIbFamily;
+      r.id = fmt::format("ib/{}", c->id);
+      r.label = c->label;
+      r.params["packets"] = c->packets;
+      nlohmann::json qps = nlohmann::json::array();
+      for (auto& [qp, n] : c->qps) qps.push_back({{"dest_qp", qp}, {"packets", n}});
+      r.params["dest_qps"] = qps;
+      if (c->qp.pmtu()) r.params["path_mtu"] = c->qp.pmtu();
+      r.params["path_mtu_inferred"] = c->qp.pmtu_inferred();
+      nlohmann::json flows = nlohmann::json::array();
+      for (const auto* f : c->qp.request_flows())
+        flows.push_back({{"from", c->scope.sides[f->dir]}, {"dest_qp", f->dqp}, {"transport", pib::transport_name(f->transport)},
+                         {"packets", f->packets}, {"answered_by_qp", f->resp ? nlohmann::json(f->resp->dqp) : nlohmann::json()}});
+      r.params["request_flows"] = flows;
+      const Closing closing = c->qp.close();
+      for (std::size_t i = 0; i < cases_.size(); ++i) {
+        CaseCtx ctx = c->scope.ctx(i);
+        cases_[i]->on_close(ctx, closing);
+      }
+      r.first_frame = c->first_frame;
+      r.last_frame = c->last_frame;
+      r.outcomes = c->scope.outcomes(infos_);
+      scopes.push_back(std::move(r));
+    }
+    counts.push_back({"ib_packets", "InfiniBand transport packets (RoCEv2, RoCEv1 or native)", packets_});
+  }
+
+ private:
+  RunContext& ctx_;
+  std::vector<const RoceCase*> cases_;
+  std::vector<const CaseInfo*> infos_;
+  std::uint32_t mtu_ = 0;
+  std::map<std::pair<Address, Address>, std::unique_ptr<Conv>> convs_;
+  std::uint64_t ids_ = 0, packets_ = 0;
+};
+
+std::unique_ptr<FamilyRun> Family::start(RunContext& ctx) const { return std::make_unique<Run>(*this, ctx); }
+
+}  // namespace
+
+const ProtocolFamily& family() {
+  static const Family f;
+  return f;
+}
+
+}  // namespace rdmaconf::conformance::ib

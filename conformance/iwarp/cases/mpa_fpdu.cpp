@@ -1,0 +1,112 @@
+// RFC 5044 §4 (FPDU format, markers) and §5 (CRC): what every FPDU carries.
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "conformance/iwarp/case.hpp"
+
+namespace rdmaconf::conformance {
+
+using namespace protocols::iwarp;
+
+namespace {
+
+void inconclusive_if_crc(CaseCtx& ctx, const IwarpConn& c, const iwarp::StopEvent& e) {
+  if (c.mpa->negotiated().crc()) inconclusive_on_gap(ctx, e);
+}
+void inconclusive_if_markers(CaseCtx& ctx, const IwarpConn& c, const iwarp::StopEvent& e) {
+  if (c.mpa->markers(e.dir)) inconclusive_on_gap(ctx, e);
+}
+// A CRC field of zero where CRCs are in use is a sender that does not compute
+// them (iwarp.mpa.crc.used); any other mismatch is a wrong CRC (iwarp.mpa.fpdu.crc).
+bool crc_not_computed(const iwarp::FpduEvent& e) { return e.fpdu->crc_wire == 0 && e.crc_computed != 0; }
+
+// Judges each marker of an FPDU; `check` returns {ok, expected, actual}.
+template <class Check>
+void judge_markers(CaseCtx& ctx, const iwarp::FpduEvent& e, Check check) {
+  for (const auto& m : e.markers) {
+    auto [ok, expected, actual] = check(m);
+    if (ok) {
+      ctx.tally.pass();
+      continue;
+    }
+    Evidence ev = evidence_at(e, ctx.side(e.dir));
+    ev.frames = {m.frame};
+    ev.stream_offset = m.offset;
+    ev.expected = std::move(expected);
+    ev.actual = std::move(actual);
+    ev.detail = fmt::format("marker in FPDU #{} (which starts at stream offset {})", e.index, e.offset);
+    ctx.tally.fail(std::move(ev));
+  }
+}
+
+}  // namespace
+
+void add_iwarp_mpa_fpdu_cases(IwarpCases& k) {
+  add(k, {"iwarp.mpa.fpdu.crc", "RFC 5044", "§4, §5", Level::must,
+          "When CRCs are in use on the connection (either side set C), every FPDU carries the CRC32c of its "
+          "length field, ULPDU, pad and markers."})
+      .fpdu([](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e) {
+        if (!e.crc_in_use || crc_not_computed(e)) return;
+        RDMACONF_JUDGE(ctx, e, e.fpdu->crc_wire == e.crc_computed, fmt::format("0x{:08x}", e.crc_computed),
+              fmt::format("0x{:08x}", e.fpdu->crc_wire),
+              fmt::format("FPDU #{} of this direction, ULPDU length {}", e.index, e.fpdu->ulpdu_len));
+      })
+      .stop(inconclusive_if_crc);
+
+  add(k, {"iwarp.mpa.crc.used", "RFC 5044", "§7.1.1", Level::must,
+          "CRCs are used in both directions when either side asked for them: a sender whose peer set C computes "
+          "the CRC of each FPDU rather than leaving the field zero."})
+      .fpdu([](CaseCtx& ctx, const IwarpConn& c, const iwarp::FpduEvent& e) {
+        if (!e.crc_in_use) return;
+        const auto& n = c.mpa->negotiated();
+        RDMACONF_JUDGE(ctx, e, !crc_not_computed(e), "a computed CRC", "CRC field 0",
+              n.inferred ? std::string("CRC use inferred from the traffic")
+                         : fmt::format("initiator C={}, responder C={}", n.req.crc, n.rep.crc));
+      })
+      .stop(inconclusive_if_crc);
+
+  add(k, {"iwarp.mpa.fpdu.pad", "RFC 5044", "§4", Level::must,
+          "The pad after the ULPDU (0 to 3 octets, so that length field plus ULPDU end on a 4-octet boundary) "
+          "is sent as zeros."})
+      .fpdu([](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e) {
+        if (e.fpdu->pad == 0) return;
+        const protocols::Bytes pad{e.fpdu->ulpdu.data() + e.fpdu->ulpdu.size(), e.fpdu->pad};
+        unsigned v = 0;
+        for (auto b : pad) v = (v << 8) | static_cast<unsigned>(b);
+        RDMACONF_JUDGE(ctx, e, v == 0, "zero pad", fmt::format("pad 0x{:0{}x}", v, 2 * pad.size()),
+              fmt::format("ULPDU length {}, {} pad octets", e.fpdu->ulpdu_len, e.fpdu->pad));
+      })
+      .stop([](CaseCtx& ctx, const IwarpConn&, const iwarp::StopEvent& e) { inconclusive_on_gap(ctx, e); });
+
+  add(k, {"iwarp.mpa.fpdu.ulpdu_max", "RFC 5044", "§4, §6 (MULPDU)", Level::should,
+          "A sender sizes FPDUs to fit one TCP segment: an FPDU, markers included, is no larger than the "
+          "maximum segment size its peer advertised in its SYN."})
+      .fpdu([](CaseCtx& ctx, const IwarpConn& c, const iwarp::FpduEvent& e) {
+        const std::uint16_t mss = c.info->mss[1 - e.dir];  // advertised by the receiver
+        if (mss == 0) return;
+        RDMACONF_JUDGE(ctx, e, e.wire_size <= mss, fmt::format("at most {} octets (peer's MSS)", mss),
+              fmt::format("{} octets", e.wire_size), fmt::format("ULPDU length {}", e.fpdu->ulpdu_len));
+      });
+
+  add(k, {"iwarp.mpa.marker.fpduptr", "RFC 5044", "§4.3", Level::must,
+          "Where markers are in use, one sits at every 512th octet of the stream counted from the first FPDU, "
+          "and its FPDU pointer is the distance back to the start of the FPDU it sits in (0 when it begins one)."})
+      .fpdu([](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e) {
+        judge_markers(ctx, e, [](const iwarp::MarkerSeen& m) {
+          return std::tuple{m.fpduptr == m.expected_ptr, fmt::format("FPDU pointer {}", m.expected_ptr), fmt::format("{}", m.fpduptr)};
+        });
+      })
+      .stop(inconclusive_if_markers);
+
+  add(k, {"iwarp.mpa.marker.reserved", "RFC 5044", "§4.3", Level::must,
+          "The 16 reserved bits at the front of every marker are sent as zero."})
+      .fpdu([](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e) {
+        judge_markers(ctx, e, [](const iwarp::MarkerSeen& m) {
+          return std::tuple{m.rsvd == 0, std::string("0x0000"), fmt::format("0x{:04x}", m.rsvd)};
+        });
+      })
+      .stop(inconclusive_if_markers);
+}
+
+}  // namespace rdmaconf::conformance

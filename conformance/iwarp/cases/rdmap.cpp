@@ -1,0 +1,259 @@
+// RFC 5040 (RDMAP) §4 header formats, §5 data transfer (queues, Read
+// Request/Response), §7 error management (Terminate); RFC 7306 extensions
+// (Immediate Data, Atomic operations).
+#include <deque>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "conformance/iwarp/case.hpp"
+
+namespace rdmaconf::conformance {
+
+using namespace protocols::iwarp;
+
+namespace {
+
+bool is_send(std::uint8_t op) { return op >= kOpSend && op <= kOpSendSeInvalidate; }
+bool is_invalidate(std::uint8_t op) { return op == kOpSendInvalidate || op == kOpSendSeInvalidate; }
+
+// RDMA Read Requests a side has sent and not yet seen answered, oldest first.
+struct Reads : Orphans {
+  struct Req {
+    std::uint32_t stag;
+    std::uint64_t to;
+    std::uint32_t size;
+  };
+  std::deque<Req> outstanding[2];  // by the direction that sent the Request
+  // The response being received in a direction (answering the other side's oldest Request).
+  bool active[2] = {false, false};
+  Req cur[2]{};
+  std::uint64_t got[2] = {0, 0};
+};
+
+// Atomic Requests a side has sent and not yet seen answered, by identifier.
+struct AtomicIds : Orphans {
+  std::multiset<std::uint64_t> open[2];
+};
+
+// Keeps the outstanding-Read bookkeeping; returns the segment's role.
+enum class ReadRole { none, request, response };
+ReadRole track_reads(Reads& r, const iwarp::FpduEvent& e, const Seg& g, const DdpSegment& s) {
+  if (!g.tagged() && g.opcode() == kOpReadRequest && s.body) {
+    r.outstanding[e.dir].push_back({static_cast<std::uint32_t>(s.body->get(ReadRequest::sink_stag)),
+                                    s.body->get(ReadRequest::sink_to),
+                                    static_cast<std::uint32_t>(s.body->get(ReadRequest::size))});
+    return ReadRole::request;
+  }
+  if (g.tagged() && g.opcode() == kOpReadResponse) return ReadRole::response;
+  return ReadRole::none;
+}
+
+}  // namespace
+
+void add_iwarp_rdmap_cases(IwarpCases& k) {
+  on_segments(add(k, {"iwarp.rdmap.version", "RFC 5040", "§4.1", Level::must,
+                      "Every RDMAP message carries RDMAP version 1 (RV = 01b)."}),
+              [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
+                RDMACONF_JUDGE(ctx, e, g.get(DdpTagged::rv) == 1, "RV 1", fmt::format("RV {}", g.get(DdpTagged::rv)));
+              });
+
+  on_segments(add(k, {"iwarp.rdmap.reserved", "RFC 5040", "§4.1", Level::must,
+                      "The two reserved bits of the RDMAP control field are sent as zero."}),
+              [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
+                const auto v = g.get(DdpTagged::rdmap_rsvd);
+                RDMACONF_JUDGE(ctx, e, v == 0, "0", fmt::format("0x{:x}", v));
+              });
+
+  on_segments(add(k, {"iwarp.rdmap.opcode", "RFC 5040", "§4.1; RFC 7306 §4", Level::must,
+                      "The RDMAP opcode is one RFC 5040 (0x0 to 0x7) or RFC 7306 (0x8 to 0xB) defines."}),
+              [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
+                RDMACONF_JUDGE(ctx, e, g.opcode() <= kOpAtomicResponse, "opcode 0x0 to 0xB", fmt::format("opcode 0x{:x}", g.opcode()));
+              });
+
+  on_segments(add(k, {"iwarp.rdmap.buffer_model", "RFC 5040", "§4.2, §5", Level::must,
+                      "RDMA Write and RDMA Read Response travel as tagged DDP segments; every other RDMAP message as "
+                      "untagged."}),
+              [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
+                if (g.opcode() > kOpAtomicResponse) return;
+                const bool want = g.opcode() == kOpWrite || g.opcode() == kOpReadResponse;
+                RDMACONF_JUDGE(ctx, e, g.tagged() == want, want ? "tagged" : "untagged", g.tagged() ? "tagged" : "untagged",
+                      fmt::format("opcode 0x{:x}", g.opcode()));
+              });
+
+  on_segments(add(k, {"iwarp.rdmap.queue", "RFC 5040", "§5.1", Level::must,
+                      "Each untagged RDMAP message uses its queue: the Send family on 0, RDMA Read Request on 1, "
+                      "Terminate on 2."}),
+              [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
+                if (g.tagged() || g.qn() > 2) return;  // other queues: iwarp.ddp.qn
+                int want = -1;
+                if (is_send(g.opcode())) want = 0;
+                if (g.opcode() == kOpReadRequest) want = 1;
+                if (g.opcode() == kOpTerminate) want = 2;
+                if (want < 0) return;
+                RDMACONF_JUDGE(ctx, e, g.qn() == static_cast<std::uint32_t>(want), fmt::format("QN {}", want),
+                      fmt::format("QN {}", g.qn()), fmt::format("opcode 0x{:x}", g.opcode()));
+              });
+
+  on_segments(add(k, {"iwarp.rdmap.read_request.format", "RFC 5040", "§4.4", Level::must,
+                      "An RDMA Read Request is a single untagged segment (L set, MO 0) whose payload is exactly the "
+                      "28-octet Read Request header."}),
+              [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
+                if (g.tagged() || g.opcode() != kOpReadRequest) return;
+                const auto n = g.ddp_payload(e);
+                RDMACONF_JUDGE(ctx, e, n == kReadRequest.size && g.last() && g.mo() == 0, "28 octets, L = 1, MO 0",
+                      fmt::format("{} octets, L = {}, MO {}", n, g.last(), g.mo()));
+              });
+
+  on_segments(add(k, {"iwarp.rdmap.read_response.match", "RFC 5040", "§5.2, §4.4", Level::must,
+                      "Each RDMA Read Response answers the oldest outstanding Read Request of the other side: it "
+                      "writes to that Request's data sink STag from its sink tagged offset, contiguously, and carries "
+                      "exactly the requested number of octets."}),
+              [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
+                auto& r = ctx.state<Reads>();
+                if (track_reads(r, e, g, g.s) != ReadRole::response) return;
+                const int d = e.dir;
+                auto& pending = r.outstanding[1 - d];
+                if (!r.active[d]) {
+                  if (pending.empty()) return unmatched(ctx, r, e, "an outstanding Read Request from the other side");
+                  r.cur[d] = pending.front();
+                  pending.pop_front();
+                  r.active[d] = true;
+                  r.got[d] = 0;
+                }
+                const auto& q = r.cur[d];
+                const std::uint64_t n = g.ddp_payload(e);
+                const std::uint64_t want_to = q.to + r.got[d];
+                r.got[d] += n;
+                if (g.last()) r.active[d] = false;
+                if (g.stag() != q.stag || g.to() != want_to)
+                  return fail_at(ctx, e, fmt::format("STag 0x{:x}, TO 0x{:x}", q.stag, want_to),
+                                 fmt::format("STag 0x{:x}, TO 0x{:x}", g.stag(), g.to()));
+                if (r.got[d] > q.size || (g.last() && r.got[d] != q.size))
+                  return fail_at(ctx, e, fmt::format("{} octets in all", q.size),
+                                 fmt::format("{} octets{}", r.got[d], g.last() ? "" : " so far"));
+                ctx.tally.pass();
+              })
+      .close(settle_orphans<Reads>);
+
+  on_segments(add(k, {"iwarp.rdmap.ird_ord", "RFC 6581", "§9.1; RFC 5040 §5.2", Level::must,
+                      "A side never has more RDMA Read Requests outstanding than the IRD its peer announced in "
+                      "enhanced setup."}),
+              [](CaseCtx& ctx, const IwarpConn& c, const iwarp::FpduEvent& e, const Seg& g) {
+                const auto& n = c.mpa->negotiated();
+                if (!n.enhanced) return;
+                auto& r = ctx.state<Reads>();
+                const ReadRole role = track_reads(r, e, g, g.s);
+                if (role == ReadRole::response && g.last() && !r.outstanding[1 - e.dir].empty())
+                  r.outstanding[1 - e.dir].pop_front();
+                if (role != ReadRole::request) return;
+                const std::uint16_t ird = e.from_initiator ? n.rep.ird.value_or(0) : n.req.ird.value_or(0);
+                const std::size_t out = r.outstanding[e.dir].size();
+                RDMACONF_JUDGE(ctx, e, out <= ird, fmt::format("at most {} outstanding (peer's IRD)", ird),
+                      fmt::format("{} outstanding", out));
+              });
+
+  on_segments(add(k, {"iwarp.rdmap.inv_stag", "RFC 5040", "§4.1, §6.3", Level::must,
+                      "Send with Invalidate (with or without SE) names a non-zero STag to invalidate in the field "
+                      "DDP reserves for the ULP; every other untagged message sends that field as zero."}),
+              [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
+                if (g.tagged()) return;
+                const auto v = g.get(DdpUntagged::rsvd_ulp);
+                if (is_invalidate(g.opcode())) return RDMACONF_JUDGE(ctx, e, v != 0, "an Invalidate STag", "0");
+                RDMACONF_JUDGE(ctx, e, v == 0, "0", fmt::format("0x{:x}", v), fmt::format("opcode 0x{:x}", g.opcode()));
+              });
+
+  on_segments(add(k, {"iwarp.rdmap.terminate.code", "RFC 5040", "§4.8, §7.2; RFC 5044 §8", Level::must,
+                      "A Terminate names a layer, error type and error code combination the RFCs define, and sends "
+                      "its reserved bits as zero."}),
+              [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
+                if (g.tagged() || g.opcode() != kOpTerminate || !g.s.body) return;
+                const protocols::Header& t = *g.s.body;
+                const unsigned l = static_cast<unsigned>(t.get(Terminate::layer)),
+                               et = static_cast<unsigned>(t.get(Terminate::etype)),
+                               ec = static_cast<unsigned>(t.get(Terminate::ecode));
+                const auto rsvd = t.get(Terminate::rsvd);
+                RDMACONF_JUDGE(ctx, e, terminate_code_defined(l, et, ec) && rsvd == 0, "a defined layer/type/code, reserved 0",
+                      fmt::format("layer {}, type {}, code 0x{:02x}, reserved 0x{:x}", l, et, ec, rsvd));
+              });
+
+  on_segments(add(k, {"iwarp.rdmap.terminate.headers", "RFC 5040", "§4.8", Level::should,
+                      "A Terminate carries the parts its M, D and R bits announce: the offending segment's length, "
+                      "its DDP header and, for an untagged one, its RDMAP header."}),
+              [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
+                if (g.tagged() || g.opcode() != kOpTerminate || !g.s.body) return;
+                RDMACONF_JUDGE(ctx, e, !g.s.term_incomplete, "every announced copied header", "some missing",
+                      fmt::format("M={} D={} R={}", g.s.body->get(Terminate::m), g.s.body->get(Terminate::d),
+                                  g.s.body->get(Terminate::r)));
+              });
+
+  on_segments(add(k, {"iwarp.rdmap.terminate.last", "RFC 5040", "§5.4, §7.1", Level::must,
+                      "A Terminate is the last message its sender puts on the stream: nothing follows it."}),
+              [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
+                struct Sent : CaseState {
+                  bool term[2] = {false, false};
+                };
+                auto& st = ctx.state<Sent>();
+                if (st.term[e.dir])
+                  return fail_at(ctx, e, "nothing after the Terminate", fmt::format("opcode 0x{:x}", g.opcode()));
+                if (!g.tagged() && g.opcode() == kOpTerminate) {
+                  st.term[e.dir] = true;
+                  ctx.tally.pass();
+                }
+              });
+
+  on_segments(add(k, {"iwarp.rdmap.immediate.format", "RFC 7306", "§5", Level::must,
+                      "An Immediate Data message is a single untagged segment (L set, MO 0) carrying exactly 8 octets "
+                      "of data."}),
+              [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
+                if (g.tagged() || (g.opcode() != kOpImmediate && g.opcode() != kOpImmediateSe)) return;
+                const auto n = g.ddp_payload(e);
+                RDMACONF_JUDGE(ctx, e, n == kImmediate.size && g.last() && g.mo() == 0, "8 octets, L = 1, MO 0",
+                      fmt::format("{} octets, L = {}, MO {}", n, g.last(), g.mo()));
+              });
+
+  on_segments(add(k, {"iwarp.rdmap.atomic.format", "RFC 7306", "§6", Level::must,
+                      "An Atomic Request is a single untagged segment of exactly the 52-octet request header naming "
+                      "Fetch and Add or Compare and Swap with its reserved bits zero; an Atomic Response is exactly "
+                      "the 12-octet response header."}),
+              [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
+                if (g.tagged() || !g.s.body) return;
+                const auto n = g.ddp_payload(e);
+                if (g.opcode() == kOpAtomicRequest) {
+                  const auto op = g.s.body->get(AtomicRequest::op), rsvd = g.s.body->get(AtomicRequest::rsvd);
+                  return RDMACONF_JUDGE(ctx, e, n == kAtomicRequest.size && g.last() && op <= 1 && rsvd == 0,
+                               "52 octets, L = 1, operation 0 or 1, reserved 0",
+                               fmt::format("{} octets, L = {}, operation {}, reserved 0x{:x}", n, g.last(), op, rsvd));
+                }
+                if (g.opcode() == kOpAtomicResponse)
+                  RDMACONF_JUDGE(ctx, e, n == kAtomicResponse.size && g.last(), "12 octets, L = 1",
+                        fmt::format("{} octets, L = {}", n, g.last()));
+              });
+
+  on_segments(add(k, {"iwarp.rdmap.atomic.alignment", "RFC 7306", "§6", Level::must,
+                      "The remote tagged offset of an Atomic Request is aligned to 8 octets."}),
+              [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
+                if (g.tagged() || g.opcode() != kOpAtomicRequest || !g.s.body) return;
+                const auto to = g.s.body->get(AtomicRequest::to);
+                RDMACONF_JUDGE(ctx, e, to % 8 == 0, "a multiple of 8", fmt::format("TO 0x{:x}", to));
+              });
+
+  on_segments(add(k, {"iwarp.rdmap.atomic.response_match", "RFC 7306", "§6", Level::must,
+                      "An Atomic Response carries the request identifier of an Atomic Request the other side sent "
+                      "and has not yet seen answered."}),
+              [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
+                if (g.tagged() || !g.s.body) return;
+                auto& ids = ctx.state<AtomicIds>();
+                if (g.opcode() == kOpAtomicRequest) ids.open[e.dir].insert(g.s.body->get(AtomicRequest::req_id));
+                if (g.opcode() != kOpAtomicResponse) return;
+                auto& pending = ids.open[1 - e.dir];
+                const auto id = g.s.body->get(AtomicResponse::req_id);
+                const auto it = pending.find(id);
+                if (it == pending.end()) return unmatched(ctx, ids, e, fmt::format("an outstanding Atomic Request with identifier {}", id));
+                pending.erase(it);
+                ctx.tally.pass();
+              })
+      .close(settle_orphans<AtomicIds>);
+}
+
+}  // namespace rdmaconf::conformance

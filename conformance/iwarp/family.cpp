@@ -1,0 +1,210 @@
+// The iWARP family: claims every TCP stream, keeps the ones that carry an
+// MPA exchange (or, mid-connection, FPDUs), and judges each connection with
+// the cases of RFC 5044, RFC 6581, RFC 5041, RFC 5040 and RFC 7306.
+#include "conformance/iwarp/family.hpp"
+
+#include <bit>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "conformance/iwarp/case.hpp"
+
+namespace rdmaconf::conformance {
+
+void inconclusive_on_gap(CaseCtx& ctx, const iwarp::StopEvent& e) {
+  if (!e.gap) return;
+  Evidence ev;
+  if (e.frame) ev.frames = {e.frame};
+  ev.stream_offset = e.offset;
+  ev.side = ctx.side(e.dir);
+  ev.detail = fmt::format("not checked after this point: {}", e.reason);
+  ctx.tally.inconclusive(std::move(ev));
+}
+
+namespace iwarp {
+
+using namespace captures::io;
+
+namespace {
+
+std::string endpoint_text(const Endpoint& e) { return fmt::format("{}:{}", format_address(e.ip_version, e.addr), e.port); }
+
+nlohmann::json side_json(const MpaSide& s) {
+  nlohmann::json j = {{"revision", s.rev}, {"crc", s.crc}, {"markers", s.markers}, {"rejected", s.reject}};
+  if (s.ird) j["ird"] = *s.ird, j["ord"] = *s.ord, j["p2p"] = s.p2p;
+  return j;
+}
+
+nlohmann::json negotiated_json(const Negotiated& n) {
+  nlohmann::json j;
+  if (n.req.seen) j["initiator"] = side_json(n.req);
+  if (n.rep.seen) j["responder"] = side_json(n.rep);
+  j["crc"] = n.crc();
+  j["markers_from_initiator"] = n.markers_from_initiator();
+  j["markers_from_responder"] = n.markers_from_responder();
+  j["enhanced"] = n.enhanced;
+  j["inferred"] = n.inferred;  // true: no Request/Reply in the capture; CRC use found from the FPDUs
+  return j;
+}
+
+// `rdmaconf fpdus`: one FPDU as JSON.
+nlohmann::json fpdu_json(const FpduEvent& e) {
+  nlohmann::json j = {{"frame", e.last_frame}, {"first_frame", e.first_frame}, {"dir", e.dir}, {"offset", e.offset},
+                      {"ulpdu_length", e.fpdu->ulpdu_len}, {"crc", e.fpdu->crc_wire}, {"markers", e.markers.size()}};
+  if (e.crc_in_use) j["crc_ok"] = e.fpdu->crc_wire == e.crc_computed;
+  if (e.ddp->ok()) {
+    const auto& s = **e.ddp;
+    j["ddp"] = s.ddp;
+    if (s.body) j["rdmap"] = *s.body;
+  }
+  return j;
+}
+
+class Family final : public ProtocolFamily {
+ public:
+  Family() {
+    add_iwarp_mpa_setup_cases(cases_);
+    add_iwarp_mpa_order_cases(cases_);
+    add_iwarp_mpa_enhanced_cases(cases_);
+    add_iwarp_mpa_fpdu_cases(cases_);
+    add_iwarp_ddp_cases(cases_);
+    add_iwarp_rdmap_cases(cases_);
+    for (const auto& c : cases_) infos_.push_back(&c->info());
+  }
+  std::string_view name() const override { return kIwarpFamily; }
+  std::string_view title() const override { return "iWARP (MPA, DDP, RDMAP over TCP)"; }
+  const std::vector<const CaseInfo*>& cases() const override { return infos_; }
+  Claims claims(const FamilyOptions&) const override { return Claims{.tcp_streams = true}; }
+  std::vector<Listing> listings() const override {
+    return {{"fpdus", "list every FPDU decoded from a capture, one JSON object per line"}};
+  }
+  std::unique_ptr<FamilyRun> start(RunContext& ctx) const override;
+  const IwarpCases& impl() const { return cases_; }
+
+ private:
+  IwarpCases cases_;
+  std::vector<const CaseInfo*> infos_;
+};
+
+class Run final : public FamilyRun, public TcpSink {
+ public:
+  Run(const Family& f, RunContext& ctx) : ctx_(ctx) {
+    for (std::size_t i : ctx.active()) {
+      cases_.push_back(f.impl()[i].get());
+      infos_.push_back(&f.impl()[i]->info());
+    }
+    for (std::size_t i = 0; i < cases_.size(); ++i)
+      for (unsigned b = 0; b < handlers_.size(); ++b)
+        if (cases_[i]->events() & (1u << b)) handlers_[b].push_back(i);
+  }
+
+  TcpSink* streams() override { return this; }
+
+  struct Conn final : MpaListener {
+    Run* run;
+    TcpStreamInfo info;
+    MpaConnection mpa;
+    ScopeState scope;
+    IwarpConn view;
+    std::uint64_t first_frame = 0, last_frame = 0;
+    Conn(Run* r, const TcpStreamInfo& i) : run(r), info(i), mpa(info, *this), scope(r->cases_.size()), view{&info, &mpa} {}
+    // Calls f on every case that handles `event`.
+    template <class F>
+    void each(IwarpCase::Event event, F f) {
+      for (std::size_t i : run->handlers_[static_cast<unsigned>(std::countr_zero(static_cast<unsigned>(event)))]) {
+        CaseCtx c = scope.ctx(i);
+        f(*run->cases_[i], c);
+      }
+    }
+    void label() {
+      const int init = mpa.initiator_dir();
+      for (int d = 0; d < 2; ++d) {
+        const Endpoint& e = d == 0 ? info.a : info.b;
+        scope.sides[d] = fmt::format("{} {}", init < 0 ? "endpoint" : (d == init ? "initiator" : "responder"), endpoint_text(e));
+      }
+    }
+    void on_rr(const RrEvent& e) override {
+      label();
+      each(IwarpCase::rr, [&](const IwarpCase& k, CaseCtx& c) { k.on_rr(c, view, e); });
+    }
+    void on_fpdu(const FpduEvent& e) override {
+      if (run->ctx_.on_unit) run->ctx_.on_unit(fpdu_json(e));
+      each(IwarpCase::fpdu, [&](const IwarpCase& k, CaseCtx& c) { k.on_fpdu(c, view, e); });
+    }
+    void on_stop(const StopEvent& e) override {
+      label();
+      each(IwarpCase::stop, [&](const IwarpCase& k, CaseCtx& c) { k.on_stop(c, view, e); });
+    }
+  };
+
+  void on_open(const TcpStreamInfo& c) override { conns_[c.id] = std::make_unique<Conn>(this, c); }
+  void on_data(const TcpStreamInfo& c, int dir, std::uint64_t off, protocols::Bytes data, std::uint64_t frame) override {
+    Conn& k = *conns_[c.id];
+    k.info.mss[0] = c.mss[0];  // the SYN-ACK's MSS arrives after on_open
+    k.info.mss[1] = c.mss[1];
+    if (!k.first_frame) k.first_frame = frame;
+    k.last_frame = frame;
+    k.mpa.data(dir, off, data, frame);
+  }
+  void on_gap(const TcpStreamInfo& c, int dir, std::uint64_t off, std::uint64_t len, std::uint64_t frame) override {
+    conns_[c.id]->mpa.gap(dir, off, len, frame);
+  }
+  void on_close(const TcpStreamInfo& c, bool, std::uint64_t frame) override {
+    auto it = conns_.find(c.id);
+    Conn& k = *it->second;
+    k.mpa.close(frame);
+    if (k.mpa.is_mpa()) {
+      ++connections_;
+      k.each(IwarpCase::close, [&](const IwarpCase& cs, CaseCtx& ctx) { cs.on_close(ctx, k.view); });
+      ScopeResult r;
+      r.family = kIwarpFamily;
+      r.id = fmt::format("tcp/{}", c.id);
+      const int init = k.mpa.initiator_dir();
+      const Endpoint& i = init == 1 ? c.b : c.a;
+      const Endpoint& p = init == 1 ? c.a : c.b;
+      r.label = fmt::format("{} -> {}", endpoint_text(i), endpoint_text(p));
+      r.params = negotiated_json(k.mpa.negotiated());
+      r.params["fpdus_from_initiator"] = k.mpa.fpdus(init == 1 ? 1 : 0);
+      r.params["fpdus_from_responder"] = k.mpa.fpdus(init == 1 ? 0 : 1);
+      r.params["capture_starts_mid_connection"] = !c.saw_syn;
+      for (int d = 0; d < 2; ++d) {
+        const bool from_init = init < 0 ? d == 0 : d == init;
+        const char* who = init < 0 ? (d == 0 ? "a" : "b") : (from_init ? "initiator" : "responder");
+        if (k.mpa.inferred_start(d) >= 0) r.params[fmt::format("framing_found_at_offset_{}", who)] = k.mpa.inferred_start(d);
+        if (k.mpa.markers(d)) r.params[fmt::format("markers_from_{}", who)] = true;
+      }
+      r.first_frame = k.first_frame;
+      r.last_frame = k.last_frame;
+      r.outcomes = k.scope.outcomes(infos_);
+      finished_.emplace(c.id, std::move(r));
+    }
+    conns_.erase(it);
+  }
+
+  void finish(std::vector<ScopeResult>& scopes, std::vector<FamilyCount>& counts) override {
+    for (auto& [id, r] : finished_) scopes.push_back(std::move(r));
+    counts.push_back({"iwarp_connections", "iWARP connections", connections_});
+  }
+
+ private:
+  RunContext& ctx_;
+  std::vector<const IwarpCase*> cases_;
+  std::vector<const CaseInfo*> infos_;
+  std::array<std::vector<std::size_t>, 4> handlers_;  // case indices per event bit
+  std::map<std::uint64_t, std::unique_ptr<Conn>> conns_;
+  std::map<std::uint64_t, ScopeResult> finished_;  // by connection number, for a stable order
+  std::uint64_t connections_ = 0;
+};
+
+std::unique_ptr<FamilyRun> Family::start(RunContext& ctx) const { return std::make_unique<Run>(*this, ctx); }
+
+}  // namespace
+
+const ProtocolFamily& family() {
+  static const Family f;
+  return f;
+}
+
+}  // namespace iwarp
+}  // namespace rdmaconf::conformance

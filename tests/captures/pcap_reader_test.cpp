@@ -1,0 +1,227 @@
+// Our reading of classic pcap files (captures/io/pcap_reader.cpp
+// walks their records itself) against libpcap reading the same files: every
+// golden and lab capture, the format's variants (byte order, nanoseconds,
+// a snapshot length shorter than the records), files large enough that
+// records straddle the reader's chunks, and files cut at every point or
+// carrying an impossible record length. libpcap is the oracle: the same
+// link type, the same frames (time, lengths, octets), and an error exactly
+// where libpcap reports one.
+#include <boost/test/unit_test.hpp>
+
+#include <pcap/pcap.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "captures/io/pcap_reader.hpp"
+
+namespace fs = std::filesystem;
+using rdmaconf::captures::io::PcapReader;
+
+namespace {
+
+const fs::path kSource = RDMACONF_SOURCE_DIR;
+
+struct Rec {
+  std::int64_t sec = 0, usec = 0;
+  std::uint32_t orig = 0;
+  std::string data;
+  bool operator==(const Rec&) const = default;
+};
+struct Read {
+  int linktype = -1;
+  std::vector<Rec> recs;
+  bool error = false;
+  std::string message;
+};
+
+Read ours(const fs::path& p, bool hash) {
+  Read r;
+  std::string err;
+  auto reader = PcapReader::open(p.string(), err, hash);
+  if (!reader) {
+    r.error = true;
+    r.message = err;
+    return r;
+  }
+  r.linktype = reader->linktype();
+  while (auto f = reader->next())
+    r.recs.push_back({f->ts_sec, f->ts_usec, f->orig_len,
+                      std::string(reinterpret_cast<const char*>(f->data.data()), f->data.size())});
+  r.error = !reader->error().empty();
+  r.message = reader->error();
+  if (hash) (void)reader->sha256();
+  return r;
+}
+
+Read libpcap(const fs::path& p) {
+  Read r;
+  char eb[PCAP_ERRBUF_SIZE] = {};
+  pcap_t* pc = pcap_open_offline(p.c_str(), eb);
+  if (!pc) {
+    r.error = true;
+    r.message = eb;
+    return r;
+  }
+  r.linktype = pcap_datalink(pc);
+  pcap_pkthdr* h = nullptr;
+  const u_char* d = nullptr;
+  int rc;
+  while ((rc = pcap_next_ex(pc, &h, &d)) == 1)
+    r.recs.push_back({h->ts.tv_sec, h->ts.tv_usec, h->len, std::string(reinterpret_cast<const char*>(d), h->caplen)});
+  r.error = rc == PCAP_ERROR;
+  r.message = r.error ? pcap_geterr(pc) : "";
+  pcap_close(pc);
+  return r;
+}
+
+// Both ways of ours (with and without the hashing thread) agree with libpcap.
+void agree(const fs::path& p, const std::string& what) {
+  const Read want = libpcap(p);
+  for (const bool hash : {false, true}) {
+    const Read got = ours(p, hash);
+    BOOST_TEST_CONTEXT(what << (hash ? " (hashing)" : "")) {
+      BOOST_TEST(got.error == want.error, "ours: '" << got.message << "' libpcap: '" << want.message << "'");
+      if (want.error && !got.message.empty()) BOOST_TEST(got.message.find(p.string()) != std::string::npos, got.message);
+      if (!want.error || got.linktype >= 0) BOOST_TEST(got.linktype == want.linktype);
+      BOOST_TEST(got.recs.size() == want.recs.size());
+      const std::size_t n = std::min(got.recs.size(), want.recs.size());
+      std::size_t first_diff = n;
+      for (std::size_t i = 0; i < n && first_diff == n; ++i)
+        if (!(got.recs[i] == want.recs[i])) first_diff = i;
+      BOOST_TEST(first_diff == n, "frame " << first_diff + 1 << " differs");
+    }
+  }
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+void spit(const fs::path& p, const std::string& b) { std::ofstream(p, std::ios::binary) << b; }
+
+std::uint32_t get32(const std::string& b, std::size_t at) {
+  std::uint32_t v;
+  std::memcpy(&v, b.data() + at, 4);
+  return v;
+}
+void put32(std::string& b, std::size_t at, std::uint32_t v) { std::memcpy(b.data() + at, &v, 4); }
+void swap_at(std::string& b, std::size_t at, std::size_t n) { std::reverse(b.begin() + static_cast<std::ptrdiff_t>(at), b.begin() + static_cast<std::ptrdiff_t>(at + n)); }
+
+// Offsets of the record headers of a little-endian classic pcap file.
+std::vector<std::size_t> records(const std::string& b) {
+  std::vector<std::size_t> at;
+  for (std::size_t o = 24; o + 16 <= b.size(); o += 16 + get32(b, o + 8)) at.push_back(o);
+  return at;
+}
+
+struct TempDir {
+  fs::path dir = fs::temp_directory_path() / fmt::format("rdmaconf-pcap-reader-{}", getpid());
+  TempDir() { fs::create_directories(dir); }
+  ~TempDir() { fs::remove_all(dir); }
+};
+
+const fs::path kBase = kSource / "captures" / "golden" / "iwarp-rev2-crc.pcap";
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(pcap_reader)
+
+BOOST_AUTO_TEST_CASE(every_shipped_capture_reads_as_libpcap_reads_it) {
+  int n = 0;
+  for (const char* dir : {"golden", "lab"})
+    for (const auto& e : fs::directory_iterator(kSource / "captures" / dir))
+      if (e.path().extension() == ".pcap" || e.path().extension() == ".pcapng") {
+        agree(e.path(), e.path().filename().string());
+        ++n;
+      }
+  BOOST_TEST(n >= 130);
+}
+
+BOOST_AUTO_TEST_CASE(format_variants) {
+  TempDir t;
+  const std::string base = slurp(kBase);
+  BOOST_REQUIRE(get32(base, 0) == 0xa1b2c3d4u);
+  const auto recs = records(base);
+  BOOST_REQUIRE(recs.size() > 10);
+
+  std::string be = base;  // written on a big-endian machine: every field swapped
+  swap_at(be, 0, 4);
+  swap_at(be, 4, 2);
+  swap_at(be, 6, 2);
+  for (std::size_t at : {8, 12, 16, 20}) swap_at(be, at, 4);
+  for (const auto o : recs)
+    for (std::size_t k = 0; k < 16; k += 4) swap_at(be, o + k, 4);
+  spit(t.dir / "be.pcap", be);
+  agree(t.dir / "be.pcap", "big-endian");
+
+  std::string ns = base;  // nanosecond timestamps
+  put32(ns, 0, 0xa1b23c4du);
+  for (const auto o : recs) put32(ns, o + 4, get32(ns, o + 4) * 1000 + 999);
+  spit(t.dir / "ns.pcap", ns);
+  agree(t.dir / "ns.pcap", "nanoseconds");
+
+  std::string snap = base;  // records longer than the snapshot length
+  put32(snap, 16, 60);
+  spit(t.dir / "snap.pcap", snap);
+  agree(t.dir / "snap.pcap", "snapshot length 60");
+
+  std::string zero = base;  // snapshot length 0
+  put32(zero, 16, 0);
+  spit(t.dir / "snap0.pcap", zero);
+  agree(t.dir / "snap0.pcap", "snapshot length 0");
+
+  std::string v = base;  // an unknown version: libpcap decides
+  v[6] = 3;
+  spit(t.dir / "v23.pcap", v);
+  agree(t.dir / "v23.pcap", "version 2.3");
+
+  std::string raw = base;  // LINKTYPE_RAW (101): libpcap's own mapping of the link type
+  put32(raw, 20, 101);
+  spit(t.dir / "raw.pcap", raw);
+  agree(t.dir / "raw.pcap", "LINKTYPE_RAW");
+}
+
+BOOST_AUTO_TEST_CASE(records_across_the_reader_chunks) {
+  TempDir t;
+  const std::string base = slurp(kBase);
+  std::string big = base;
+  const std::string body = base.substr(24);
+  while (big.size() < (5u << 20)) big += body;  // five 1 MiB chunks and more, records cut at each boundary
+  spit(t.dir / "big.pcap", big);
+  agree(t.dir / "big.pcap", "5 MiB");
+}
+
+BOOST_AUTO_TEST_CASE(cut_files_and_impossible_lengths) {
+  TempDir t;
+  const std::string base = slurp(kBase);
+  const auto recs = records(base);
+  // Cut at every octet of the first records, and at every record boundary
+  // and the octets around it further on.
+  std::vector<std::size_t> cuts;
+  for (std::size_t c = 0; c < std::min<std::size_t>(base.size(), 400); ++c) cuts.push_back(c);
+  for (const auto o : recs)
+    for (std::size_t d : {0, 1, 15, 16, 17}) cuts.push_back(o + d);
+  for (const auto c : cuts) {
+    spit(t.dir / "cut.pcap", base.substr(0, c));
+    agree(t.dir / "cut.pcap", fmt::format("cut at {}", c));
+  }
+  std::string huge = base;  // the third record claims more than any record may hold
+  put32(huge, recs[2] + 8, 300000);
+  spit(t.dir / "huge.pcap", huge);
+  agree(t.dir / "huge.pcap", "captured length 300000");
+  const Read r = ours(t.dir / "huge.pcap", false);
+  BOOST_TEST(r.message.find("frame 3") != std::string::npos, r.message);
+  BOOST_TEST(r.message.find(fmt::format("file offset {}", recs[2])) != std::string::npos, r.message);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,243 @@
+// A protocol family that lives only in this file proves that a family is the
+// unit of extension: it is registered with one line, and the checker, the
+// catalog, the JSON report, JUnit and the text summary take it up without an
+// edit anywhere else.
+//
+// The toy wire format: Ethernet frames of EtherType 0x88B5 (IEEE 802 local
+// experimental) and UDP datagrams to port 9, each payload a one-octet count
+// followed by that many octets. Case toy.length: the count matches.
+#include <boost/test/unit_test.hpp>
+
+#include <pcap/dlt.h>
+
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "captures/io/pcap_writer.hpp"
+#include "conformance/checker.hpp"
+#include "conformance/scope.hpp"
+#include "reports/report.hpp"
+
+namespace fs = std::filesystem;
+using namespace rdmaconf;
+using namespace rdmaconf::conformance;
+
+namespace {
+
+constexpr std::uint16_t kToyEthertype = 0x88B5, kToyPort = 9;
+
+const CaseInfo kLength{"toy.length", "toy spec", "§1", Level::must,
+                       "The first octet of a toy message counts the octets that follow it.", "toy"};
+const CaseInfo kNonEmpty{"toy.nonempty", "toy spec", "§2", Level::should, "A toy message should carry at least one octet.",
+                         "toy"};
+
+class ToyRun final : public FamilyRun {
+ public:
+  explicit ToyRun(RunContext& ctx, const std::vector<const CaseInfo*>& all) : ctx_(ctx) {
+    for (std::size_t i : ctx.active()) infos_.push_back(all[i]);
+  }
+  void packet(const captures::io::Packet& p) override {
+    const bool udp = p.protocol == 17;
+    const protocols::Bytes msg = udp ? p.payload : p.l3;
+    ++frames_;
+    auto& s = scopes_.try_emplace(udp ? 1 : 0, infos_.size()).first->second;
+    s.sides[0] = udp ? "UDP sender" : "Ethernet sender";
+    if (ctx_.on_unit) ctx_.on_unit({{"frame", p.frame}, {"octets", msg.size()}});
+    if (msg.empty()) return ctx_.undecodable(fmt::format("frame {}: toy message without its count octet", p.frame));
+    for (std::size_t i = 0; i < infos_.size(); ++i) {
+      CaseCtx c = s.ctx(i);
+      const bool ok = infos_[i] == &kLength ? std::to_integer<std::size_t>(msg[0]) == msg.size() - 1 : msg.size() > 1;
+      if (ok) {
+        c.tally.pass();
+      } else {
+        Evidence e;
+        e.frames = {p.frame};
+        e.side = c.side(0);
+        e.expected = fmt::format("{}", std::to_integer<unsigned>(msg[0]));
+        e.actual = fmt::format("{}", msg.size() - 1);
+        c.tally.fail(std::move(e));
+      }
+    }
+  }
+  void finish(std::vector<ScopeResult>& scopes, std::vector<FamilyCount>& counts) override {
+    for (auto& [id, s] : scopes_) {
+      ScopeResult r;
+      r.family = "toy";
+      r.id = fmt::format("toy/{}", id);
+      r.label = id ? "UDP port 9" : "EtherType 0x88b5";
+      r.outcomes = s.outcomes(infos_);
+      scopes.push_back(std::move(r));
+    }
+    counts.push_back({"toy_messages", "toy messages", frames_});
+  }
+
+ private:
+  RunContext& ctx_;
+  std::vector<const CaseInfo*> infos_;
+  std::map<int, ScopeState> scopes_;
+  std::uint64_t frames_ = 0;
+};
+
+class ToyFamily final : public ProtocolFamily {
+ public:
+  std::string_view name() const override { return "toy"; }
+  std::string_view title() const override { return "the toy family of the tests"; }
+  const std::vector<const CaseInfo*>& cases() const override { return cases_; }
+  Claims claims(const FamilyOptions&) const override { return Claims{.udp_ports = {kToyPort}, .ethertypes = {kToyEthertype}}; }
+  std::unique_ptr<FamilyRun> start(RunContext& ctx) const override { return std::make_unique<ToyRun>(ctx, cases_); }
+
+ private:
+  std::vector<const CaseInfo*> cases_{&kLength, &kNonEmpty};
+};
+
+const ToyFamily kToy;
+
+// The one registration line.
+const bool kRegistered = (Registry::get().add(kToy), true);
+
+std::vector<std::byte> msg(std::initializer_list<int> l) {
+  std::vector<std::byte> b;
+  for (int x : l) b.push_back(std::byte(x));
+  return b;
+}
+
+// Frames 1-2: good toy Ethernet frames; 3: a wrong count; 4: a good toy
+// datagram; 5: a datagram to another port (not the family's).
+fs::path write_toy_capture() {
+  const fs::path path = fs::temp_directory_path() / fmt::format("rdmaconf-toy-{}.pcap", ::getpid());
+  captures::io::PcapWriter w(path.string());
+  auto eth = [&](std::vector<std::byte> payload) {
+    auto f = msg({2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, kToyEthertype >> 8, kToyEthertype & 0xff});
+    f.insert(f.end(), payload.begin(), payload.end());
+    w.frame(protocols::Bytes(f));
+  };
+  eth(msg({3, 7, 7, 7}));
+  eth(msg({1, 9}));
+  eth(msg({5, 1, 2}));
+  const auto a = captures::io::host_v4(10, 0, 0, 1, 4000), b = captures::io::host_v4(10, 0, 0, 2, kToyPort);
+  const auto good = msg({2, 1, 1});
+  w.ip_packet(a, b, protocols::Bytes(captures::io::ip_udp(a, b, protocols::Bytes(good), false)));
+  auto other = b;
+  other.port = 10;
+  w.ip_packet(a, other, protocols::Bytes(captures::io::ip_udp(a, other, protocols::Bytes(good), false)));
+  return path;
+}
+
+const ScopeResult* scope(const InputResult& r, std::string_view id) {
+  for (const auto& s : r.scopes)
+    if (s.id == id) return &s;
+  return nullptr;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(family)
+
+BOOST_AUTO_TEST_CASE(a_family_registered_in_one_line_joins_the_catalog) {
+  BOOST_TEST(kRegistered);
+  const auto& reg = Registry::get();
+  BOOST_TEST(reg.find("toy") == &kToy);
+  BOOST_TEST_REQUIRE(reg.families().size() >= 3u);
+  BOOST_TEST(reg.families()[0]->name() == "iwarp");  // built-in ones first, in their order
+  BOOST_TEST(reg.families()[1]->name() == "ib");
+  const auto all = reg.all_cases();
+  BOOST_TEST(all.back() == &kNonEmpty);
+  for (const auto* c : all) BOOST_TEST(!c->family.empty(), c->id << " names no family");
+  // every case names the family that registered it
+  for (const auto* f : reg.families())
+    for (const auto* c : f->cases()) BOOST_TEST(c->family == f->name(), c->id);
+}
+
+BOOST_AUTO_TEST_CASE(the_checker_gives_a_family_what_it_claims) {
+  const auto path = write_toy_capture();
+  CheckOptions o;
+  o.hash = false;
+  o.strict = true;
+  const auto r = Checker(o).check_file(path.string());
+  BOOST_TEST_REQUIRE(r.error.empty(), r.error);
+  BOOST_TEST(r.stats.frames == 5u);
+  const auto* eth = scope(r, "toy/0");
+  const auto* udp = scope(r, "toy/1");
+  BOOST_TEST_REQUIRE(eth);
+  BOOST_TEST_REQUIRE(udp);
+  BOOST_TEST(eth->family == "toy");
+  BOOST_TEST_REQUIRE(eth->outcomes.size() == 2u);
+  const auto& length = eth->outcomes[0].tally;
+  BOOST_TEST((length.verdict() == Verdict::fail));
+  BOOST_TEST(length.checked() == 3u);
+  BOOST_TEST_REQUIRE(length.evidence().size() == 1u);
+  BOOST_TEST(length.evidence()[0].frames == std::vector<std::uint64_t>{3});
+  BOOST_TEST(length.evidence()[0].expected == "5");
+  BOOST_TEST((udp->outcomes[0].tally.verdict() == Verdict::pass));
+  BOOST_TEST(udp->outcomes[0].tally.checked() == 1u);  // frame 5 went to port 10: not claimed
+  // the family's count, beside the built-in families' counts
+  std::map<std::string, std::uint64_t> counts;
+  for (const auto& c : r.stats.families) counts[c.key] = c.value;
+  BOOST_TEST(counts["toy_messages"] == 4u);
+  BOOST_TEST(counts.count("iwarp_connections") == 1u);
+  BOOST_TEST(counts["ib_packets"] == 0u);
+
+  // --cases selects within the family; SHOULD cases need --strict
+  o.case_patterns = {"toy.*"};
+  o.strict = false;
+  Checker only(o);
+  BOOST_TEST_REQUIRE(only.active_cases().size() == 1u);
+  BOOST_TEST(only.active_cases()[0] == &kLength);
+  const auto r2 = only.check_file(path.string());
+  BOOST_TEST_REQUIRE(scope(r2, "toy/0"));
+  BOOST_TEST(scope(r2, "toy/0")->outcomes.size() == 1u);
+
+  // the family's listing
+  o.case_patterns = {"-"};
+  o.listing_family = "toy";
+  std::vector<std::uint64_t> listed;
+  o.on_unit = [&](const nlohmann::json& j) { listed.push_back(j["frame"].get<std::uint64_t>()); };
+  (void)Checker(o).check_file(path.string());
+  BOOST_TEST(listed == (std::vector<std::uint64_t>{1, 2, 3, 4}));
+  fs::remove(path);
+}
+
+BOOST_AUTO_TEST_CASE(reports_carry_the_family_without_knowing_it) {
+  const auto path = write_toy_capture();
+  CheckOptions o;
+  o.hash = false;
+  Checker checker(o);
+  const std::vector<InputResult> inputs{checker.check_file(path.string())};
+  const reports::RunInfo run{"test", {}, false, {}, checker.active_cases()};
+  const auto j = reports::to_json(run, inputs);
+  bool in_catalog = false;
+  for (const auto& c : j["catalog"]) in_catalog |= c["id"] == "toy.length" && c["family"] == "toy";
+  BOOST_TEST(in_catalog);
+  BOOST_TEST(j["inputs"][0]["stats"]["toy_messages"] == 4);
+  BOOST_TEST(j["summary"]["fail"] == 1);
+  std::ostringstream junit, text;
+  reports::write_junit(junit, run, inputs);
+  reports::write_summary(text, inputs, false);
+  BOOST_TEST(junit.str().find("toy.length") != std::string::npos);
+  BOOST_TEST(text.str().find("4 toy messages") != std::string::npos, text.str());
+  BOOST_TEST(text.str().find("toy/0 EtherType 0x88b5: 0 pass, 1 fail") != std::string::npos, text.str());
+  fs::remove(path);
+}
+
+// The built-in families judge a capture the same with the toy family beside them.
+BOOST_AUTO_TEST_CASE(a_new_family_changes_no_other_verdict) {
+  for (const char* name : {"roce-v4.pcap", "iwarp-rev2-crc.pcap", "ib-native-fault-vcrc.pcap"}) {
+    const auto cap = fs::path(RDMACONF_SOURCE_DIR) / "captures" / "golden" / name;
+    BOOST_TEST_REQUIRE(fs::exists(cap), cap);
+    CheckOptions with, without;
+    with.hash = without.hash = false;
+    with.strict = without.strict = true;
+    without.families = {Registry::get().find("iwarp"), Registry::get().find("ib")};
+    const auto a = Checker(with).check_file(cap.string()), b = Checker(without).check_file(cap.string());
+    const reports::RunInfo run{"test", {}, true, {}, {}};
+    auto ja = reports::to_json(run, {a})["inputs"][0], jb = reports::to_json(run, {b})["inputs"][0];
+    ja["stats"].erase("toy_messages");
+    BOOST_TEST(ja == jb, name);
+    BOOST_TEST(!a.scopes.empty(), name);
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
