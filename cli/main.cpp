@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -95,6 +96,19 @@ std::vector<std::string> split_patterns(const std::vector<std::string>& in) {
   return out;
 }
 
+// The lab's scripts: where the user points, else those installed beside the
+// binary (PREFIX/bin/rdmaconf -> PREFIX/share/rdmaconf/lab), else the source tree's.
+std::string default_lab_dir() {
+  if (const char* env = std::getenv("RDMACONF_LAB_DIR"); env && *env) return env;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path installed = exe.parent_path().parent_path() / "share" / "rdmaconf" / "lab";
+    if (fs::exists(installed / "build.sh", ec)) return installed.string();
+  }
+  return RDMACONF_SOURCE_DIR "/interop/lab";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -151,14 +165,14 @@ int main(int argc, char** argv) {
   auto* lab_run = lab->add_subcommand(
       "run", "build the lab if needed, boot it once, run the cells, check every capture, write OUT/lab-report.json");
   interop::lab::LabOptions lab_opt;
-  lab_opt.lab_dir = RDMACONF_SOURCE_DIR "/interop/lab";
+  lab_opt.lab_dir = default_lab_dir();
   bool lab_list = false;
   lab_run->add_option("--peer", lab_opt.peer, "the kernel peer: siw, rxe or all (default)")
       ->check(CLI::IsMember({"siw", "rxe", "all"}));
   lab_run->add_option("--scenario", lab_opt.scenarios, "only cells running this scenario (repeatable; see --list)");
   lab_run->add_flag("--sweep", lab_opt.sweep, "every siw knob combination (CRC off/required/strict x MPA v1/v2/p2p)");
   lab_run->add_option("--out", lab_opt.out_dir, "folder for the report, captures and logs (default out/lab)");
-  lab_run->add_option("--lab-dir", lab_opt.lab_dir, "the lab scripts (default: interop/lab of the source tree)");
+  lab_run->add_option("--lab-dir", lab_opt.lab_dir, "the lab scripts (default: $RDMACONF_LAB_DIR, else share/rdmaconf/lab beside the installed binary, else interop/lab of the source tree)");
   lab_run->add_flag("--list", lab_list, "list the cells and exit");
   lab_run->add_option("--export", lab_opt.export_dir, "copy the captures of the --export-cell cells here, with manifests");
   lab_run->add_option("--export-cell", lab_opt.export_cells, "a cell whose capture --export copies (repeatable)");

@@ -23,7 +23,16 @@ struct CaseInfo {
   std::string_view section;      // "§4"
   Level level = Level::must;
   std::string_view requirement;  // our own words
-  std::string_view family;       // the registering family's name ("iwarp"), set when it adds the case
+  std::string_view family;       // the registering family's name ("iwarp")
+};
+
+// What a case file states of a case: everything but its family, which the
+// family adds when it registers the case.
+struct CaseText {
+  std::string_view id, spec, section;
+  Level level = Level::must;
+  std::string_view requirement;
+  CaseInfo in(std::string_view family) const { return CaseInfo{id, spec, section, level, requirement, family}; }
 };
 
 struct Evidence {

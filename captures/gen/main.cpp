@@ -343,37 +343,13 @@ struct RoceTraffic {
   Link link = Link::roce;
 };
 
-Header reth(std::uint64_t va, std::uint32_t rkey, std::uint64_t len) {
-  Header h(ib::kReth);
-  h.set(ib::Reth::va, va);
-  h.set(ib::Reth::rkey, rkey);
-  h.set(ib::Reth::dmalen, len);
-  return h;
-}
-Header aeth(std::uint32_t msn, std::uint32_t syndrome = 0) {
-  Header h(ib::kAeth);
-  h.set(ib::Aeth::syndrome, syndrome);
-  h.set(ib::Aeth::msn, msn);
-  return h;
-}
-Header deth(std::uint32_t qkey, std::uint32_t srcqp) {
-  Header h(ib::kDeth);
-  h.set(ib::Deth::qkey, qkey);
-  h.set(ib::Deth::srcqp, srcqp);
-  return h;
-}
+Header reth(std::uint64_t va, std::uint32_t rkey, std::uint64_t len) { return ib::make_reth(va, rkey, len); }
+Header aeth(std::uint32_t msn, std::uint32_t syndrome = 0) { return ib::make_aeth(syndrome, msn); }
+Header deth(std::uint32_t qkey, std::uint32_t srcqp) { return ib::make_deth(qkey, srcqp); }
 Header atomic_eth(std::uint64_t va) {
-  Header h(ib::kAtomicEth);
-  h.set(ib::AtomicEth::va, va);
-  h.set(ib::AtomicEth::rkey, 0x99);
-  h.set(ib::AtomicEth::swapadd, 1);
-  return h;
+  return Header::with(ib::kAtomicEth, {{ib::AtomicEth::va, va}, {ib::AtomicEth::rkey, 0x99}, {ib::AtomicEth::swapadd, 1}});
 }
-Header imm_eth(std::uint32_t v) {
-  Header h(ib::kImmDt);
-  h.set(ib::ImmDt::imm, v);
-  return h;
-}
+Header imm_eth(std::uint32_t v) { return Header::with(ib::kImmDt, {{ib::ImmDt::imm, v}}); }
 
 constexpr std::uint32_t kQa = 0x11, kQb = 0x12;  // A's and B's RC QPs
 // AETH syndromes: NAK PSN sequence error; NAK remote access error; RNR NAK, timer 14

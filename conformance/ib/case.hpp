@@ -57,9 +57,8 @@ using IbCases = std::vector<std::unique_ptr<RoceCase>>;
 
 inline constexpr std::string_view kIbFamily = "ib";
 
-inline void add_roce(IbCases& k, CaseInfo i, BuiltRoceCase::Packet f, BuiltRoceCase::Close c = {}) {
-  i.family = kIbFamily;
-  k.push_back(std::make_unique<BuiltRoceCase>(i, std::move(f), std::move(c)));
+inline void add_roce(IbCases& k, const CaseText& t, BuiltRoceCase::Packet f, BuiltRoceCase::Close c = {}) {
+  k.push_back(std::make_unique<BuiltRoceCase>(t.in(kIbFamily), std::move(f), std::move(c)));
 }
 
 // Registration, one function per case file (conformance/ib/cases/).

@@ -10,11 +10,6 @@ namespace pib = protocols::ib;
 using pib::OpKind;
 using pib::Seq;
 
-std::int32_t psn_diff(std::uint32_t a, std::uint32_t b) {
-  const std::uint32_t d = (a - b) & kPsnMask;
-  return d >= 0x800000 ? static_cast<std::int32_t>(d) - 0x1000000 : static_cast<std::int32_t>(d);
-}
-
 std::uint32_t read_packets(std::uint64_t len, std::uint32_t pmtu) {
   if (len <= 256) return 1;
   if (pmtu == 0) return 0;

@@ -22,10 +22,10 @@
 
 namespace rdmaconf::conformance::ib {
 
-inline constexpr std::uint32_t kPsnMask = 0xFFFFFF;
+using protocols::ib::kPsnMask;
+using protocols::ib::psn_add;
+using protocols::ib::psn_diff;
 // a - b in the 24-bit PSN space, in [-2^23, 2^23).
-std::int32_t psn_diff(std::uint32_t a, std::uint32_t b);
-inline std::uint32_t psn_add(std::uint32_t a, std::int64_t n) { return static_cast<std::uint32_t>(a + n) & kPsnMask; }
 
 // Packets a Read Response of `len` octets takes at path MTU `pmtu` (0: unknown;
 // then only a length of at most 256 octets, the smallest MTU, is certain).

@@ -144,9 +144,8 @@ using IwarpCases = std::vector<std::unique_ptr<IwarpCase>>;
 
 inline constexpr std::string_view kIwarpFamily = "iwarp";
 
-inline BuiltIwarpCase& add(IwarpCases& k, CaseInfo i) {
-  i.family = kIwarpFamily;
-  auto c = std::make_unique<BuiltIwarpCase>(i);
+inline BuiltIwarpCase& add(IwarpCases& k, const CaseText& t) {
+  auto c = std::make_unique<BuiltIwarpCase>(t.in(kIwarpFamily));
   auto& ref = *c;
   k.push_back(std::move(c));
   return ref;

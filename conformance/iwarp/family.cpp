@@ -75,7 +75,11 @@ class Family final : public ProtocolFamily {
   std::string_view name() const override { return kIwarpFamily; }
   std::string_view title() const override { return "iWARP (MPA, DDP, RDMAP over TCP)"; }
   const std::vector<const CaseInfo*>& cases() const override { return infos_; }
-  Claims claims(const FamilyOptions&) const override { return Claims{.tcp_streams = true}; }
+  Claims claims(const FamilyOptions&) const override {
+    Claims c;
+    c.tcp_streams = true;
+    return c;
+  }
   std::vector<Listing> listings() const override {
     return {{"fpdus", "list every FPDU decoded from a capture, one JSON object per line"}};
   }

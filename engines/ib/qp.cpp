@@ -12,23 +12,8 @@ using protocols::Header;
 
 namespace {
 
-// Opcode low five bits (IBTA Vol.1 §9.2.1 Table 35); the top three select
-// the transport: RC 0x00, UC 0x20, UD 0x60.
-enum : std::uint8_t {
-  kSendFirst = 0x00, kSendMiddle = 0x01, kSendLast = 0x02, kSendLastImm = 0x03, kSendOnly = 0x04, kSendOnlyImm = 0x05,
-  kWriteFirst = 0x06, kWriteMiddle = 0x07, kWriteLast = 0x08, kWriteLastImm = 0x09, kWriteOnly = 0x0a,
-  kWriteOnlyImm = 0x0b, kReadRequest = 0x0c, kReadRespFirst = 0x0d, kReadRespMiddle = 0x0e, kReadRespLast = 0x0f,
-  kReadRespOnly = 0x10, kAck = 0x11, kAtomicAck = 0x12, kCompareSwap = 0x13, kFetchAdd = 0x14,
-  kSendLastInv = 0x16, kSendOnlyInv = 0x17,
-};
-constexpr std::uint8_t kUc = 0x20, kUd = 0x60;
-
-constexpr std::uint32_t kPsnMask = 0xffffff;
-// Signed distance a - b in the 24-bit PSN space.
-std::int32_t psn_diff(std::uint32_t a, std::uint32_t b) {
-  return static_cast<std::int32_t>(((a - b) & kPsnMask) << 8) >> 8;
-}
-std::uint32_t psn_add(std::uint32_t a, std::int64_t n) { return static_cast<std::uint32_t>(a + n) & kPsnMask; }
+using namespace protocols::ib;  // opcodes (kSendFirst, ...), PSN arithmetic
+constexpr std::uint8_t kUc = kTransportUc, kUd = kTransportUd;
 
 bool is_read_or_atomic(WrOpcode op) {
   return op == WrOpcode::read || op == WrOpcode::atomic_fetch_add || op == WrOpcode::atomic_compare_swap;
@@ -36,24 +21,9 @@ bool is_read_or_atomic(WrOpcode op) {
 bool is_atomic(WrOpcode op) { return op == WrOpcode::atomic_fetch_add || op == WrOpcode::atomic_compare_swap; }
 bool is_write(WrOpcode op) { return op == WrOpcode::write || op == WrOpcode::write_imm; }
 
-Header reth(std::uint64_t va, std::uint32_t rkey, std::uint32_t len) {
-  Header h(pib::kReth);
-  h.set(pib::Reth::va, va);
-  h.set(pib::Reth::rkey, rkey);
-  h.set(pib::Reth::dmalen, len);
-  return h;
-}
-Header one(const protocols::HeaderDef& d, std::size_t field, std::uint64_t v) {
-  Header h(d);
-  h.set(field, v);
-  return h;
-}
-Header aeth(std::uint32_t syndrome, std::uint32_t msn) {
-  Header h(pib::kAeth);
-  h.set(pib::Aeth::syndrome, syndrome);
-  h.set(pib::Aeth::msn, msn & kPsnMask);
-  return h;
-}
+Header one(const protocols::HeaderDef& d, std::size_t field, std::uint64_t v) { return Header::with(d, {{field, v}}); }
+Header reth(std::uint64_t va, std::uint32_t rkey, std::uint32_t len) { return make_reth(va, rkey, len); }
+Header aeth(std::uint32_t syndrome, std::uint32_t msn) { return make_aeth(syndrome, msn); }
 
 constexpr std::uint32_t kRnrUsec[32] = {655360, 10,    20,    30,    40,     60,     80,     120,    160,    240,   320,
                                         480,    640,   960,   1280,  1920,   2560,   3840,   5120,   7680,   10240, 15360,

@@ -458,7 +458,10 @@ std::string guest_plan(const std::vector<Cell>& cells) {
       rxe = false;
     }
     std::string ours;
-    for (const auto& a : c.our_args) ours += " " + shell_quote(a);
+    for (const auto& a : c.our_args) {
+      ours += ' ';  // two steps: GCC 12 at -O3 reports a false -Wrestrict on " " + std::string
+      ours += shell_quote(a);
+    }
     if (c.our_role == "none") {
       plan += fmt::format("cell {} veth2\n", c.id);
       plan += fmt::format("server srv siw {}\n", c.server_cmd);
@@ -790,6 +793,11 @@ int run(const LabOptions& o, std::ostream& log) {
   const fs::path lab_dir = o.lab_dir;
   const fs::path out = fs::absolute(o.out_dir);
   std::error_code ec;
+  if (!fs::exists(lab_dir / "build.sh", ec))
+    return log << fmt::format("lab: the lab scripts are not in {} (no build.sh); give --lab-dir or set RDMACONF_LAB_DIR "
+                              "to interop/lab of the source tree or share/rdmaconf/lab of an installation\n",
+                              lab_dir.string()),
+           2;
   fs::remove_all(out / "cells", ec);
   fs::create_directories(out, ec);
   if (ec) return log << fmt::format("lab: cannot create {}: {}\n", out.string(), ec.message()), 2;

@@ -1,4 +1,6 @@
 #pragma once
+#include <initializer_list>
+#include <utility>
 // A decoded (or to-be-encoded) fixed header: the table that describes it and
 // a copy of its octets. Field access goes through the table, so decode,
 // encode and printing cannot disagree about a layout.
@@ -34,6 +36,12 @@ class Header {
     return f.is_wide() ? 0 : read_bits(bytes(), f.bit_offset, f.bit_width);
   }
   void set(std::size_t field, std::uint64_t v);
+  // A header of `def` with the given fields set and every other field zero.
+  static Header with(const HeaderDef& def, std::initializer_list<std::pair<std::size_t, std::uint64_t>> fields) {
+    Header h(def);
+    for (auto [f, v] : fields) h.set(f, v);
+    return h;
+  }
   // For byte-aligned fields of any width (addresses, keys).
   Bytes field_bytes(std::size_t field) const;
   void set_field_bytes(std::size_t field, Bytes v);

@@ -16,32 +16,32 @@ struct Op {
 };
 
 constexpr Op kOps[] = {
-    {0x00, "SEND First", OpKind::send, Seq::first, 0, PayloadRule::any, true},
-    {0x01, "SEND Middle", OpKind::send, Seq::middle, 0, PayloadRule::any, true},
-    {0x02, "SEND Last", OpKind::send, Seq::last, 0, PayloadRule::any, true},
-    {0x03, "SEND Last with Immediate", OpKind::send, Seq::last, kExtImmDt, PayloadRule::any, true},
-    {0x04, "SEND Only", OpKind::send, Seq::only, 0, PayloadRule::any, true},
-    {0x05, "SEND Only with Immediate", OpKind::send, Seq::only, kExtImmDt, PayloadRule::any, true},
-    {0x06, "RDMA WRITE First", OpKind::write, Seq::first, kExtReth, PayloadRule::any, true},
-    {0x07, "RDMA WRITE Middle", OpKind::write, Seq::middle, 0, PayloadRule::any, true},
-    {0x08, "RDMA WRITE Last", OpKind::write, Seq::last, 0, PayloadRule::any, true},
-    {0x09, "RDMA WRITE Last with Immediate", OpKind::write, Seq::last, kExtImmDt, PayloadRule::any, true},
-    {0x0A, "RDMA WRITE Only", OpKind::write, Seq::only, kExtReth, PayloadRule::any, true},
-    {0x0B, "RDMA WRITE Only with Immediate", OpKind::write, Seq::only, kExtReth | kExtImmDt, PayloadRule::any, true},
-    {0x0C, "RDMA READ Request", OpKind::read_request, Seq::only, kExtReth, PayloadRule::none, true},
-    {0x0D, "RDMA READ Response First", OpKind::read_response, Seq::first, kExtAeth, PayloadRule::any, false},
-    {0x0E, "RDMA READ Response Middle", OpKind::read_response, Seq::middle, 0, PayloadRule::any, false},
-    {0x0F, "RDMA READ Response Last", OpKind::read_response, Seq::last, kExtAeth, PayloadRule::any, false},
-    {0x10, "RDMA READ Response Only", OpKind::read_response, Seq::only, kExtAeth, PayloadRule::any, false},
-    {0x11, "Acknowledge", OpKind::ack, Seq::none, kExtAeth, PayloadRule::none, false},
-    {0x12, "ATOMIC Acknowledge", OpKind::atomic_ack, Seq::none, kExtAeth | kExtAtomicAckEth, PayloadRule::none, false},
-    {0x13, "CmpSwap", OpKind::atomic, Seq::only, kExtAtomicEth, PayloadRule::none, true},
-    {0x14, "FetchAdd", OpKind::atomic, Seq::only, kExtAtomicEth, PayloadRule::none, true},
-    {0x15, "RESYNC", OpKind::resync, Seq::only, 0, PayloadRule::none, true},
-    {0x16, "SEND Last with Invalidate", OpKind::send, Seq::last, kExtIeth, PayloadRule::any, true},
-    {0x17, "SEND Only with Invalidate", OpKind::send, Seq::only, kExtIeth, PayloadRule::any, true},
-    {0x1C, "FLUSH", OpKind::flush, Seq::only, kExtFeth | kExtReth, PayloadRule::none, true},
-    {0x1D, "ATOMIC WRITE", OpKind::atomic_write, Seq::only, kExtReth, PayloadRule::fixed8, true},
+    {kSendFirst, "SEND First", OpKind::send, Seq::first, 0, PayloadRule::any, true},
+    {kSendMiddle, "SEND Middle", OpKind::send, Seq::middle, 0, PayloadRule::any, true},
+    {kSendLast, "SEND Last", OpKind::send, Seq::last, 0, PayloadRule::any, true},
+    {kSendLastImm, "SEND Last with Immediate", OpKind::send, Seq::last, kExtImmDt, PayloadRule::any, true},
+    {kSendOnly, "SEND Only", OpKind::send, Seq::only, 0, PayloadRule::any, true},
+    {kSendOnlyImm, "SEND Only with Immediate", OpKind::send, Seq::only, kExtImmDt, PayloadRule::any, true},
+    {kWriteFirst, "RDMA WRITE First", OpKind::write, Seq::first, kExtReth, PayloadRule::any, true},
+    {kWriteMiddle, "RDMA WRITE Middle", OpKind::write, Seq::middle, 0, PayloadRule::any, true},
+    {kWriteLast, "RDMA WRITE Last", OpKind::write, Seq::last, 0, PayloadRule::any, true},
+    {kWriteLastImm, "RDMA WRITE Last with Immediate", OpKind::write, Seq::last, kExtImmDt, PayloadRule::any, true},
+    {kWriteOnly, "RDMA WRITE Only", OpKind::write, Seq::only, kExtReth, PayloadRule::any, true},
+    {kWriteOnlyImm, "RDMA WRITE Only with Immediate", OpKind::write, Seq::only, kExtReth | kExtImmDt, PayloadRule::any, true},
+    {kReadRequest, "RDMA READ Request", OpKind::read_request, Seq::only, kExtReth, PayloadRule::none, true},
+    {kReadRespFirst, "RDMA READ Response First", OpKind::read_response, Seq::first, kExtAeth, PayloadRule::any, false},
+    {kReadRespMiddle, "RDMA READ Response Middle", OpKind::read_response, Seq::middle, 0, PayloadRule::any, false},
+    {kReadRespLast, "RDMA READ Response Last", OpKind::read_response, Seq::last, kExtAeth, PayloadRule::any, false},
+    {kReadRespOnly, "RDMA READ Response Only", OpKind::read_response, Seq::only, kExtAeth, PayloadRule::any, false},
+    {kAck, "Acknowledge", OpKind::ack, Seq::none, kExtAeth, PayloadRule::none, false},
+    {kAtomicAck, "ATOMIC Acknowledge", OpKind::atomic_ack, Seq::none, kExtAeth | kExtAtomicAckEth, PayloadRule::none, false},
+    {kCompareSwap, "CmpSwap", OpKind::atomic, Seq::only, kExtAtomicEth, PayloadRule::none, true},
+    {kFetchAdd, "FetchAdd", OpKind::atomic, Seq::only, kExtAtomicEth, PayloadRule::none, true},
+    {kResync, "RESYNC", OpKind::resync, Seq::only, 0, PayloadRule::none, true},
+    {kSendLastInv, "SEND Last with Invalidate", OpKind::send, Seq::last, kExtIeth, PayloadRule::any, true},
+    {kSendOnlyInv, "SEND Only with Invalidate", OpKind::send, Seq::only, kExtIeth, PayloadRule::any, true},
+    {kFlush, "FLUSH", OpKind::flush, Seq::only, kExtFeth | kExtReth, PayloadRule::none, true},
+    {kAtomicWrite, "ATOMIC WRITE", OpKind::atomic_write, Seq::only, kExtReth, PayloadRule::fixed8, true},
 };
 
 constexpr const Op* find_op(std::uint8_t low) {
@@ -52,11 +52,11 @@ constexpr const Op* find_op(std::uint8_t low) {
 
 constexpr bool allowed(Transport t, std::uint8_t low) {
   switch (t) {
-    case Transport::rc: return low <= 0x14 || low == 0x16 || low == 0x17 || low == 0x1C || low == 0x1D;
-    case Transport::uc: return low <= 0x0B;
-    case Transport::rd: return low <= 0x15;
-    case Transport::ud: return low == 0x04 || low == 0x05;
-    case Transport::xrc: return low <= 0x14 || low == 0x16 || low == 0x17;
+    case Transport::rc: return low <= kFetchAdd || low == kSendLastInv || low == kSendOnlyInv || low == kFlush || low == kAtomicWrite;
+    case Transport::uc: return low <= kWriteOnlyImm;
+    case Transport::rd: return low <= kResync;
+    case Transport::ud: return low == kSendOnly || low == kSendOnlyImm;
+    case Transport::xrc: return low <= kFetchAdd || low == kSendLastInv || low == kSendOnlyInv;
     case Transport::cnp: return false;
   }
   return false;
@@ -65,7 +65,8 @@ constexpr bool allowed(Transport t, std::uint8_t low) {
 constexpr std::array<OpcodeInfo, 256> build() {
   std::array<OpcodeInfo, 256> t{};
   constexpr std::pair<Transport, std::uint8_t> bases[] = {
-      {Transport::rc, 0x00}, {Transport::uc, 0x20}, {Transport::rd, 0x40}, {Transport::ud, 0x60}, {Transport::xrc, 0xA0}};
+      {Transport::rc, kTransportRc}, {Transport::uc, kTransportUc}, {Transport::rd, kTransportRd}, {Transport::ud, kTransportUd},
+      {Transport::xrc, kTransportXrc}};
   constexpr std::string_view names[] = {"RC", "UC", "RD", "UD", "CNP", "XRC"};
   for (auto [tr, base] : bases) {
     for (std::uint8_t low = 0; low < 0x20; ++low) {
@@ -87,8 +88,8 @@ constexpr std::array<OpcodeInfo, 256> build() {
     }
   }
   // RoCEv2 Congestion Notification Packet: BTH plus 16 reserved octets (Annex A17.9).
-  OpcodeInfo& cnp = t[0x81];
-  cnp = OpcodeInfo{true, 0x81, Transport::cnp, OpKind::cnp, Seq::none, 0, PayloadRule::fixed16, "CNP", "Congestion Notification"};
+  OpcodeInfo& cnp = t[kOpcodeCnp];
+  cnp = OpcodeInfo{true, kOpcodeCnp, Transport::cnp, OpKind::cnp, Seq::none, 0, PayloadRule::fixed16, "CNP", "Congestion Notification"};
   return t;
 }
 

@@ -79,6 +79,17 @@ inline void seal_icrc(MutBytes transport, const RoceFlow& f) {
   put_le32(transport, transport.size() - kIcrcSize, roce_icrc(transport, f));
 }
 
+// Extension headers as a sender fills them (IBTA Vol.1 §9.3).
+inline Header make_reth(std::uint64_t va, std::uint32_t rkey, std::uint64_t dma_length) {
+  return Header::with(kReth, {{Reth::va, va}, {Reth::rkey, rkey}, {Reth::dmalen, dma_length}});
+}
+inline Header make_aeth(std::uint32_t syndrome, std::uint32_t msn) {
+  return Header::with(kAeth, {{Aeth::syndrome, syndrome}, {Aeth::msn, msn & kPsnMask}});
+}
+inline Header make_deth(std::uint32_t qkey, std::uint32_t src_qp) {
+  return Header::with(kDeth, {{Deth::qkey, qkey}, {Deth::srcqp, src_qp}});
+}
+
 // Appends BTH, extension headers, payload, zero pad; the ICRC is written by
 // finish_roce_icrc once IP and UDP are in place.
 struct IbPacketSpec {

@@ -86,7 +86,12 @@ class ToyFamily final : public ProtocolFamily {
   std::string_view name() const override { return "toy"; }
   std::string_view title() const override { return "the toy family of the tests"; }
   const std::vector<const CaseInfo*>& cases() const override { return cases_; }
-  Claims claims(const FamilyOptions&) const override { return Claims{.udp_ports = {kToyPort}, .ethertypes = {kToyEthertype}}; }
+  Claims claims(const FamilyOptions&) const override {
+    Claims c;
+    c.udp_ports = {kToyPort};
+    c.ethertypes = {kToyEthertype};
+    return c;
+  }
   std::unique_ptr<FamilyRun> start(RunContext& ctx) const override { return std::make_unique<ToyRun>(ctx, cases_); }
 
  private:

@@ -20,12 +20,6 @@ std::vector<std::byte> v(std::initializer_list<int> l) {
   return b;
 }
 
-// IPv4 (20) + UDP (8) + 4 octets to port 4791.
-std::vector<std::byte> ipv4_udp() {
-  return v({0x45, 0, 0, 32, 0, 1, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
-            0x12, 0x34, 0x12, 0xb7, 0, 12, 0, 0, 1, 2, 3, 4});
-}
-
 Dissected go(int lt, const std::vector<std::byte>& b) {
   Frame f;
   f.number = 7;

@@ -245,7 +245,7 @@ BOOST_AUTO_TEST_CASE(roce_engine_traffic_on_the_wire) {
   int fails = 0, roce_scopes = 0;
   for (const auto& in : cj["inputs"])
     for (const auto& sc : in["scopes"]) {
-      roce_scopes += sc["family"] == "ib";
+      roce_scopes += sc["family"].get<std::string>() == "ib";
       for (const auto& oc : sc["results"])
         if (oc["verdict"] == "FAIL") {
           ++fails;
