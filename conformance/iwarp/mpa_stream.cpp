@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "protocols/crc/crc32c.hpp"
+#include "protocols/iwarp/rdmap.hpp"
 
 namespace rdmaconf::conformance::iwarp {
 
@@ -31,13 +32,12 @@ bool plausible_ulpdu(std::uint16_t len, Bytes u) {
   const bool tagged = field(DdpUntagged::t);
   if (field(DdpUntagged::rsvd) != 0 || field(DdpUntagged::dv) != 1) return false;
   if (field(DdpUntagged::rv) != 1 || field(DdpUntagged::rdmap_rsvd) != 0) return false;
-  const auto op = field(DdpUntagged::opcode);
-  if (op > kOpAtomicResponse) return false;
-  if (tagged != (op == kOpWrite || op == kOpReadResponse)) return false;
+  const auto& op = rdmap_op(static_cast<std::uint8_t>(field(DdpUntagged::opcode)));
+  if (!op.valid || tagged != op.tagged) return false;
   if (!tagged && len < kDdpUntagged.size) return false;
   const FieldDef& qn = kDdpUntagged.fields[DdpUntagged::qn];
-  if (!tagged && u.size() * 8 >= qn.bit_offset + qn.bit_width && read_bits(u, qn.bit_offset, qn.bit_width) > 4)
-    return false;  // QN: RDMAP's 0-2, RFC 7306's 3-4
+  if (!tagged && u.size() * 8 >= qn.bit_offset + qn.bit_width && read_bits(u, qn.bit_offset, qn.bit_width) > kMaxRdmapQueue)
+    return false;
   return true;
 }
 

@@ -7,6 +7,7 @@
 
 #include "protocols/crc/crc32c.hpp"
 #include "protocols/iwarp/codec.hpp"
+#include "protocols/iwarp/rdmap.hpp"
 
 namespace rdmaconf::engine::iwarp {
 
@@ -20,19 +21,6 @@ namespace {
 
 constexpr std::size_t kHighWater = 512 * 1024;  // transmit backlog before pump() stops segmenting
 
-bool is_send_family(std::uint8_t op) {
-  return op == pi::kOpSend || op == pi::kOpSendInvalidate || op == pi::kOpSendSe || op == pi::kOpSendSeInvalidate;
-}
-
-// The untagged queue each untagged opcode travels on (RFC 5040 §5, RFC 7306).
-int queue_of(std::uint8_t op) {
-  if (is_send_family(op) || op == pi::kOpImmediate || op == pi::kOpImmediateSe) return 0;
-  if (op == pi::kOpReadRequest) return 1;
-  if (op == pi::kOpTerminate) return 2;
-  if (op == pi::kOpAtomicRequest) return 3;
-  if (op == pi::kOpAtomicResponse) return 4;
-  return -1;
-}
 
 Bytes B(const std::vector<std::byte>& v) { return {v.data(), v.size()}; }
 
@@ -193,12 +181,12 @@ void QueuePair::established() {
     may_send_ = true;
     if (p2p_) {  // the RTR goes first (RFC 6581 §9.2)
       if (rtr_ == Rtr::send) {
-        send_untagged(pi::kOpSend, 0, next_msn_[0]++, {}, {}, 0, 0);
+        send_untagged(pi::kOpSend, next_msn_[0]++, {}, {}, 0, 0);
       } else if (rtr_ == Rtr::write) {
         send_tagged(pi::kOpWrite, 0, 0, {});
       } else if (rtr_ == Rtr::read) {
         Header rr(pi::kReadRequest);
-        send_untagged(pi::kOpReadRequest, 1, next_msn_[1]++, rr.bytes(), {}, 0, 0);
+        send_untagged(pi::kOpReadRequest, next_msn_[1]++, rr.bytes(), {}, 0, 0);
         reads_.push_back({~0ull, 0, 0, 0, 0, false, WcOpcode::rdma_read, 0, true});
       }
     }
@@ -262,24 +250,21 @@ void QueuePair::send_fpdu(Bytes head, Bytes payload) {
     if (bad_crc) tx_.back() ^= std::byte{0x5a};
     return;
   }
-  // Written in place: length, headers, payload, zero pad, CRC.
-  const std::size_t at = tx_.size(), pad = pi::mpa_pad(len);
-  tx_.resize(at + 2 + len + pad + pi::kMpaCrcSize);
+  // Written in place in the transmit buffer.
+  const std::size_t at = tx_.size();
+  tx_.resize(at + pi::fpdu_size(len));
   MutBytes f = MutBytes(tx_).subspan(at);
-  protocols::put_be16(f, 0, static_cast<std::uint16_t>(oversize ? len + 64 : len));
-  std::memcpy(f.data() + 2, head.data(), head.size());
-  if (!payload.empty()) std::memcpy(f.data() + 2 + head.size(), payload.data(), payload.size());
-  std::memset(f.data() + 2 + len, 0, pad);
-  std::uint32_t c = crc_ ? pi::fpdu_crc(Bytes(f).first(2 + len + pad)) : 0;
-  if (bad_crc) c ^= 0x5a5a5a5a;
-  protocols::put_le32(f, 2 + len + pad, c);
+  pi::write_fpdu(f, head, payload, crc_);
+  if (oversize) protocols::put_be16(f, 0, static_cast<std::uint16_t>(len + 64));  // the CRC covers the true length
+  if (bad_crc)
+    for (auto& b : f.last(pi::kMpaCrcSize)) b ^= std::byte{0x5a};
 }
 
-void QueuePair::send_untagged(std::uint8_t opcode, std::uint32_t qn, std::uint32_t msn, Bytes body, Bytes payload,
-                              std::uint32_t rsvd_ulp, std::size_t mo, bool last) {
+void QueuePair::send_untagged(std::uint8_t opcode, std::uint32_t msn, Bytes body, Bytes payload, std::uint32_t rsvd_ulp,
+                              std::size_t mo, bool last) {
   Header h = pi::ddp_header(false, opcode, last);
   h.set(pi::DdpUntagged::rsvd_ulp, rsvd_ulp);
-  h.set(pi::DdpUntagged::qn, qn);
+  h.set(pi::DdpUntagged::qn, pi::rdmap_op(opcode).queue);  // RDMAP's table names each opcode's queue
   h.set(pi::DdpUntagged::msn, msn);
   h.set(pi::DdpUntagged::mo, mo);
   std::byte head[pi::kDdpUntagged.size + 64];
@@ -357,7 +342,7 @@ bool QueuePair::start_wr(const SendWr& wr) {
       const std::size_t room = cfg_.mulpdu - pi::kDdpUntagged.size;
       const std::size_t n = std::min<std::size_t>(room, data.size() - p.sent);
       const bool last = p.sent + n == data.size();
-      send_untagged(op, 0, next_msn_[0], {}, data.subspan(p.sent, n),
+      send_untagged(op, next_msn_[0], {}, data.subspan(p.sent, n),
                     wr.op == WrOpcode::send_invalidate ? wr.invalidate_stag : 0, p.sent, last);
       p.sent += n;
       if (!last) return true;
@@ -389,7 +374,7 @@ bool QueuePair::start_wr(const SendWr& wr) {
         rr.set(pi::ReadRequest::size, wr.local.length);
         rr.set(pi::ReadRequest::src_stag, wr.remote_stag);
         rr.set(pi::ReadRequest::src_to, wr.remote_to);
-        send_untagged(pi::kOpReadRequest, 1, next_msn_[1]++, rr.bytes(), {}, 0, 0);
+        send_untagged(pi::kOpReadRequest, next_msn_[1]++, rr.bytes(), {}, 0, 0);
         reads_.push_back({wr.wr_id, wr.local.stag, mr->base_to + wr.local.offset, wr.local.length, 0, false,
                           WcOpcode::rdma_read, 0, false});
       } else {
@@ -403,7 +388,7 @@ bool QueuePair::start_wr(const SendWr& wr) {
         a.set(pi::AtomicRequest::add_swap_mask, ~0ull);
         a.set(pi::AtomicRequest::compare, wr.compare);
         a.set(pi::AtomicRequest::compare_mask, ~0ull);
-        send_untagged(pi::kOpAtomicRequest, 3, next_msn_[3]++, a.bytes(), {}, 0, 0);
+        send_untagged(pi::kOpAtomicRequest, next_msn_[3]++, a.bytes(), {}, 0, 0);
         reads_.push_back({wr.wr_id, wr.local.stag, mr->base_to + wr.local.offset, 8, 0, true, wc_opcode(wr.op), id, false});
       }
       sq_.pop_front();
@@ -424,7 +409,7 @@ void QueuePair::pump() {
         Header a(pi::kAtomicResponse);
         a.set(pi::AtomicResponse::req_id, o.req_id);
         a.set(pi::AtomicResponse::orig, o.original);
-        send_untagged(pi::kOpAtomicResponse, 4, next_msn_[4]++, a.bytes(), {}, 0, 0);
+        send_untagged(pi::kOpAtomicResponse, next_msn_[4]++, a.bytes(), {}, 0, 0);
         owed_.pop_front();
         release_marks_.push_back(tx_consumed_ + (tx_.size() - tx_head_));
         continue;
@@ -611,7 +596,7 @@ void QueuePair::on_tagged(const Header& h, Bytes u, Bytes payload) {
   const auto stag = static_cast<std::uint32_t>(h.get(pi::DdpTagged::stag));
   const std::uint64_t to = h.get(pi::DdpTagged::to);
   const bool last = h.get(pi::DdpTagged::l);
-  if (op != pi::kOpWrite && op != pi::kOpReadResponse)
+  if (!pi::rdmap_op(op).valid || !pi::rdmap_op(op).tagged)
     return terminate(kTermLayerRdma, kTermRdmaOperation, 0x06, fmt::format("opcode 0x{:x} in a tagged segment", op), u);
   OutstandingRead* rd = nullptr;
   if (op == pi::kOpReadResponse) {
@@ -661,16 +646,17 @@ void QueuePair::on_untagged(const Header& h, Bytes u, Bytes rest) {
   const auto msn = static_cast<std::uint32_t>(h.get(pi::DdpUntagged::msn));
   const auto mo = static_cast<std::uint32_t>(h.get(pi::DdpUntagged::mo));
   const bool last = h.get(pi::DdpUntagged::l);
-  const int want_q = queue_of(op);
+  const auto& info = pi::rdmap_op(op);
+  const int want_q = info.valid && !info.tagged ? info.queue : -1;
   if (want_q < 0) return terminate(kTermLayerRdma, kTermRdmaOperation, 0x06, fmt::format("opcode 0x{:x} untagged", op), u);
   if (qn != static_cast<std::uint64_t>(want_q))
     return terminate(kTermLayerDdp, kTermDdpUntagged, 0x01, fmt::format("QN {} for opcode 0x{:x}", qn, op), u);
-  if (op == pi::kOpTerminate) return on_terminate(rest);
+  if (info.kind == pi::RdmapKind::terminate) return on_terminate(rest);
   if (msn != expect_msn_[qn])
     return terminate(kTermLayerDdp, kTermDdpUntagged, 0x03, fmt::format("MSN {} on queue {}, expected {}", msn, qn, expect_msn_[qn]), u);
-  if (qn == 1) return on_read_request(h, u, rest);
-  if (qn == 3) return on_atomic_request(h, u, rest);
-  if (qn == 4) {
+  if (info.kind == pi::RdmapKind::read_request) return on_read_request(h, u, rest);
+  if (info.kind == pi::RdmapKind::atomic_request) return on_atomic_request(h, u, rest);
+  if (info.kind == pi::RdmapKind::atomic_response) {
     auto r = Header::decode(pi::kAtomicResponse, rest);
     if (!r || !last || mo != 0) return terminate(kTermLayerRdma, kTermRdmaOperation, 0xff, "malformed Atomic Response", u);
     if (reads_.empty() || !reads_.front().atomic || reads_.front().req_id != r->get(pi::AtomicResponse::req_id))
@@ -705,8 +691,8 @@ void QueuePair::on_untagged(const Header& h, Bytes u, Bytes rest) {
   } else if (mo != in_send_.got) {
     return terminate(kTermLayerDdp, kTermDdpUntagged, 0x04, fmt::format("MO {}, expected {}", mo, in_send_.got), u);
   }
-  const bool imm = op == pi::kOpImmediate || op == pi::kOpImmediateSe;
-  if (imm && (!last || mo != 0 || rest.size() != 8))
+  const bool imm = info.kind == pi::RdmapKind::immediate;
+  if (imm && (!last || mo != 0 || rest.size() != info.header->size))
     return terminate(kTermLayerRdma, kTermRdmaOperation, 0xff, "Immediate Data must be one segment of 8 octets", u);
   const Sge& sge = in_send_.wr.sge;
   if (!imm) {
@@ -852,7 +838,7 @@ void QueuePair::terminate(unsigned layer, unsigned etype, unsigned code, std::st
     pi::append(body, offending.first(ddp_len));
     if (with_rdmap) pi::append(body, offending.subspan(ddp_len, pi::kReadRequest.size));
   }
-  send_untagged(pi::kOpTerminate, 2, next_msn_[2]++, B(body), {}, 0, 0);
+  send_untagged(pi::kOpTerminate, next_msn_[2]++, B(body), {}, 0, 0);
   term_sent_ = TerminateInfo{layer, etype, code, reason};
   error_ = fmt::format("sent Terminate layer {} type {} code 0x{:02x}: {}", layer, etype, code, reason);
   state_ = QpState::terminated;

@@ -119,7 +119,7 @@ class QueuePair {
   // ---- transmit
   void pump();
   void send_fpdu(Bytes ulpdu_head, Bytes payload);
-  void send_untagged(std::uint8_t opcode, std::uint32_t qn, std::uint32_t msn, Bytes body, Bytes payload,
+  void send_untagged(std::uint8_t opcode, std::uint32_t msn, Bytes body, Bytes payload,
                      std::uint32_t rsvd_ulp, std::size_t mo, bool last = true);
   void send_tagged(std::uint8_t opcode, std::uint32_t stag, std::uint64_t to, Bytes payload, bool last = true);
   bool start_wr(const SendWr& wr);

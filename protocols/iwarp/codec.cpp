@@ -1,5 +1,7 @@
 #include "protocols/iwarp/codec.hpp"
 
+#include "protocols/iwarp/rdmap.hpp"
+
 #include <algorithm>
 #include <cstring>
 
@@ -82,15 +84,20 @@ Result<FpduView> decode_fpdu(Bytes in) {
 
 std::uint32_t fpdu_crc(Bytes covered) { return crc::crc32c(covered); }
 
+void write_fpdu(MutBytes f, Bytes head, Bytes payload, bool crc) {
+  const std::size_t len = head.size() + payload.size();
+  put_be16(f, 0, static_cast<std::uint16_t>(len));
+  if (!head.empty()) std::memcpy(f.data() + 2, head.data(), head.size());
+  if (!payload.empty()) std::memcpy(f.data() + 2 + head.size(), payload.data(), payload.size());
+  const std::size_t crc_at = 2 + len + mpa_pad(len);
+  std::memset(f.data() + 2 + len, 0, crc_at - 2 - len);
+  put_le32(f, crc_at, crc ? fpdu_crc(f.first(crc_at)) : 0);
+}
+
 void encode_fpdu(std::vector<std::byte>& out, Bytes ulpdu, bool crc) {
   const std::size_t start = out.size();
   out.resize(start + fpdu_size(ulpdu.size()));
-  MutBytes f{out.data() + start, out.size() - start};
-  put_be16(f, 0, static_cast<std::uint16_t>(ulpdu.size()));
-  std::copy(ulpdu.begin(), ulpdu.end(), f.begin() + 2);
-  std::fill(f.begin() + 2 + static_cast<std::ptrdiff_t>(ulpdu.size()), f.end(), std::byte{0});
-  const std::size_t crc_at = f.size() - kMpaCrcSize;
-  put_le32(f, crc_at, crc ? fpdu_crc(f.first(crc_at)) : 0);
+  write_fpdu(MutBytes{out.data() + start, out.size() - start}, ulpdu, {}, crc);
 }
 
 void encode_fpdu_marked(std::vector<std::byte>& out, Bytes ulpdu, bool crc, MarkerStream& st) {
@@ -129,18 +136,8 @@ void encode_fpdu_marked(std::vector<std::byte>& out, Bytes ulpdu, bool crc, Mark
 
 namespace {
 
-// The RDMAP body that each untagged opcode carries.
-const HeaderDef* untagged_body(std::uint8_t opcode) {
-  switch (opcode) {
-    case kOpReadRequest: return &kReadRequest;
-    case kOpTerminate: return &kTerminate;
-    case kOpImmediate:
-    case kOpImmediateSe: return &kImmediate;
-    case kOpAtomicRequest: return &kAtomicRequest;
-    case kOpAtomicResponse: return &kAtomicResponse;
-    default: return nullptr;
-  }
-}
+// The RDMAP header an untagged opcode carries (RDMAP's per-opcode table).
+const HeaderDef* untagged_body(std::uint8_t opcode) { return rdmap_op(opcode).header; }
 
 }  // namespace
 

@@ -54,6 +54,10 @@ Result<FpduView> decode_fpdu(Bytes in);
 // CRC32c over the FPDU up to (not including) its CRC field, markers included
 // when the caller kept them (RFC 5044 covers them).
 std::uint32_t fpdu_crc(Bytes covered);
+// Writes length, ULPDU (`head` then `payload`, so a sender need not join
+// them), zero pad and CRC (or zero when crc is off) into `f`, which holds
+// exactly fpdu_size(head.size() + payload.size()) octets.
+void write_fpdu(MutBytes f, Bytes head, Bytes payload, bool crc);
 // Appends length, ULPDU, zero pad and CRC (or zero when crc is off).
 void encode_fpdu(std::vector<std::byte>& out, Bytes ulpdu, bool crc);
 

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "conformance/iwarp/case.hpp"
+#include "protocols/iwarp/rdmap.hpp"
 
 namespace rdmaconf::conformance {
 
@@ -14,8 +15,7 @@ using namespace protocols::iwarp;
 
 namespace {
 
-bool is_send(std::uint8_t op) { return op >= kOpSend && op <= kOpSendSeInvalidate; }
-bool is_invalidate(std::uint8_t op) { return op == kOpSendInvalidate || op == kOpSendSeInvalidate; }
+bool is_invalidate(std::uint8_t op) { return rdmap_op(op).invalidate; }
 
 // RDMA Read Requests a side has sent and not yet seen answered, oldest first.
 struct Reads : Orphans {
@@ -68,15 +68,16 @@ void add_iwarp_rdmap_cases(IwarpCases& k) {
   on_segments(add(k, {"iwarp.rdmap.opcode", "RFC 5040", "§4.1; RFC 7306 §4", Level::must,
                       "The RDMAP opcode is one RFC 5040 (0x0 to 0x7) or RFC 7306 (0x8 to 0xB) defines."}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
-                RDMACONF_JUDGE(ctx, e, g.opcode() <= kOpAtomicResponse, "opcode 0x0 to 0xB", fmt::format("opcode 0x{:x}", g.opcode()));
+                RDMACONF_JUDGE(ctx, e, rdmap_op(g.opcode()).valid, "opcode 0x0 to 0xB", fmt::format("opcode 0x{:x}", g.opcode()));
               });
 
   on_segments(add(k, {"iwarp.rdmap.buffer_model", "RFC 5040", "§4.2, §5", Level::must,
                       "RDMA Write and RDMA Read Response travel as tagged DDP segments; every other RDMAP message as "
                       "untagged."}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
-                if (g.opcode() > kOpAtomicResponse) return;
-                const bool want = g.opcode() == kOpWrite || g.opcode() == kOpReadResponse;
+                const auto& op = rdmap_op(g.opcode());
+                if (!op.valid) return;
+                const bool want = op.tagged;
                 RDMACONF_JUDGE(ctx, e, g.tagged() == want, want ? "tagged" : "untagged", g.tagged() ? "tagged" : "untagged",
                       fmt::format("opcode 0x{:x}", g.opcode()));
               });
@@ -86,11 +87,11 @@ void add_iwarp_rdmap_cases(IwarpCases& k) {
                       "Terminate on 2."}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
                 if (g.tagged() || g.qn() > 2) return;  // other queues: iwarp.ddp.qn
-                int want = -1;
-                if (is_send(g.opcode())) want = 0;
-                if (g.opcode() == kOpReadRequest) want = 1;
-                if (g.opcode() == kOpTerminate) want = 2;
-                if (want < 0) return;
+                // RFC 5040's own messages here; Immediate Data and the Atomics (RFC 7306) have their cases.
+                const auto& op = rdmap_op(g.opcode());
+                const bool rfc5040 = op.kind == RdmapKind::send || op.kind == RdmapKind::read_request || op.kind == RdmapKind::terminate;
+                if (!op.valid || op.tagged || !rfc5040) return;
+                const int want = op.queue;
                 RDMACONF_JUDGE(ctx, e, g.qn() == static_cast<std::uint32_t>(want), fmt::format("QN {}", want),
                       fmt::format("QN {}", g.qn()), fmt::format("opcode 0x{:x}", g.opcode()));
               });
