@@ -1,0 +1,18 @@
+#pragma once
+// The lab's network and timing, shared by the cell matrix (cells.cpp) and the
+// orchestration (lab.cpp): addresses of the guest's veth pairs, ports, budgets.
+namespace rdmaconf::interop::lab {
+
+inline constexpr const char* kSiwAddr = "192.0.2.1";   // veth0, the initial namespace (siw0)
+inline constexpr const char* kOurAddr = "192.0.2.2";   // veth1, namespace eng (our engine)
+inline constexpr const char* kSiwPairServer = "192.0.2.3";  // veth2 (siw1); siw against siw
+inline constexpr const char* kSiwPairClient = "192.0.2.4";  // veth3 (siw2)
+inline constexpr unsigned kFirstPort = 7200;
+inline constexpr int kStepTimeoutMs = 8000;            // our engine, any one step
+inline constexpr unsigned kCellBudgetS = 30;           // a cell's programs are killed after this
+inline constexpr unsigned kGraceS = 10;                // how long siw's program may outlive ours
+
+// RFC 5044 §7.1 (the C bit): CRC is used in both directions when either side asks.
+inline constexpr const char* kCrcRule = "RFC 5044 §7.1: CRC is used in both directions when either side asks for it";
+
+}  // namespace rdmaconf::interop::lab
