@@ -1,0 +1,467 @@
+// Our engine as the initiator of a scenario, against our own peer or rping -s.
+#include "interop/iwarp/session.hpp"
+
+namespace rdmaconf::interop::iwarp {
+
+using namespace detail;
+
+namespace {
+
+// ---------------------------------------------------------- initiator side
+
+struct Initiator {
+  Session& s;
+  const ScenarioInfo& info;
+  const RunOptions& o;
+  RunResult& r;
+  std::uint32_t size;
+  std::uint64_t iters;
+
+  bool fail(std::string_view step) {
+    r.message = s.why(step);
+    return false;
+  }
+
+  std::optional<Ctl> hello(Ctl h) {
+    h.kind = kHello;
+    h.scenario = info.code;
+    h.size = size;
+    h.iterations = static_cast<std::uint32_t>(iters);
+    const auto b = h.encode();
+    if (!s.send(b)) return fail("sending the hello"), std::nullopt;
+    const auto m = s.receive();
+    if (!m) return fail("waiting for the responder's ready"), std::nullopt;
+    const auto c = Ctl::decode(*m);
+    if (!c || c->kind != kReady) {
+      r.message = "the responder's answer to the hello is not a ready message";
+      return std::nullopt;
+    }
+    if (c->status != kOk) {
+      r.message = fmt::format("the responder refused scenario {} (size {}, {} iterations)", info.name, size, iters);
+      return std::nullopt;
+    }
+    return c;
+  }
+
+  bool finish() {
+    Ctl d;
+    d.kind = kDone;
+    d.scenario = info.code;
+    d.iterations = static_cast<std::uint32_t>(iters);
+    if (!s.send(d.encode())) return fail("sending done");
+    const auto m = s.receive();
+    if (!m) return fail("waiting for the result");
+    const auto c = Ctl::decode(*m);
+    if (!c || c->kind != kResult) {
+      r.message = "the responder's last message is not a result";
+      return false;
+    }
+    if (c->status != kOk) {
+      r.message = fmt::format("the responder found the data wrong at offset {} of its buffer", c->to);
+      return false;
+    }
+    r.message = "data verified end to end";
+    return true;
+  }
+
+  bool rping() {
+    auto& start = s.buffer(size);
+    auto& rdma = s.buffer(size);
+    const auto start_stag = s.pd.register_mr(start, kRemoteRead, address_of(start));
+    const auto rdma_stag = s.pd.register_mr(rdma, kRemoteWrite | kLocalWrite, address_of(rdma));
+    const auto t0 = Clock::now();
+    for (std::uint64_t n = 0; n < iters; ++n) {
+      fill_rping(start, n);
+      std::fill(rdma.begin(), rdma.end(), std::byte{0});
+      if (!s.send(encode_rping({address_of(start), start_stag, size}))) return fail("advertising the source buffer");
+      if (!s.receive()) return fail(fmt::format("ping {}: waiting for the RDMA Read to complete", n));
+      if (!s.send(encode_rping({address_of(rdma), rdma_stag, size}))) return fail("advertising the sink buffer");
+      if (!s.receive()) return fail(fmt::format("ping {}: waiting for the RDMA Write to complete", n));
+      if (start != rdma) {
+        const auto at = std::mismatch(start.begin(), start.end(), rdma.begin()).first - start.begin();
+        r.message = fmt::format("ping {}: the buffer written back differs at octet {}", n, at);
+        return false;
+      }
+    }
+    r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    r.bytes = 2 * iters * size;
+    r.message = fmt::format("{} pings, every buffer written back equal to the one read", iters);
+    return true;
+  }
+
+  // How many `size`-octet slots the responder's buffer of `len` octets holds;
+  // nothing (with the reason in r.message) unless a whole, non-zero number.
+  std::optional<std::uint32_t> whole_slots(std::uint32_t len) {
+    const std::uint32_t slots = len / std::max<std::uint32_t>(size, 1);
+    if (slots == 0 || len % size) {
+      r.message = fmt::format("the responder's buffer ({} octets) is not a whole number of {}-octet slots", len, size);
+      return std::nullopt;
+    }
+    return slots;
+  }
+
+  // Posts the work requests make(0) .. make(iters - 1), at most `window` in
+  // flight, until all have completed. `bad` (if given) is a data error found
+  // by a completion handler: it ends the run.
+  bool pump(unsigned window, std::string_view what, const std::function<SendWr(std::uint64_t)>& make,
+            const std::string* bad = nullptr) {
+    std::uint64_t posted = 0;
+    while (s.completed < iters) {
+      while (posted < iters && s.outstanding < window) s.post(make(posted++));
+      const std::uint64_t target = s.completed + 1;
+      if (!s.wait([&] { return s.completed >= target; })) return fail(what);
+      if (bad && !bad->empty()) {
+        r.message = *bad;
+        return false;
+      }
+    }
+    return true;
+  }
+
+  bool write_bw() {
+    const auto c = hello({});
+    if (!c) return false;
+    const auto slots = whole_slots(c->len);
+    if (!slots) return false;
+    auto& src = s.buffer(std::size_t(size) * *slots);
+    for (std::uint32_t k = 0; k < *slots; ++k) fill_pattern(std::span(src).subspan(std::size_t(k) * size, size), k + 1);
+    const auto stag = s.pd.register_mr(src, 0);
+    const auto t0 = Clock::now();
+    const bool ok = pump(o.window, "RDMA Write", [&](std::uint64_t i) {
+      const std::uint64_t k = i % *slots;
+      SendWr w{kDataBase + i, WrOpcode::write, {stag, k * size, size}};
+      w.remote_stag = c->stag;
+      w.remote_to = c->to + k * size;
+      return w;
+    });
+    if (!ok || !finish()) return false;
+    r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    r.bytes = iters * size;
+    return true;
+  }
+
+  bool read_bw() {
+    const auto c = hello({});
+    if (!c) return false;
+    const auto slots = whole_slots(c->len_ro);
+    if (!slots) return false;
+    const unsigned window = std::max(1u, o.window);
+    auto& dst = s.buffer(std::size_t(size) * window);
+    const auto stag = s.pd.register_mr(dst, kLocalWrite);
+    std::string bad;
+    s.on_data = [&](const Completion& done) {
+      const std::uint64_t i = done.wr_id - kDataBase;
+      const auto got = std::span(dst).subspan((i % window) * size, size);
+      if (const auto at = check_pattern(got, i % *slots + 1); at && bad.empty())
+        bad = fmt::format("read {}: octet {} differs from the responder's buffer", i, *at);
+    };
+    const auto t0 = Clock::now();
+    const bool ok = pump(window, "RDMA Read", [&](std::uint64_t i) {
+      SendWr w{kDataBase + i, WrOpcode::read, {stag, (i % window) * size, size}};
+      w.remote_stag = c->stag_ro;
+      w.remote_to = c->to_ro + (i % *slots) * size;
+      return w;
+    }, &bad);
+    s.on_data = nullptr;
+    if (!ok || !finish()) return false;
+    r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    r.bytes = iters * size;
+    return true;
+  }
+
+  bool send_lat() {
+    const auto c = hello({});
+    if (!c) return false;
+    auto& msg = s.buffer(size);
+    fill_pattern(msg, kSeedLat);
+    const std::vector<std::byte> base = msg;
+    const auto stag = s.pd.register_mr(msg, 0);
+    const auto t0 = Clock::now();
+    for (std::uint64_t i = 0; i < iters; ++i) {
+      stamp_send(msg, i);
+      if (!s.post({kDataBase + i, WrOpcode::send, {stag, 0, size}})) return fail("Send");
+      const auto got = s.receive_in_place();
+      if (!got) return fail(fmt::format("waiting for pong {}", i));
+      const bool same = same_message(got->second, base, i, true);
+      s.repost(got->first);
+      if (!same) {
+        r.message = fmt::format("pong {} is not the message sent", i);
+        return false;
+      }
+    }
+    r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (!finish()) return false;
+    r.bytes = 2 * iters * size;
+    return true;
+  }
+
+  bool write_lat() {
+    auto& mine = s.buffer(size);
+    const auto mine_stag = s.pd.register_mr(mine, kRemoteWrite | kLocalWrite, address_of(mine));
+    Ctl h;
+    h.stag = mine_stag;
+    h.to = address_of(mine);
+    h.len = size;
+    const auto c = hello(h);
+    if (!c) return false;
+    auto& src = s.buffer(size);
+    fill_pattern(src, kSeedLat);
+    const std::vector<std::byte> base = src;
+    const auto src_stag = s.pd.register_mr(src, 0);
+    const auto t0 = Clock::now();
+    for (std::uint64_t i = 0; i < iters; ++i) {
+      src.back() = write_tag(i);
+      SendWr w{kDataBase + i, WrOpcode::write, {src_stag, 0, size}};
+      w.remote_stag = c->stag;
+      w.remote_to = c->to;
+      if (!s.post(w)) return fail("RDMA Write");
+      if (!s.wait([&] { return mine.back() == write_tag(i); })) return fail(fmt::format("waiting for pong {}", i));
+      if (!same_message(mine, base, i, false)) {
+        r.message = fmt::format("pong {} is not the message sent", i);
+        return false;
+      }
+    }
+    r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (!finish()) return false;
+    r.bytes = 2 * iters * size;
+    return true;
+  }
+
+  // What `rping -s` offers instead of a ready message: one posted receive of
+  // 16 octets (its buffer advertisement) and no buffer of its own; IRD as
+  // negotiated. Faults that need one of the responder's buffers are skipped.
+  std::optional<Ctl> rping_server_resources() {
+    switch (info.code) {
+      // oversize: its RDMA Write would name our made-up STag, which the
+      // responder may rightly report before it finds the framing broken.
+      // msn-repeat: a repeat needs a Send before it, which would use rping's only receive.
+      case kTermMarker: case kTermBounds: case kTermAccess: case kTermReadBounds: case kTermOrd: case kTermOversize:
+      case kTermMsnRepeat:
+        r.skipped = true;
+        r.message = "not applicable against rping -s: the fault needs a buffer the responder advertises or a second posted receive";
+        return std::nullopt;
+      default: break;
+    }
+    Ctl c;
+    c.credits = 1;
+    c.recv_size = kRpingInfo;
+    c.ird = s.qp.effective_ord();
+    c.stag = 0x5eed0000;  // any STag: rping -s advertises none, so none of ours is valid there
+    c.len = 4096;
+    c.len_ro = 4096;
+    return c;
+  }
+
+  // Breaks one rule, then requires the Terminate (or close) of ScenarioInfo.
+  bool provoke() {
+    if (info.close_only) {  // the fault already happened with the Request
+      s.link->run_until([&] { return s.dead(); }, s.timeout_ms);
+      return judge();
+    }
+    const auto c = o.peer_program == "rping" ? rping_server_resources() : hello({});
+    if (!c) return false;
+    const std::uint32_t bad_stag = c->stag + (0x10000u << 8);  // an index no region has
+    auto& local = s.buffer(std::max<std::uint32_t>(c->len_ro, 4096));
+    fill_pattern(local, 3);  // no run of zeros for a misframed CRC field to land on
+    const auto local_stag = s.pd.register_mr(local, kLocalWrite);
+    const std::array<std::byte, 16> small{};
+    SendWr w{kDataBase, WrOpcode::write, {local_stag, 0, 64}};
+    w.remote_stag = c->stag;
+    w.remote_to = c->to;
+    switch (info.code) {
+      case kTermCrc:
+        s.qp.faults().corrupt_crc_fpdu = s.qp.fpdus_sent() + 1;
+        s.send(small);
+        break;
+      case kTermMarker:
+        if (!s.qp.markers_to_peer()) {
+          r.skipped = true;
+          r.message = "not applicable: the responder did not ask for markers (start the peer with --markers)";
+          return false;
+        }
+        s.qp.faults().wrong_marker = s.qp.markers_sent() + 1;
+        w.local.length = std::min<std::uint32_t>(2048, c->len);
+        s.post(w);
+        break;
+      case kTermMsnSkip:
+        s.qp.faults().skip_msn_message = s.qp.send_messages() + 1;
+        s.send(small);
+        break;
+      case kTermMsnRepeat:
+        s.qp.faults().repeat_msn_message = s.qp.send_messages() + 1;
+        s.send(small);
+        break;
+      case kTermOversize:
+        // The bogus length swallows the start of the next FPDU; the CRC can no longer match.
+        s.qp.faults().oversize_length_fpdu = s.qp.fpdus_sent() + 1;
+        s.post(w);
+        w.wr_id = kDataBase + 1;
+        s.post(w);
+        break;
+      case kTermNoBuffer:  // one Send more than the receives the responder posted
+        for (unsigned k = 0; k <= c->credits; ++k) s.send(std::span(small).first(8));
+        break;
+      case kTermInvalidate:
+        s.send(small, WrOpcode::send_invalidate, bad_stag);
+        break;
+      case kTermTooLong: {
+        auto& big = s.buffer(c->recv_size + 1);
+        const auto big_stag = s.pd.register_mr(big, 0);
+        s.post({kDataBase, WrOpcode::send, {big_stag, 0, c->recv_size + 1}});
+        break;
+      }
+      case kTermStag:
+        w.remote_stag = bad_stag;
+        s.post(w);
+        break;
+      case kTermBounds:
+        w.remote_to = c->to + c->len - 32;
+        s.post(w);
+        break;
+      case kTermAccess:
+        w.remote_stag = c->stag_ro;
+        w.remote_to = c->to_ro;
+        s.post(w);
+        break;
+      case kTermReadStag:
+      case kTermReadBounds:
+        w.op = WrOpcode::read;
+        w.remote_stag = info.code == kTermReadStag ? bad_stag : c->stag_ro;
+        w.remote_to = c->to_ro + (info.code == kTermReadBounds ? c->len_ro - 32 : 0);
+        s.post(w);
+        break;
+      case kTermOrd:
+        s.qp.faults().ignore_ord = true;
+        for (std::uint32_t k = 0; k <= c->ird; ++k) {
+          SendWr rd{kDataBase + k, WrOpcode::read, {local_stag, 0, c->len_ro}};
+          rd.remote_stag = c->stag_ro;
+          rd.remote_to = c->to_ro;
+          s.post(rd);
+        }
+        break;
+      default: break;
+    }
+    s.link->run_until([&] { return s.dead() || s.qp.terminate_received().has_value(); }, s.timeout_ms);
+    return judge();
+  }
+
+  bool judge() {
+    const auto& t = s.qp.terminate_received();
+    if (info.close_only) {
+      if (t) {
+        r.message = fmt::format("the responder sent Terminate {}/{}/{:#04x}; it must close without one", t->layer,
+                                t->etype, t->code);
+        return false;
+      }
+      if (s.link->peer_reset()) {  // an abort is a close too (RFC 5044 §7.1.2 asks for no more than that)
+        r.message = "the responder reset the connection without a Terminate, as required";
+        return true;
+      }
+      if (!s.link->peer_eof()) return fail("waiting for the responder to close");
+      r.message = "the responder closed the connection without a Terminate, as required";
+      return true;
+    }
+    const auto& e = *info.expect;
+    if (!t) return fail(fmt::format("waiting for Terminate {}/{}/{:#04x}", e.layer, e.etype, e.code));
+    r.message = fmt::format("the responder sent Terminate {}/{}/{:#04x}", t->layer, t->etype, t->code);
+    if (t->layer != e.layer || t->etype != e.etype || t->code != e.code) {
+      r.message += fmt::format("; expected {}/{}/{:#04x} ({})", e.layer, e.etype, e.code, info.rule);
+      return false;
+    }
+    // After its Terminate the responder must close.
+    s.link->run_until([&] { return s.link->peer_eof(); }, s.timeout_ms);
+    if (!s.link->peer_eof()) {
+      r.message += ", but did not close the connection";
+      return false;
+    }
+    r.message += " and closed, as required";
+    return true;
+  }
+};
+
+
+}  // namespace
+
+nlohmann::json RunResult::to_json() const {
+  nlohmann::json j = {{"scenario", scenario},
+                      {"verdict", skipped ? "SKIP" : ok ? "PASS" : "FAIL"},
+                      {"message", message},
+                      {"iterations", iterations},
+                      {"bytes", bytes},
+                      {"seconds", seconds},
+                      {"negotiated", negotiated},
+                      {"terminate_received", terminate_json(terminate_received)},
+                      {"terminate_sent", terminate_json(terminate_sent)}};
+  if (seconds > 0 && bytes) j["gbit_per_s"] = static_cast<double>(bytes) * 8 / seconds / 1e9;
+  if (seconds > 0 && iterations) j["usec_per_iteration"] = seconds * 1e6 / static_cast<double>(iterations);
+  if (seconds > 0 && iterations && scenario.ends_with("-lat"))  // one iteration is a round trip
+    j["half_round_trip_usec"] = seconds * 1e6 / static_cast<double>(iterations) / 2;
+  j["size"] = size;
+  return j;
+}
+
+RunResult run_initiator(std::string_view peer, const RunOptions& o) {
+  RunResult r;
+  r.scenario = o.scenario;
+  const ScenarioInfo* info = find_scenario(o.scenario);
+  if (!info) {
+    r.message = fmt::format("unknown scenario '{}'", o.scenario);
+    return r;
+  }
+  const std::uint32_t size = o.size ? o.size : info->default_size;
+  const std::uint64_t iters = std::min<std::uint64_t>(o.iterations ? o.iterations : info->default_iterations, 0xffffffffu);
+  if (info->code == kRping && size < fmt::format("rdma-ping-{}: ", iters).size() + 2) {
+    r.message = fmt::format("rping needs a buffer of at least {} octets for {} pings",
+                            fmt::format("rdma-ping-{}: ", iters).size() + 2, iters);
+    return r;
+  }
+  QpConfig cfg = o.qp;
+  cfg.initiator = true;
+  if (info->needs_crc) cfg.crc = true;
+  if (info->close_only) cfg.faults.fpdu_before_reply = true;
+  if (const std::string bad = Device().validate(cfg); !bad.empty()) {
+    r.message = fmt::format("configuration not supported: {}", bad);
+    return r;
+  }
+  std::string err;
+  Fd fd = tcp_connect(peer, o.timeout_ms, err);
+  if (!fd) {
+    r.message = err;
+    return r;
+  }
+  Session s(cfg, std::move(fd), o.wait, o.timeout_ms);
+  if (!o.pcap.empty() && !s.link->record(o.pcap, err)) {
+    r.message = err;
+    return r;
+  }
+  s.setup_slots(info->code == kSendLat ? size : kMinSlot, kSlots);
+  s.qp.connect();
+  Initiator in{s, *info, o, r, size, iters};
+  bool ok = false;
+  if (info->close_only) {
+    ok = in.provoke();
+  } else if (!s.wait([&] { return s.qp.state() == QpState::connected; })) {
+    in.fail("MPA setup");
+  } else {
+    r.negotiated = s.negotiated();
+    switch (info->code) {
+      case kRping: ok = in.rping(); break;
+      case kWriteBw: ok = in.write_bw(); break;
+      case kReadBw: ok = in.read_bw(); break;
+      case kSendLat: ok = in.send_lat(); break;
+      case kWriteLat: ok = in.write_lat(); break;
+      default: ok = in.provoke(); break;
+    }
+  }
+  r.ok = ok && !r.skipped;
+  r.size = size;
+  r.iterations = info->expect || info->close_only ? 0 : iters;
+  r.terminate_received = s.qp.terminate_received();
+  r.terminate_sent = s.qp.terminate_sent();
+  if (r.negotiated.is_null()) r.negotiated = s.negotiated();
+  s.link->close(2000);
+  return r;
+}
+
+
+}  // namespace rdmaconf::interop::iwarp

@@ -1,0 +1,247 @@
+// Our engine as the responder: one connection at a time, the scenario named by the initiator's hello.
+#include "interop/iwarp/session.hpp"
+
+namespace rdmaconf::interop::iwarp {
+
+using namespace detail;
+
+namespace {
+
+// ---------------------------------------------------------- responder side
+
+struct Responder {
+  Session& s;
+  const PeerOptions& o;
+  nlohmann::json& rep;
+
+  bool fail(std::string_view step) {
+    rep["message"] = s.why(step);
+    return false;
+  }
+
+  bool result(std::optional<std::size_t> bad_at) {
+    Ctl m;
+    m.kind = kResult;
+    m.status = bad_at ? kMismatch : kOk;
+    m.to = bad_at.value_or(0);
+    if (bad_at) rep["message"] = fmt::format("data differ at octet {} of our buffer", *bad_at);
+    return s.send(m.encode()) && !bad_at;
+  }
+
+  bool wait_done() {
+    const auto m = s.receive();
+    if (!m) return fail("waiting for done");
+    const auto c = Ctl::decode(*m);
+    if (!c || c->kind != kDone) {
+      rep["message"] = "expected the initiator's done message";
+      return false;
+    }
+    return true;
+  }
+
+  // rping's server: Read the advertised buffer, say so, Write it back to the
+  // next advertised buffer, say so; until the client closes.
+  bool rping(Bytes first) {
+    auto& sink = s.buffer(o.max_size);
+    const auto stag = s.pd.register_mr(sink, kLocalWrite, address_of(sink));
+    const std::array<std::byte, kRpingInfo> go{};
+    std::vector<std::byte> m(first.begin(), first.end());
+    std::uint64_t pings = 0;
+    for (;;) {
+      if (m.size() != kRpingInfo) {
+        rep["message"] = fmt::format("ping {}: expected a 16-octet buffer advertisement, got {} octets", pings, m.size());
+        return false;
+      }
+      const std::uint64_t addr = protocols::be64(m, 0);
+      const std::uint32_t rkey = protocols::be32(m, 8), len = protocols::be32(m, 12);
+      if (len > sink.size()) {
+        rep["message"] = fmt::format("ping {}: buffer of {} octets exceeds our limit {}", pings, len, sink.size());
+        return false;
+      }
+      SendWr rd{kDataBase, WrOpcode::read, {stag, 0, len}};
+      rd.remote_stag = rkey;
+      rd.remote_to = addr;
+      const std::uint64_t target = s.completed + 1;
+      s.post(rd);
+      if (!s.wait([&] { return s.completed >= target; })) return fail(fmt::format("ping {}: RDMA Read", pings));
+      if (!s.send(go)) return fail("go-ahead after the Read");
+      const auto w = s.receive();
+      if (!w || w->size() != kRpingInfo) return fail(fmt::format("ping {}: waiting for the sink advertisement", pings));
+      const std::uint32_t wlen = std::min<std::uint32_t>(
+          protocols::be32(*w, 12), static_cast<std::uint32_t>(strnlen(reinterpret_cast<const char*>(sink.data()), len) + 1));
+      SendWr wr{kDataBase, WrOpcode::write, {stag, 0, std::min(wlen, len)}};
+      wr.remote_stag = protocols::be32(*w, 8);
+      wr.remote_to = protocols::be64(*w, 0);
+      const std::uint64_t target2 = s.completed + 1;
+      s.post(wr);
+      if (!s.wait([&] { return s.completed >= target2; })) return fail(fmt::format("ping {}: RDMA Write", pings));
+      if (!s.send(go)) return fail("go-ahead after the Write");
+      ++pings;
+      rep["iterations"] = pings;
+      const auto next = s.receive();
+      if (!next) {  // the client is done when it closes
+        if (s.link->peer_eof() && s.failure.empty() && !s.qp.terminate_received()) return true;
+        return fail("waiting for the next ping");
+      }
+      m = *next;
+    }
+  }
+
+  bool scenario(const Ctl& h) {
+    const ScenarioInfo* info = nullptr;
+    for (const auto& i : scenarios())
+      if (i.code == h.scenario) info = &i;
+    Ctl ready;
+    ready.kind = kReady;
+    ready.scenario = h.scenario;
+    if (!info || h.size > o.max_size || (h.size == 0 && !info->expect) || info->code == kRping) {
+      ready.status = kRefused;
+      s.send(ready.encode());
+      rep["message"] = fmt::format("refused scenario {} size {}", h.scenario, h.size);
+      return false;
+    }
+    rep["scenario"] = info->name;
+    rep["size"] = h.size;
+    rep["iterations"] = h.iterations;
+    const bool term = info->expect.has_value();
+    const std::uint32_t size = h.size;
+    // Receive slots for what follows (none when the scenario wants "no buffer").
+    s.setup_slots(info->code == kSendLat ? size : kMinSlot, info->code == kTermNoBuffer ? 0 : kSlots);
+    ready.credits = info->code == kTermNoBuffer ? 0 : kSlots;
+    ready.recv_size = static_cast<std::uint32_t>(s.slot_size);
+    ready.ird = s.qp.effective_ird();
+    const std::uint32_t slots = bw_slots(size, h.iterations);
+    // The write target and the read-only source.
+    const std::size_t rw_len = info->code == kWriteBw ? std::size_t(size) * slots : term ? 4096 : size;
+    const std::size_t ro_len = info->code == kReadBw ? std::size_t(size) * slots : term ? 256 * 1024 : 0;
+    auto& rw = s.buffer(rw_len);
+    auto& ro = s.buffer(ro_len);
+    for (std::uint32_t k = 0; info->code == kReadBw && k < slots; ++k)
+      fill_pattern(std::span(ro).subspan(std::size_t(k) * size, size), k + 1);
+    ready.stag = s.pd.register_mr(rw, kRemoteWrite | kLocalWrite, address_of(rw));
+    ready.to = address_of(rw);
+    ready.len = static_cast<std::uint32_t>(rw_len);
+    if (ro_len) {
+      ready.stag_ro = s.pd.register_mr(ro, kRemoteRead, address_of(ro));
+      ready.to_ro = address_of(ro);
+      ready.len_ro = static_cast<std::uint32_t>(ro_len);
+    }
+    if (!s.send(ready.encode())) return fail("sending ready");
+    const std::uint64_t iters = h.iterations;
+    switch (info->code) {
+      case kWriteBw: {
+        if (!wait_done()) return false;
+        for (std::uint32_t k = 0; k < std::min<std::uint64_t>(slots, iters); ++k)
+          if (const auto at = check_pattern(std::span(rw).subspan(std::size_t(k) * size, size), k + 1))
+            return result(std::size_t(k) * size + *at);
+        return result(std::nullopt);
+      }
+      case kReadBw:
+        return wait_done() && result(std::nullopt);
+      case kSendLat: {
+        auto& msg = s.buffer(size);
+        fill_pattern(msg, kSeedLat);
+        const std::vector<std::byte> base = msg;
+        const auto stag = s.pd.register_mr(msg, 0);
+        for (std::uint64_t i = 0; i < iters; ++i) {
+          const auto got = s.receive_in_place();
+          if (!got) return fail(fmt::format("waiting for ping {}", i));
+          const bool same = same_message(got->second, base, i, true);
+          s.repost(got->first);
+          if (!same) return result(i);
+          stamp_send(msg, i);
+          if (!s.post({kDataBase + i, WrOpcode::send, {stag, 0, size}})) return fail("Send");
+        }
+        return wait_done() && result(std::nullopt);
+      }
+      case kWriteLat: {
+        auto& src = s.buffer(size);
+        fill_pattern(src, kSeedLat);
+        const std::vector<std::byte> base = src;
+        const auto stag = s.pd.register_mr(src, 0);
+        for (std::uint64_t i = 0; i < iters; ++i) {
+          if (!s.wait([&] { return rw.back() == write_tag(i); })) return fail(fmt::format("waiting for ping {}", i));
+          if (!same_message(Bytes(rw), base, i, false)) return result(i);
+          src.back() = write_tag(i);
+          SendWr w{kDataBase + i, WrOpcode::write, {stag, 0, size}};
+          w.remote_stag = h.stag;
+          w.remote_to = h.to;
+          if (!s.post(w)) return fail("RDMA Write");
+        }
+        return wait_done() && result(std::nullopt);
+      }
+      default:  // terminate-*: the initiator breaks a rule; we must answer
+        s.link->run_until([&] { return s.dead(); }, s.timeout_ms);
+        if (!s.qp.terminate_sent()) return fail("waiting for the initiator's violation");
+        rep["message"] = fmt::format("sent Terminate {}/{}/{:#04x}: {}", s.qp.terminate_sent()->layer,
+                                     s.qp.terminate_sent()->etype, s.qp.terminate_sent()->code,
+                                     s.qp.terminate_sent()->reason);
+        return true;
+    }
+  }
+};
+
+
+}  // namespace
+
+
+namespace detail {
+
+nlohmann::json serve_one(Fd fd, const PeerOptions& o, const std::string& pcap) {
+  nlohmann::json rep = {{"scenario", nullptr}, {"ok", false}};
+  QpConfig cfg = o.qp;
+  cfg.initiator = false;
+  Session s(cfg, std::move(fd), o.wait, o.idle_timeout_ms);
+  sockaddr_storage peer{};
+  socklen_t pl = sizeof peer;
+  ::getpeername(s.link->fd(), reinterpret_cast<sockaddr*>(&peer), &pl);
+  rep["peer"] = endpoint_name(peer);
+  std::string err;
+  if (!pcap.empty() && !s.link->record(pcap, err)) rep["pcap_error"] = err;
+  if (!pcap.empty()) rep["pcap"] = pcap;
+  s.setup_slots(kMinSlot, 1);
+  s.qp.connect();
+  Responder resp{s, o, rep};
+  bool ok = false;
+  if (!s.wait([&] { return s.qp.state() == QpState::connected; })) {
+    ok = resp.fail("MPA setup");
+    ok = ok || (o.qp.reject && s.qp.state() == QpState::closed);
+    if (o.qp.reject) rep["message"] = "rejected the MPA Request, as configured";
+  } else if (const auto first = s.receive_in_place(); !first) {
+    resp.fail("waiting for the first message");
+  } else if (first->second.size() == kRpingInfo) {
+    // rping goes on in the slots it started in; a hello sets up its own.
+    rep["scenario"] = "rping";
+    const std::vector<std::byte> m(first->second.begin(), first->second.end());
+    s.repost(first->first);
+    ok = resp.rping(m);
+  } else if (const auto h = Ctl::decode(first->second); h && h->kind == kHello) {
+    ok = resp.scenario(*h);
+  } else {
+    rep["message"] = fmt::format("the first message ({} octets) is neither an rping advertisement nor a hello",
+                                 first->second.size());
+  }
+  rep["negotiated"] = s.negotiated();
+  rep["terminate_sent"] = terminate_json(s.qp.terminate_sent());
+  rep["terminate_received"] = terminate_json(s.qp.terminate_received());
+  s.link->close(std::min(o.idle_timeout_ms, 5000));
+  rep["ok"] = ok;
+  return rep;
+}
+
+
+}  // namespace detail
+
+void serve(int listen_fd, const PeerOptions& o, const std::function<void(const nlohmann::json&)>& on_connection,
+           std::stop_token stop) {
+  for (std::uint64_t n = 0; (o.connections == 0 || n < o.connections) && !stop.stop_requested();) {
+    std::string err;
+    Fd fd = tcp_accept(listen_fd, 200, err);
+    if (!fd) continue;
+    ++n;
+    const std::string pcap = o.pcap_dir.empty() ? "" : fmt::format("{}/peer-{}.pcap", o.pcap_dir, n);
+    on_connection(serve_one(std::move(fd), o, pcap));
+  }
+}
+
+}  // namespace rdmaconf::interop::iwarp
