@@ -1,0 +1,35 @@
+#pragma once
+// What the golden-capture generator's parts share: octet buffers and the
+// payload pattern. The iWARP and RoCE traffic builders are in iwarp.hpp and
+// roce.hpp, the scenario list in scenarios.cpp, the program in main.cpp.
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "captures/io/pcap_writer.hpp"
+#include "protocols/ib/packet.hpp"
+#include "protocols/iwarp/codec.hpp"
+
+namespace rdmaconf::captures::gen {
+
+using namespace rdmaconf::captures::io;
+using namespace rdmaconf::protocols;
+using protocols::iwarp::MpaFrameKind;
+using protocols::iwarp::MpaRrParams;
+using Buf = std::vector<std::byte>;
+
+inline Bytes B(const Buf& b) { return {b.data(), b.size()}; }
+
+inline Buf pattern(std::size_t n, unsigned seed) {
+  Buf b(n);
+  for (std::size_t i = 0; i < n; ++i) b[i] = std::byte((i * 31 + seed * 7 + (i >> 8)) & 0xff);
+  return b;
+}
+
+}  // namespace rdmaconf::captures::gen

@@ -1,0 +1,288 @@
+#pragma once
+// iWARP traffic for the golden captures: MPA exchange and FPDUs of a configured
+// connection, the message edits fault scenarios use, and the capture writer.
+#include "captures/gen/common.hpp"
+
+namespace rdmaconf::captures::gen {
+
+// ---- iWARP message encoders (DDP segment = DDP header + RDMAP body + payload)
+inline Buf ddp_untagged(std::uint8_t opcode, std::uint32_t qn, std::uint32_t msn, std::uint32_t mo, bool last, Bytes rest,
+                 std::uint32_t rsvd_ulp = 0) {
+  Buf b;
+  iwarp::encode_ddp_untagged(b, opcode, qn, msn, mo, last, rest, rsvd_ulp);
+  return b;
+}
+
+inline Buf ddp_tagged(std::uint8_t opcode, std::uint32_t stag, std::uint64_t to, bool last, Bytes payload) {
+  Buf b;
+  iwarp::encode_ddp_tagged(b, opcode, stag, to, last, payload);
+  return b;
+}
+
+// The messages of a conversation, before framing: the MPA frames' parameters
+// and each side's ULPDUs (DDP segments) in sending order.
+struct Traffic {
+  MpaRrParams req, rep;
+  std::vector<Buf> init, resp;
+};
+
+struct IwarpConfig {
+  std::uint8_t revision = 2;
+  bool enhanced = true;
+  bool req_crc = true, rep_crc = false;
+  bool req_markers = false, rep_markers = false;  // M: asks the other side to send markers
+  bool p2p = false;                               // RFC 6581 peer-to-peer, zero-length Send RTR
+  bool omit_rtr = false;                          // p2p without the RTR message (fault)
+  std::uint8_t req_reserved = 0;
+  std::uint8_t req_revision_override = 0;
+  std::size_t req_extra_pd = 0;
+  std::string reply_key;             // replaces the Reply key when not empty
+  std::string request_key;           // replaces the Request key when not empty
+  std::size_t mss = 1448;            // segment size the generator sends with
+  std::uint16_t advertised_mss = 1460;
+  int corrupt_crc_at = -1;           // initiator FPDU index whose CRC is wrong
+  int short_ulpdu_at = -1;           // initiator FPDU index replaced by a 10-octet ULPDU
+  int pad_fault_at = -1;             // initiator FPDU index with a non-zero pad octet (CRC still right)
+  bool zero_crc_from_responder = false;
+  bool gap_in_initiator = false;     // drop the octets of one segment from the capture
+  bool ipv6 = false;
+  bool reject = false, data_after_reject = false;
+  bool early_fpdu = false;           // the initiator's FPDUs go out before the Reply
+  bool responder_first = false;      // the responder's Send goes out before the initiator's FPDUs
+  std::size_t midstream_skip = 0;    // >0: no handshake or MPA frames, and this many initiator FPDU octets missing
+  std::int64_t marker_fault = -1;    // initiator marker number given a wrong pointer / reserved bits
+  std::uint16_t marker_ptr_xor = 0, marker_rsvd = 0;
+  std::string fault;                 // the one thing this capture does wrong, in words
+  std::function<void(Traffic&)> edit;  // message-level fault
+};
+
+inline nlohmann::json config_json(const IwarpConfig& c) {
+  nlohmann::json j = {{"mpa_revision", c.revision}, {"enhanced", c.enhanced}, {"initiator_crc", c.req_crc},
+                      {"responder_crc", c.rep_crc}, {"initiator_markers", c.req_markers},
+                      {"responder_markers", c.rep_markers}, {"peer_to_peer", c.p2p}, {"segment_size", c.mss},
+                      {"advertised_mss", c.advertised_mss}, {"ipv6", c.ipv6}, {"reject", c.reject},
+                      {"request_private_data", c.req_extra_pd + (c.revision == 2 && c.enhanced ? 4 : 0)},
+                      {"capture_gap_in_initiator_stream", c.gap_in_initiator}, {"fault", c.fault.empty() ? "none" : c.fault}};
+  if (c.midstream_skip) j["capture_starts_mid_stream_after_initiator_octets"] = c.midstream_skip;
+  return j;
+}
+
+// ---- message-level edits used by the fault scenarios
+// Sets a field of the DDP header (tagged or untagged, from the T bit) at the front of a ULPDU.
+inline void set_ddp(Buf& u, std::size_t field, std::uint64_t v) {
+  const HeaderDef& d = (static_cast<unsigned>(u[0]) & 0x80) ? iwarp::kDdpTagged : iwarp::kDdpUntagged;
+  Header h = *Header::decode(d, B(u));
+  h.set(field, v);
+  std::copy(h.bytes().begin(), h.bytes().end(), u.begin());
+}
+// Sets a field of the RDMAP header that follows an untagged DDP header.
+inline void set_body(Buf& u, const HeaderDef& def, std::size_t field, std::uint64_t v) {
+  Header h = *Header::decode(def, Bytes(u).subspan(iwarp::kDdpUntagged.size));
+  h.set(field, v);
+  std::copy(h.bytes().begin(), h.bytes().end(), u.begin() + iwarp::kDdpUntagged.size);
+}
+
+inline Buf read_request(std::uint32_t msn, std::uint32_t size) {
+  Header rr(iwarp::kReadRequest);
+  rr.set(iwarp::ReadRequest::sink_stag, 0x1111);
+  rr.set(iwarp::ReadRequest::sink_to, 0x2000);
+  rr.set(iwarp::ReadRequest::size, size);
+  rr.set(iwarp::ReadRequest::src_stag, 0x2222);
+  rr.set(iwarp::ReadRequest::src_to, 0x8000);
+  return ddp_untagged(iwarp::kOpReadRequest, 1, msn, 0, true, rr.bytes());
+}
+
+// Terminate: layer/type/code, with the offending tagged DDP header copied when `copy`.
+inline Buf terminate(unsigned layer, unsigned etype, unsigned code, bool copy, bool announce_copy = true) {
+  Header tc(iwarp::kTerminate);
+  tc.set(iwarp::Terminate::layer, layer);
+  tc.set(iwarp::Terminate::etype, etype);
+  tc.set(iwarp::Terminate::ecode, code);
+  tc.set(iwarp::Terminate::m, announce_copy);
+  tc.set(iwarp::Terminate::d, announce_copy);
+  Buf body(tc.bytes().begin(), tc.bytes().end());
+  if (copy) {
+    Header sl(iwarp::kDdpSegLen);
+    sl.set(iwarp::DdpSegLen::len, 1014);
+    iwarp::append(body, sl);
+    iwarp::append(body, B(ddp_tagged(iwarp::kOpWrite, 0xdead, 0, true, {})));
+  }
+  return ddp_untagged(iwarp::kOpTerminate, 2, 1, 0, true, B(body));
+}
+
+// Every RDMAP opcode, both directions: the initiator sends the four Sends, a
+// two-segment Send, both Immediate Data forms, a three-segment RDMA Write, a
+// Read Request and an Atomic Request; the responder answers with a
+// three-segment Read Response, an Atomic Response and a Send, and ends with a
+// Terminate.
+inline Traffic iwarp_traffic(const IwarpConfig& c) {
+  Traffic t;
+  t.req.kind = MpaFrameKind::request;
+  t.req.crc = c.req_crc;
+  t.req.markers = c.req_markers;
+  t.req.revision = c.req_revision_override ? c.req_revision_override : c.revision;
+  t.req.enhanced = c.enhanced && c.revision == 2;
+  t.req.ird = 16;
+  t.req.ord = 16;
+  t.req.p2p = c.p2p;
+  t.req.send_rtr = c.p2p;
+  t.req.write_rtr = c.p2p;
+  t.req.reserved_bits = c.req_reserved;
+  t.req.private_data = pattern(c.req_extra_pd, 1);
+
+  t.rep = t.req;
+  t.rep.kind = MpaFrameKind::reply;
+  t.rep.crc = c.rep_crc;
+  t.rep.markers = c.rep_markers;
+  t.rep.reject = c.reject;
+  t.rep.revision = c.revision;
+  t.rep.reserved_bits = 0;
+  t.rep.ird = 8;
+  t.rep.ord = 8;
+  t.rep.write_rtr = false;  // the responder selects the Send RTR
+  t.rep.private_data = pattern(8, 2);
+
+  std::uint32_t msn = 1;
+  if (c.p2p && !c.omit_rtr) t.init.push_back(ddp_untagged(iwarp::kOpSend, 0, msn++, 0, true, {}));
+  t.init.push_back(ddp_untagged(iwarp::kOpSend, 0, msn++, 0, true, B(pattern(37, 3))));
+  t.init.push_back(ddp_untagged(iwarp::kOpSendInvalidate, 0, msn++, 0, true, B(pattern(64, 4)), 0x1234));
+  t.init.push_back(ddp_untagged(iwarp::kOpSendSe, 0, msn++, 0, true, B(pattern(1, 5))));
+  t.init.push_back(ddp_untagged(iwarp::kOpSendSeInvalidate, 0, msn++, 0, true, B(pattern(2, 6)), 0x5678));
+  t.init.push_back(ddp_untagged(iwarp::kOpSend, 0, msn, 0, false, B(pattern(600, 12))));
+  t.init.push_back(ddp_untagged(iwarp::kOpSend, 0, msn++, 600, true, B(pattern(300, 13))));
+  t.init.push_back(ddp_untagged(iwarp::kOpImmediate, 0, msn++, 0, true, B(pattern(8, 7))));
+  t.init.push_back(ddp_untagged(iwarp::kOpImmediateSe, 0, msn++, 0, true, B(pattern(8, 8))));
+  for (int s = 0; s < 3; ++s)
+    t.init.push_back(ddp_tagged(iwarp::kOpWrite, 0xabcd01, 0x10000 + s * 1000u, s == 2, B(pattern(1000, 9 + s))));
+  t.init.push_back(read_request(1, 2500));
+  {
+    Header at(iwarp::kAtomicRequest);
+    at.set(iwarp::AtomicRequest::op, 0);
+    at.set(iwarp::AtomicRequest::req_id, 1);
+    at.set(iwarp::AtomicRequest::stag, 0x3333);
+    at.set(iwarp::AtomicRequest::to, 0x40);
+    at.set(iwarp::AtomicRequest::add_swap, 5);
+    at.set(iwarp::AtomicRequest::add_swap_mask, ~0ull);
+    t.init.push_back(ddp_untagged(iwarp::kOpAtomicRequest, 3, 1, 0, true, at.bytes()));
+  }
+
+  for (int s = 0; s < 3; ++s)
+    t.resp.push_back(ddp_tagged(iwarp::kOpReadResponse, 0x1111, 0x2000 + s * 1000u, s == 2, B(pattern(s == 2 ? 500 : 1000, 20 + s))));
+  {
+    Header ar(iwarp::kAtomicResponse);
+    ar.set(iwarp::AtomicResponse::req_id, 1);
+    ar.set(iwarp::AtomicResponse::orig, 41);
+    t.resp.push_back(ddp_untagged(iwarp::kOpAtomicResponse, 4, 1, 0, true, ar.bytes()));
+  }
+  t.resp.push_back(ddp_untagged(iwarp::kOpSend, 0, 1, 0, true, B(pattern(100, 30))));
+  // DDP layer, tagged buffer error, invalid STag, with the offending DDP header copied.
+  t.resp.push_back(terminate(1, 1, 0, true));
+  if (c.edit) c.edit(t);
+  return t;
+}
+
+// Frames one side's ULPDUs. With markers, `landings` counts where in an FPDU
+// each marker fell (from the positions the encoder used).
+inline Buf frame_stream(const std::vector<Buf>& msgs, bool crc, bool markers, const IwarpConfig& c, bool initiator,
+                 std::map<std::string, int>& landings) {
+  Buf out;
+  iwarp::MarkerStream ms;
+  if (initiator) {
+    ms.fault_index = c.marker_fault;
+    ms.fault_ptr_xor = c.marker_ptr_xor;
+    ms.fault_rsvd = c.marker_rsvd;
+  }
+  for (std::size_t i = 0; i < msgs.size(); ++i) {
+    const int idx = static_cast<int>(i);
+    Buf m = msgs[i];
+    if (initiator && idx == c.short_ulpdu_at) m.resize(10);
+    if (markers) {
+      const std::uint64_t begin = ms.pos;
+      iwarp::encode_fpdu_marked(out, B(m), crc, ms);
+      // Classify each marker position inside this FPDU by the unmarked offset it interrupts.
+      std::uint64_t seen = 0;
+      for (std::uint64_t p = begin; p < ms.pos; ++p) {
+        if (!iwarp::is_marker_position(p)) continue;
+        const std::uint64_t at = p - begin - 4 * seen++;
+        const std::size_t hdr = (static_cast<unsigned>(m[0]) & 0x80) ? iwarp::kDdpTagged.size : iwarp::kDdpUntagged.size;
+        const std::size_t size = iwarp::fpdu_size(m.size());
+        landings[at == 0 ? "fpdu_start" : at < 2 + hdr ? "ddp_header" : at == size - 4 ? "before_crc" : "payload_or_pad"]++;
+      }
+      continue;
+    }
+    const std::size_t start = out.size();
+    iwarp::encode_fpdu(out, B(m), false);
+    MutBytes f{out.data() + start, out.size() - start};
+    if (initiator && idx == c.pad_fault_at) f[2 + m.size()] = std::byte{0x01};
+    const bool zero = !initiator && c.zero_crc_from_responder;
+    if (crc && !zero) put_le32(f, f.size() - 4, iwarp::fpdu_crc(f.first(f.size() - 4)));
+    if (initiator && idx == c.corrupt_crc_at) f[f.size() - 1] ^= std::byte{0x5a};
+  }
+  return out;
+}
+
+inline nlohmann::json iwarp_conversation(const std::string& path, const IwarpConfig& c) {
+  PcapWriter w(path);
+  const Host a = c.ipv6 ? host_v6(1, 40001) : host_v4(192, 0, 2, 1, 40001);
+  const Host b = c.ipv6 ? host_v6(2, 4791 + 1) : host_v4(192, 0, 2, 2, 7174);
+  TcpConversation t(w, a, b);
+  const Traffic m = iwarp_traffic(c);
+  const bool crc = m.req.crc || m.rep.crc;
+
+  Buf req, rep;
+  iwarp::encode_mpa_rr(req, m.req);
+  iwarp::encode_mpa_rr(rep, m.rep);
+  if (!c.reply_key.empty()) std::copy_n(reinterpret_cast<const std::byte*>(c.reply_key.data()), 16, rep.begin());
+  if (!c.request_key.empty()) std::copy_n(reinterpret_cast<const std::byte*>(c.request_key.data()), 16, req.begin());
+
+  std::map<std::string, int> landings;
+  // Markers go toward the side that asked: the Request's M asks the responder to send them.
+  const Buf istream = frame_stream(m.init, crc, m.rep.markers, c, true, landings);
+  Buf rstream = frame_stream(m.resp, crc, m.req.markers, c, false, landings);
+
+  if (c.midstream_skip) {
+    // The capture starts after the MPA exchange, inside the initiator's FPDUs.
+    t.skip(0, req.size() + c.midstream_skip);
+    t.skip(1, rep.size());
+    t.send(0, Bytes(istream).subspan(c.midstream_skip), c.mss);
+    t.send(1, B(rstream), c.mss);
+    t.close();
+    return landings.empty() ? nlohmann::json::object() : nlohmann::json(landings);
+  }
+  t.handshake(c.advertised_mss);
+  t.send(0, B(req), c.mss);
+  if (c.reject) {
+    t.send(1, B(rep), c.mss);
+    if (c.data_after_reject) t.send(0, B(istream), c.mss);
+    t.close();
+    return {};
+  }
+  if (c.early_fpdu) t.send(0, B(istream), c.mss);
+  t.send(1, B(rep), c.mss);
+  Buf first;  // the responder's Send, sent ahead of the initiator's FPDUs
+  if (c.responder_first) {
+    Buf one;
+    std::map<std::string, int> ignored;
+    one = frame_stream({m.resp[4]}, crc, false, c, false, ignored);
+    t.send(1, B(one), c.mss);
+    std::vector<Buf> rest = m.resp;
+    rest.erase(rest.begin() + 4);
+    rstream = frame_stream(rest, crc, m.req.markers, c, false, ignored);
+  }
+  if (!c.early_fpdu) {
+    if (c.gap_in_initiator) {
+      // Send the first half, leave out 300 octets, send the rest.
+      const std::size_t half = istream.size() / 2, hole = 300;
+      t.send(0, Bytes(istream).first(half), c.mss);
+      t.skip(0, hole);
+      t.send(0, Bytes(istream).subspan(half + hole), c.mss);
+    } else {
+      t.send(0, B(istream), c.mss);
+    }
+  }
+  t.send(1, B(rstream), c.mss);
+  t.close();
+  return landings.empty() ? nlohmann::json::object() : nlohmann::json(landings);
+}
+
+}  // namespace rdmaconf::captures::gen
