@@ -69,6 +69,16 @@ class RunContext {
   std::vector<std::size_t> active_;
 };
 
+// The run's share of a family's case objects: those ctx.active() names, and their infos.
+template <class CaseT>
+void take_active(const std::vector<std::unique_ptr<CaseT>>& all, const RunContext& ctx, std::vector<const CaseT*>& cases,
+                 std::vector<const CaseInfo*>& infos) {
+  for (std::size_t i : ctx.active()) {
+    cases.push_back(all[i].get());
+    infos.push_back(&all[i]->info());
+  }
+}
+
 // One family's work on one input.
 class FamilyRun {
  public:

@@ -24,9 +24,7 @@ constexpr int DLT_LINUX_SLL2 = 276;
 Dissected fail(const Frame& f, std::size_t offset, const DecodeError& e) {
   Dissected d;
   d.status = DissectStatus::error;
-  DecodeError shifted = e;
-  shifted.offset += offset;
-  d.error = fmt::format("frame {}: {}", f.number, shifted.message());
+  d.error = frame_error(f.number, offset, e);
   return d;
 }
 
@@ -194,6 +192,11 @@ Dissected dissect(int linktype, const Frame& f) {
   }
   d.status = DissectStatus::ok;
   return d;
+}
+
+std::string frame_error(std::uint64_t frame, std::size_t offset, DecodeError e) {
+  e.offset += offset;
+  return fmt::format("frame {}: {}", frame, e.message());
 }
 
 std::string format_address(std::uint8_t v, const Address& a) {

@@ -57,4 +57,7 @@ Dissected dissect(int linktype, const Frame& f);
 
 std::string format_address(std::uint8_t ip_version, const Address& a);
 
+// "frame N: <what>", the decode error's offset moved by where its header starts in the frame.
+std::string frame_error(std::uint64_t frame, std::size_t offset, protocols::DecodeError e);
+
 }  // namespace rdmaconf::captures::io

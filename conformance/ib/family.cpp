@@ -88,10 +88,7 @@ class Family final : public ProtocolFamily {
 class Run final : public FamilyRun {
  public:
   Run(const Family& f, RunContext& ctx) : ctx_(ctx) {
-    for (std::size_t i : ctx.active()) {
-      cases_.push_back(f.impl()[i].get());
-      infos_.push_back(&f.impl()[i]->info());
-    }
+    take_active(f.impl(), ctx, cases_, infos_);
     const auto mtu = ctx.option(kMtuOption, {0});
     mtu_ = static_cast<std::uint32_t>(mtu.front());
   }

@@ -14,12 +14,7 @@ using namespace protocols::ib;
 namespace {
 
 DecodedFrame fail(const captures::io::Packet& p, std::size_t offset, const DecodeError& e) {
-  DecodedFrame d;
-  d.status = FrameStatus::error;
-  DecodeError shifted = e;
-  shifted.offset += offset;
-  d.error = fmt::format("frame {}: {}", p.frame, shifted.message());
-  return d;
+  return DecodedFrame{FrameStatus::error, {}, captures::io::frame_error(p.frame, offset, e)};
 }
 
 // The GIDs of a GRH as the packet's addresses.

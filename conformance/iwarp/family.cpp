@@ -94,10 +94,7 @@ class Family final : public ProtocolFamily {
 class Run final : public FamilyRun, public TcpSink {
  public:
   Run(const Family& f, RunContext& ctx) : ctx_(ctx) {
-    for (std::size_t i : ctx.active()) {
-      cases_.push_back(f.impl()[i].get());
-      infos_.push_back(&f.impl()[i]->info());
-    }
+    take_active(f.impl(), ctx, cases_, infos_);
     for (std::size_t i = 0; i < cases_.size(); ++i)
       for (unsigned b = 0; b < handlers_.size(); ++b)
         if (cases_[i]->events() & (1u << b)) handlers_[b].push_back(i);

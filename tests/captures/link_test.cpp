@@ -5,34 +5,18 @@
 #include <pcap/dlt.h>
 
 #include "captures/io/packet.hpp"
+#include "tests/captures/frames.hpp"
 
 using namespace rdmaconf::captures::io;
 using rdmaconf::protocols::Bytes;
+using rdmaconf::tests::v, rdmaconf::tests::cat, rdmaconf::tests::go;
 
 namespace {
-
-std::vector<std::byte> v(std::initializer_list<int> l) {
-  std::vector<std::byte> b;
-  for (int x : l) b.push_back(std::byte(x));
-  return b;
-}
 
 // IPv4 (20) + UDP (8) + 4 octets to port 4791.
 std::vector<std::byte> ipv4_udp() {
   return v({0x45, 0, 0, 32, 0, 1, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
             0x12, 0x34, 0x12, 0xb7, 0, 12, 0, 0, 1, 2, 3, 4});
-}
-
-Dissected go(int lt, const std::vector<std::byte>& b) {
-  Frame f;
-  f.number = 7;
-  f.data = Bytes(b);
-  return dissect(lt, f);
-}
-
-std::vector<std::byte> cat(std::vector<std::byte> a, const std::vector<std::byte>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
 }
 
 }  // namespace

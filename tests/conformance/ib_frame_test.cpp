@@ -6,32 +6,15 @@
 #include <pcap/dlt.h>
 
 #include "captures/io/packet.hpp"
+#include "tests/captures/frames.hpp"
 #include "conformance/ib/frame.hpp"
 
 using namespace rdmaconf::captures::io;
 using namespace rdmaconf::conformance::ib;
 using rdmaconf::protocols::Bytes;
+using rdmaconf::tests::v, rdmaconf::tests::cat, rdmaconf::tests::go;
 
 namespace {
-
-std::vector<std::byte> v(std::initializer_list<int> l) {
-  std::vector<std::byte> b;
-  for (int x : l) b.push_back(std::byte(x));
-  return b;
-}
-
-Dissected go(int lt, const std::vector<std::byte>& b) {
-  Frame f;
-  f.number = 7;
-  f.data = Bytes(b);
-  return dissect(lt, f);
-}
-
-std::vector<std::byte> cat(std::vector<std::byte> a, const std::vector<std::byte>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
 
 // A whole LINKTYPE_INFINIBAND frame, as the checker hands it to the family.
 DecodedFrame native(const std::vector<std::byte>& b, std::uint32_t orig_len = 0) {
