@@ -465,17 +465,28 @@ int run(const LabOptions& o, std::ostream& log) {
   // emulated TSC comes from the host's clock on every vCPU alike.
   const unsigned limit = 120 + kCellBudgetS * static_cast<unsigned>(cells.size());
   log << fmt::format("lab: booting the guest for {} cells (at most {} s)\n", cells.size(), limit);
+  // Under TCG the guest kernel now and then dies while it boots (an int3
+  // Oops from its live code patching, before init runs); nothing of the plan
+  // has run then, so the boot is tried again, at most twice more.
+  constexpr int kBootAttempts = 3;
   const auto boot0 = std::chrono::steady_clock::now();
-  const int qrc = shell(fmt::format(
-      "timeout -k 10 {} qemu-system-x86_64 -accel tcg -smp 2 -m 1024 -nographic -no-reboot -serial stdio "
-      "-monitor none -nic none -kernel {} -initrd {} -append 'console=ttyS0 quiet panic=-1 tsc=reliable' "
-      "-fsdev local,id=share,path={},security_model=none -device virtio-9p-pci,fsdev=share,mount_tag=share "
-      "> {} 2>&1",
-      limit, shell_quote((lab / "vmlinuz").string()), shell_quote((lab / "initrd.img").string()),
-      shell_quote(out.string()), shell_quote((out / "console.log").string())));
+  for (int attempt = 1; attempt <= kBootAttempts; ++attempt) {
+    const int qrc = shell(fmt::format(
+        "timeout -k 10 {} qemu-system-x86_64 -accel tcg -smp 2 -m 1024 -nographic -no-reboot -serial stdio "
+        "-monitor none -nic none -kernel {} -initrd {} -append 'console=ttyS0 quiet panic=-1 tsc=reliable' "
+        "-fsdev local,id=share,path={},security_model=none -device virtio-9p-pci,fsdev=share,mount_tag=share "
+        "> {} 2>&1",
+        limit, shell_quote((lab / "vmlinuz").string()), shell_quote((lab / "initrd.img").string()),
+        shell_quote(out.string()), shell_quote((out / "console.log").string())));
+    if (qrc != 0) log << fmt::format("lab: qemu exited with status {} (console: {})\n", qrc, (out / "console.log").string());
+    if (fs::exists(out / "guest.log") || attempt == kBootAttempts) break;
+    const fs::path kept = out / fmt::format("console-boot{}.log", attempt);
+    fs::rename(out / "console.log", kept, ec);
+    log << fmt::format("lab: the guest died before it ran its plan (boot {} of {}, console kept as {}); booting again\n",
+                       attempt, kBootAttempts, kept.string());
+  }
   const double boot_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - boot0).count();
   fs::remove_all(out / "engine", ec);
-  if (qrc != 0) log << fmt::format("lab: qemu exited with status {} (console: {})\n", qrc, (out / "console.log").string());
   if (!fs::exists(out / "guest.log")) return log << "lab: the guest never ran its plan\n", 2;
 
   conformance::CheckOptions co;
