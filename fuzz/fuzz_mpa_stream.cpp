@@ -10,7 +10,7 @@ struct Sink : iwarp::MpaListener {};
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   Sink sink;
-  captures::io::TcpStreamInfo info;
+  rdmaconf::captures::io::TcpStreamInfo info;
   iwarp::MpaConnection c(info, sink);
   std::uint64_t off[2] = {0, 0}, frame = 1;
   std::size_t i = 0;
