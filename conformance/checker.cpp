@@ -107,8 +107,11 @@ InputResult Checker::check_file(const std::string& path) const {
       whole_link = run;
   }
   if (!whole_link && !supported_linktype(linktype)) {
-    out.error = fmt::format("{}: link type {} is not supported (Ethernet, Linux cooked v1/v2, raw IP and InfiniBand are)", path,
-                            out.linktype);
+    std::string claimed;
+    for (const auto& a : families_)
+      for (int t : a.claims.linktypes) claimed += ", " + linktype_name(t);
+    out.error = fmt::format("{}: link type {} is not supported (Ethernet, Linux cooked v1/v2, raw IP{} are)", path,
+                            out.linktype, claimed);
     out.sha256 = reader->sha256();
     return out;
   }
