@@ -53,7 +53,7 @@ class RunContext {
       : out_(out), options_(options), active_(std::move(active)) {}
   // The family's cases that run (indices into ProtocolFamily::cases()).
   const std::vector<std::size_t>& active() const { return active_; }
-  const FamilyOptions& options() const { return options_; }
+  // The values of one of the family's options, or `fallback` when it was not given.
   std::vector<std::uint64_t> option(std::string_view name, std::vector<std::uint64_t> fallback = {}) const {
     return option_values(options_, name, std::move(fallback));
   }
@@ -100,7 +100,7 @@ struct Listing {
 class ProtocolFamily {
  public:
   virtual ~ProtocolFamily() = default;
-  // Short name: the first component of its case IDs' family in reports ("iwarp", "ib").
+  // Short name, as reports name the family of its cases and scopes ("iwarp", "ib").
   virtual std::string_view name() const = 0;
   // For people: "iWARP (MPA, DDP, RDMAP over TCP)".
   virtual std::string_view title() const = 0;
