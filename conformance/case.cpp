@@ -33,6 +33,42 @@ void Tally::inconclusive(Evidence e) {
   if (failed_ == 0 && evidence_.size() < kMaxEvidence) evidence_.push_back(std::move(e));
 }
 
+void Tally::doubtful(Evidence e, unsigned dirs) {
+  dirs &= 3u;
+  // The first few keep their evidence; beyond that only a count per set of directions.
+  if (doubtful_.size() < kMaxEvidence)
+    doubtful_.emplace_back(dirs, std::move(e));
+  else
+    ++doubtful_more_[dirs];
+}
+
+void Tally::settle(const std::string (&artefacts)[2]) {
+  auto artefact_in = [&](unsigned dirs) -> const std::string* {
+    for (int d = 0; d < 2; ++d)
+      if ((dirs >> d & 1u) && !artefacts[d].empty()) return &artefacts[d];
+    return nullptr;
+  };
+  for (auto& [dirs, ev] : doubtful_) {
+    if (const std::string* a = artefact_in(dirs)) {
+      ev.detail += (ev.detail.empty() ? "" : "; ") + ("a capture artefact could explain it: " + *a);
+      inconclusive(std::move(ev));
+    } else {
+      fail(std::move(ev));
+    }
+  }
+  for (unsigned dirs = 0; dirs < 4; ++dirs) {
+    const std::uint64_t n = doubtful_more_[dirs];
+    if (artefact_in(dirs)) {
+      inconclusive_ += n;
+    } else {
+      checked_ += n;
+      failed_ += n;
+    }
+    doubtful_more_[dirs] = 0;
+  }
+  doubtful_.clear();
+}
+
 Verdict Tally::verdict() const {
   if (failed_) return Verdict::fail;
   if (inconclusive_) return Verdict::inconclusive;

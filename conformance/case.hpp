@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace rdmaconf::conformance {
@@ -50,6 +51,15 @@ class Tally {
   void pass() { ++checked_; }
   void fail(Evidence e);
   void inconclusive(Evidence e);
+  // A violation in the bytes as captured that a capture artefact (a frame
+  // the capture lost, saw twice or saw out of order) in the directions of
+  // `dirs` (bit 0: direction 0, bit 1: direction 1) could also explain. It
+  // is settled when the scope ends (ScopeState::outcomes): FAIL when the
+  // scope showed no such artefact there, otherwise INCONCLUSIVE naming it.
+  void doubtful(Evidence e, unsigned dirs = 3);
+  // Settles the doubtful violations given each direction's first artefact
+  // (empty: none seen).
+  void settle(const std::string (&artefacts)[2]);
   Verdict verdict() const;
   std::uint64_t checked() const { return checked_; }
   std::uint64_t failed() const { return failed_; }
@@ -59,6 +69,8 @@ class Tally {
  private:
   std::uint64_t checked_ = 0, failed_ = 0, inconclusive_ = 0;
   std::vector<Evidence> evidence_;
+  std::vector<std::pair<unsigned, Evidence>> doubtful_;
+  std::uint64_t doubtful_more_[4] = {};  // beyond kMaxEvidence, by set of directions
 };
 
 // Per-scope storage a case may keep between events (see Scope::state).

@@ -50,8 +50,9 @@ class StreamFanOut final : public TcpSink {
     ++opened_;
     for (auto* s : sinks_) s->on_open(c);
   }
-  void on_data(const TcpStreamInfo& c, int dir, std::uint64_t off, protocols::Bytes data, std::uint64_t frame) override {
-    for (auto* s : sinks_) s->on_data(c, dir, off, data, frame);
+  void on_data(const TcpStreamInfo& c, int dir, std::uint64_t off, protocols::Bytes data, std::uint64_t frame,
+               std::uint64_t acked) override {
+    for (auto* s : sinks_) s->on_data(c, dir, off, data, frame, acked);
   }
   void on_gap(const TcpStreamInfo& c, int dir, std::uint64_t off, std::uint64_t len, std::uint64_t frame) override {
     for (auto* s : sinks_) s->on_gap(c, dir, off, len, frame);

@@ -14,26 +14,47 @@ struct CaseCtx {
   Tally& tally;
   std::unique_ptr<CaseState>& slot;
   const std::string* sides;  // label of each direction: sides[0], sides[1]
+  std::string* artefacts;    // each direction's first capture artefact (see ScopeState)
   template <class T>
   T& state() {
     if (!slot) slot = std::make_unique<T>();
     return static_cast<T&>(*slot);
   }
   const std::string& side(int dir) const { return sides[dir]; }
+  // Records that the capture of direction `dir` shows a loss, duplicate or
+  // reordering (the first one recorded is the one reports name).
+  void artefact(int dir, const std::string& what) const {
+    if (artefacts[dir].empty()) artefacts[dir] = what;
+  }
 };
 
 // The tallies and case state of one scope, one slot per active case.
+//
+// The rule every case follows: a FAIL is recorded only on evidence that no
+// loss, duplicate or reordering of captured frames can explain; a violation
+// such an artefact could explain is recorded with Tally::doubtful and
+// settled here against the artefacts the scope's traffic showed (each
+// family records them: TCP gaps, PSN holes, repeated packets, a capture that
+// starts or ends inside an exchange).
 struct ScopeState {
   std::vector<Tally> tallies;
   std::vector<std::unique_ptr<CaseState>> slots;
   std::string sides[2];
+  std::string artefacts[2];  // each direction's first artefact; empty: none seen
   explicit ScopeState(std::size_t n) : tallies(n), slots(n) {}
-  CaseCtx ctx(std::size_t i) { return CaseCtx{tallies[i], slots[i], sides}; }
-  // The verdicts, in the order of `cases` (the active ones, as the slots).
+  CaseCtx ctx(std::size_t i) { return CaseCtx{tallies[i], slots[i], sides, artefacts}; }
+  void artefact(int dir, const std::string& what) {
+    if (artefacts[dir].empty()) artefacts[dir] = what;
+  }
+  // The verdicts, in the order of `cases` (the active ones, as the slots),
+  // with the doubtful violations settled.
   std::vector<CaseOutcome> outcomes(const std::vector<const CaseInfo*>& cases) {
     std::vector<CaseOutcome> v;
     v.reserve(cases.size());
-    for (std::size_t i = 0; i < cases.size(); ++i) v.push_back(CaseOutcome{cases[i], std::move(tallies[i])});
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      tallies[i].settle(artefacts);
+      v.push_back(CaseOutcome{cases[i], std::move(tallies[i])});
+    }
     return v;
   }
 };

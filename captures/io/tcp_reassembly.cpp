@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 
 namespace rdmaconf::captures::io {
 
@@ -10,6 +11,17 @@ namespace {
 struct Pending {
   std::vector<std::byte> data;
   std::uint64_t frame;
+  std::uint64_t acked;
+};
+
+// Octets (or a gap, when `gap` is set) ready in order but waiting for the
+// other direction to reach `acked`.
+struct Held {
+  std::uint64_t off;
+  std::vector<std::byte> data;
+  std::uint64_t gap_len = 0;
+  bool gap = false;
+  std::uint64_t frame, acked;
 };
 
 }  // namespace
@@ -24,7 +36,13 @@ struct TcpReassembler::Conn {
     std::uint64_t fin_off = 0;
     std::map<std::uint64_t, Pending> pending;  // out-of-order, by stream offset
     std::size_t pending_bytes = 0;
+    std::uint64_t delivered = 0;  // octets handed to the sink (data or gap)
+    std::deque<Held> held;        // in order, waiting for the other direction
+    std::size_t held_bytes = 0;
+    std::uint64_t acked_by_peer = 0;  // the highest offset of this direction the peer acknowledged
   } dir[2];
+  bool synack_seen = false;
+  std::uint32_t synack_ack = 0;  // the SYN-ACK's acknowledgement number: side a's first sequence number
 };
 
 // Eight octets at a time with a multiply-xorshift mix: this runs once per
@@ -55,16 +73,67 @@ bool endpoint_less(const Endpoint& x, const Endpoint& y) {
   return x.port < y.port;
 }
 
+// Hands held octets of direction `d` to the sink while the other direction
+// has been delivered far enough (all of them when `force`), then the other
+// direction's, until neither moves.
+void release(TcpSink& sink, TcpReassembler::Conn& c, int d, bool force) {
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (int k : {d, 1 - d}) {
+      auto& s = c.dir[k];
+      const auto& o = c.dir[1 - k];
+      while (!s.held.empty() && (force || s.held.front().acked <= o.delivered)) {
+        Held h = std::move(s.held.front());
+        s.held.pop_front();
+        s.held_bytes -= h.data.size();
+        if (h.gap) {
+          sink.on_gap(c.info, k, h.off, h.gap_len, h.frame);
+          s.delivered = h.off + h.gap_len;
+        } else {
+          sink.on_data(c.info, k, h.off, {h.data.data(), h.data.size()}, h.frame, h.acked);
+          s.delivered = h.off + h.data.size();
+        }
+        moved = true;
+      }
+    }
+  }
+}
+
+// Delivers in-order octets of direction `d` (or a gap), unless the other
+// direction has not yet reached what their sender had received: then they
+// wait, and so does everything after them.
+void emit(TcpSink& sink, TcpReassembler::Conn& c, int d, std::uint64_t off, protocols::Bytes b, std::uint64_t gap_len,
+          std::uint64_t frame, std::uint64_t acked, const ReassemblyLimits& lim) {
+  auto& s = c.dir[d];
+  const bool gap = gap_len != 0;
+  const bool wait = !s.held.empty() || (acked != kAckUnknown && acked > c.dir[1 - d].delivered);
+  if (wait) {
+    s.held.push_back(Held{off, {b.begin(), b.end()}, gap_len, gap, frame, acked == kAckUnknown ? 0 : acked});
+    s.held_bytes += b.size();
+    // Bounded: past the limit the other direction is not waited for.
+    if (s.held_bytes > lim.max_held_bytes) release(sink, c, d, true);
+    return;
+  }
+  if (gap) {
+    sink.on_gap(c.info, d, off, gap_len, frame);
+    s.delivered = off + gap_len;
+  } else {
+    sink.on_data(c.info, d, off, b, frame, acked);
+    s.delivered = off + b.size();
+  }
+  if (!c.dir[1 - d].held.empty()) release(sink, c, 1 - d, false);
+}
+
 // Delivers pending segments that have become contiguous; when `force`, skips
 // holes (reporting them as gaps) until the pending map is empty.
-void drain(TcpSink& sink, const TcpStreamInfo& info, int d, TcpReassembler::Conn& c, bool force) {
+void drain(TcpSink& sink, int d, TcpReassembler::Conn& c, bool force, const ReassemblyLimits& lim) {
   auto& s = c.dir[d];
   while (!s.pending.empty()) {
     auto it = s.pending.begin();
     std::uint64_t off = it->first;
     if (off > s.next_off) {
       if (!force) return;
-      sink.on_gap(info, d, s.next_off, off - s.next_off, it->second.frame);
+      emit(sink, c, d, s.next_off, {}, off - s.next_off, it->second.frame, kAckUnknown, lim);
       s.next_seq += static_cast<std::uint32_t>(off - s.next_off);
       s.next_off = off;
     }
@@ -75,9 +144,10 @@ void drain(TcpSink& sink, const TcpStreamInfo& info, int d, TcpReassembler::Conn
     if (end <= s.next_off) continue;  // covered by what was delivered already
     const std::size_t skip = static_cast<std::size_t>(s.next_off - off);
     protocols::Bytes b{p.data.data() + skip, p.data.size() - skip};
-    sink.on_data(info, d, s.next_off, b, p.frame);
+    const std::uint64_t at = s.next_off;
     s.next_off = end;
     s.next_seq += static_cast<std::uint32_t>(b.size());
+    emit(sink, c, d, at, b, 0, p.frame, p.acked, lim);
   }
 }
 
@@ -109,7 +179,6 @@ void TcpReassembler::add(const Packet& p) {
     const bool src_is_a = !(p.syn && p.ack_flag);
     c->info.a = src_is_a ? src : dst;
     c->info.b = src_is_a ? dst : src;
-    c->info.saw_syn = p.syn;
     it = conns_.emplace(key, std::move(c)).first;
     sink_.on_open(it->second->info);
   }
@@ -122,10 +191,24 @@ void TcpReassembler::add(const Packet& p) {
     s.started = true;
     s.next_seq = p.syn ? seq + 1 : seq;
     s.next_off = 0;
+    c.info.start_known[d] = p.syn || (d == 0 && c.synack_seen && c.synack_ack == seq);
+    c.info.saw_syn = c.info.start_known[0] && c.info.start_known[1];
   }
   if (p.syn) {
     ++seq;  // the SYN occupies one sequence number before the data
     if (p.mss) c.info.mss[d] = p.mss;
+    if (p.ack_flag && d == 1) {
+      c.synack_seen = true;
+      c.synack_ack = p.ack;
+    }
+  }
+  // How much of the other direction this segment's sender had received.
+  std::uint64_t acked = kAckUnknown;
+  if (auto& o = c.dir[1 - d]; p.ack_flag && o.started) {
+    const std::int64_t a = static_cast<std::int64_t>(o.next_off) + static_cast<std::int32_t>(p.ack - o.next_seq);
+    acked = static_cast<std::uint64_t>(std::max<std::int64_t>(0, a));
+    if (o.fin) acked = std::min(acked, o.fin_off);  // the FIN takes a sequence number but is no octet
+    o.acked_by_peer = std::max(o.acked_by_peer, acked);
   }
 
   if (!p.payload.empty()) {
@@ -137,20 +220,21 @@ void TcpReassembler::add(const Packet& p) {
       if (off <= static_cast<std::int64_t>(s.next_off)) {
         const std::size_t skip = static_cast<std::size_t>(static_cast<std::int64_t>(s.next_off) - off);
         protocols::Bytes b = p.payload.subspan(skip);
-        sink_.on_data(c.info, d, s.next_off, b, p.frame);
+        const std::uint64_t at = s.next_off;
         s.next_off += b.size();
         s.next_seq += static_cast<std::uint32_t>(b.size());
-        drain(sink_, c.info, d, c, false);
+        emit(sink_, c, d, at, b, 0, p.frame, acked, limits_);
+        drain(sink_, d, c, false, limits_);
       } else {
         const auto uoff = static_cast<std::uint64_t>(off);
         auto existing = s.pending.find(uoff);
         if (existing == s.pending.end() || existing->second.data.size() < p.payload.size()) {
           if (existing != s.pending.end()) s.pending_bytes -= existing->second.data.size();
-          s.pending[uoff] = Pending{std::vector<std::byte>(p.payload.begin(), p.payload.end()), p.frame};
+          s.pending[uoff] = Pending{std::vector<std::byte>(p.payload.begin(), p.payload.end()), p.frame, acked};
           s.pending_bytes += p.payload.size();
         }
         if (s.pending_bytes > limits_.max_pending_bytes || s.pending.size() > limits_.max_pending_segments)
-          drain(sink_, c.info, d, c, true);
+          drain(sink_, d, c, true, limits_);
       }
     }
   }
@@ -174,7 +258,20 @@ void TcpReassembler::add(const Packet& p) {
 }
 
 void TcpReassembler::close(Conn& c, bool reset, std::uint64_t frame) {
-  for (int d = 0; d < 2; ++d) drain(sink_, c.info, d, c, true);
+  for (int d = 0; d < 2; ++d) drain(sink_, d, c, true, limits_);
+  for (int d = 0; d < 2; ++d) {
+    auto& s = c.dir[d];
+    c.info.fin[d] = s.fin && s.next_off >= s.fin_off;
+    // Octets the capture never saw although the traffic proves they were
+    // sent: those before the FIN, or those the peer acknowledged (less the
+    // last sequence number, which may have been an unseen FIN).
+    const std::uint64_t proven = s.fin ? s.fin_off : (s.acked_by_peer ? s.acked_by_peer - 1 : 0);
+    if (proven > s.next_off) {
+      emit(sink_, c, d, s.next_off, {}, proven - s.next_off, frame, kAckUnknown, limits_);
+      s.next_off = proven;
+    }
+  }
+  release(sink_, c, 0, true);
   sink_.on_close(c.info, reset, frame);
 }
 

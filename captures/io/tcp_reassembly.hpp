@@ -2,8 +2,17 @@
 // TCP stream reassembly per connection (4-tuple) and per direction. Delivers
 // each direction's octets in order with the frame each came from; buffers
 // out-of-order segments up to a bound, drops retransmitted duplicates, trims
-// overlaps (first copy wins) and reports what the capture lacks as a gap.
-// Memory is bounded per connection; closed connections are released.
+// overlaps (first copy wins) and reports what the capture lacks as a gap,
+// including a tail the capture never saw but the traffic proves was sent (the
+// peer acknowledged it, or the FIN's sequence number lies beyond it).
+//
+// Across directions, octets are delivered in causal order: the ACK number of
+// the segment that carried them says how much of the other direction its
+// sender had received, and octets are held back until that much of the other
+// direction has been delivered (or reported as a gap). A capture that
+// records an answer before its request in file order is thus read in the
+// order the endpoints saw. Memory is bounded per connection; closed
+// connections are released.
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -24,17 +33,31 @@ struct Endpoint {
 struct TcpStreamInfo {
   std::uint64_t id = 0;   // connection number in the capture, from 1
   Endpoint a, b;          // a: the side that sent the first SYN (or the first segment seen)
-  bool saw_syn = false;   // false: the capture starts mid-connection
+  bool saw_syn = false;   // false: the capture starts mid-connection (some direction's start is unknown)
+  // Offset 0 of each direction is its first octet after the SYN: the capture
+  // holds that direction's SYN, or (for the SYN's sender) a SYN-ACK whose
+  // acknowledgement number names it.
+  bool start_known[2] = {false, false};
   std::uint16_t mss[2] = {0, 0};  // MSS option each direction's sender put in its SYN (0: none seen)
+  // At on_close: the direction's FIN was seen and every octet before it delivered.
+  bool fin[2] = {false, false};
 };
+
+// on_data's `acked` when the capture cannot tell (no ACK flag, or nothing
+// seen yet of the other direction).
+inline constexpr std::uint64_t kAckUnknown = ~std::uint64_t{0};
 
 // Receives reassembled streams. dir 0 is a→b, dir 1 is b→a.
 class TcpSink {
  public:
   virtual ~TcpSink() = default;
   virtual void on_open(const TcpStreamInfo& c) = 0;
-  // `offset` counts octets of this direction's stream from its first octet.
-  virtual void on_data(const TcpStreamInfo& c, int dir, std::uint64_t offset, protocols::Bytes data, std::uint64_t frame) = 0;
+  // `offset` counts octets of this direction's stream from its first octet;
+  // `acked` is the offset in the other direction's stream up to which the
+  // sender of these octets had received that direction when it sent them
+  // (the segment's acknowledgement number), or kAckUnknown.
+  virtual void on_data(const TcpStreamInfo& c, int dir, std::uint64_t offset, protocols::Bytes data, std::uint64_t frame,
+                       std::uint64_t acked) = 0;
   // The capture lacks [offset, offset+len) of this direction.
   virtual void on_gap(const TcpStreamInfo& c, int dir, std::uint64_t offset, std::uint64_t len, std::uint64_t frame) = 0;
   // Both directions are finished (FIN/RST seen, or the capture ended).
@@ -44,6 +67,7 @@ class TcpSink {
 struct ReassemblyLimits {
   std::size_t max_pending_bytes = 4u << 20;   // per direction, out-of-order data held
   std::size_t max_pending_segments = 2048;
+  std::size_t max_held_bytes = 4u << 20;      // per direction, in-order data waiting for the other direction
 };
 
 class TcpReassembler {

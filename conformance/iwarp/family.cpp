@@ -135,18 +135,19 @@ class Run final : public FamilyRun, public TcpSink {
     }
     void on_stop(const StopEvent& e) override {
       label();
+      if (e.gap) scope.artefact(e.dir, fmt::format("frame {}: {}", e.frame, e.reason));
       each(IwarpCase::stop, [&](const IwarpCase& k, CaseCtx& c) { k.on_stop(c, view, e); });
     }
   };
 
   void on_open(const TcpStreamInfo& c) override { conns_[c.id] = std::make_unique<Conn>(this, c); }
-  void on_data(const TcpStreamInfo& c, int dir, std::uint64_t off, protocols::Bytes data, std::uint64_t frame) override {
+  void on_data(const TcpStreamInfo& c, int dir, std::uint64_t off, protocols::Bytes data, std::uint64_t frame,
+               std::uint64_t acked) override {
     Conn& k = *conns_[c.id];
-    k.info.mss[0] = c.mss[0];  // the SYN-ACK's MSS arrives after on_open
-    k.info.mss[1] = c.mss[1];
+    k.info = c;  // the SYN-ACK's MSS and the directions' starts arrive after on_open
     if (!k.first_frame) k.first_frame = frame;
     k.last_frame = frame;
-    k.mpa.data(dir, off, data, frame);
+    k.mpa.data(dir, off, data, frame, acked);
   }
   void on_gap(const TcpStreamInfo& c, int dir, std::uint64_t off, std::uint64_t len, std::uint64_t frame) override {
     conns_[c.id]->mpa.gap(dir, off, len, frame);
@@ -154,9 +155,12 @@ class Run final : public FamilyRun, public TcpSink {
   void on_close(const TcpStreamInfo& c, bool, std::uint64_t frame) override {
     auto it = conns_.find(c.id);
     Conn& k = *it->second;
+    k.info = c;  // which directions ended with a FIN
     k.mpa.close(frame);
     if (k.mpa.is_mpa()) {
       ++connections_;
+      for (int d = 0; d < 2; ++d)
+        if (!c.start_known[d]) k.scope.artefact(d, "the capture starts after this direction's first octets");
       k.each(IwarpCase::close, [&](const IwarpCase& cs, CaseCtx& ctx) { cs.on_close(ctx, k.view); });
       ScopeResult r;
       r.family = kIwarpFamily;

@@ -78,7 +78,7 @@ void MpaConnection::stop(int dir, std::uint64_t offset, std::uint64_t frame, std
   l_.on_stop(StopEvent{dir, offset, frame, gap, after_reject, std::move(reason)});
 }
 
-void MpaConnection::data(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame) {
+void MpaConnection::data(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame, std::uint64_t acked) {
   Dir& s = d_[dir];
   s.sent_any |= !data.empty();
   switch (s.state) {
@@ -94,12 +94,12 @@ void MpaConnection::data(int dir, std::uint64_t offset, Bytes data, std::uint64_
         stop(dir, offset, frame, "no MPA Reply within 4 MiB of FPDU data; framing not followed", true);
         return;
       }
-      s.held.push_back(Held{offset, frame, {data.begin(), data.end()}});
+      s.held.push_back(Held{offset, frame, acked, {data.begin(), data.end()}});
       s.held_bytes += data.size();
       return;
     case State::infer: {
       const std::size_t before = s.held_bytes;
-      s.held.push_back(Held{offset, frame, {data.begin(), data.end()}});
+      s.held.push_back(Held{offset, frame, acked, {data.begin(), data.end()}});
       s.held_bytes += data.size();
       // Try at 4 KiB and at each doubling up to the limit.
       for (std::size_t at = kInferFirstTry; at <= kInferMax; at *= 2)
@@ -108,10 +108,10 @@ void MpaConnection::data(int dir, std::uint64_t offset, Bytes data, std::uint64_
       return;
     }
     case State::fpdu:
-      if (s.markers) return feed_marked(dir, offset, data, frame);
+      if (s.markers) return feed_marked(dir, offset, data, frame, acked);
       [[fallthrough]];
     default:
-      feed(dir, offset, data, frame);
+      feed(dir, offset, data, frame, acked);
   }
 }
 
@@ -143,11 +143,11 @@ void MpaConnection::infer(int dir, std::uint64_t, bool at_end) {
     const std::uint64_t end = h.offset + h.bytes.size();
     if (end <= start) continue;
     const std::size_t skip = h.offset < start ? static_cast<std::size_t>(start - h.offset) : 0;
-    feed(dir, h.offset + skip, Bytes(h.bytes).subspan(skip), h.frame);
+    feed(dir, h.offset + skip, Bytes(h.bytes).subspan(skip), h.frame, h.acked);
   }
 }
 
-void MpaConnection::feed_marked(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame) {
+void MpaConnection::feed_marked(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame, std::uint64_t acked) {
   Dir& s = d_[dir];
   while (!data.empty() && s.state == State::fpdu) {
     const std::uint64_t into = (offset - s.mk_base) % kMpaMarkerInterval;
@@ -170,7 +170,7 @@ void MpaConnection::feed_marked(int dir, std::uint64_t offset, Bytes data, std::
     }
     const std::size_t n = std::min<std::size_t>(data.size(), kMpaMarkerInterval - into);
     s.unmarking = true;
-    feed(dir, s.logical, data.first(n), frame);
+    feed(dir, s.logical, data.first(n), frame, acked);
     s.unmarking = false;
     s.logical += n;
     offset += n;
@@ -183,12 +183,12 @@ std::size_t MpaConnection::unit_size(int dir, Bytes b) const {
   return b.size() < 2 ? 0 : fpdu_size(be16(b, 0));
 }
 
-void MpaConnection::feed(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame) {
+void MpaConnection::feed(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame, std::uint64_t acked) {
   Dir& s = d_[dir];
   while (!data.empty()) {
     if (s.state == State::wait_negotiation || s.state == State::rejected ||
         (s.state == State::fpdu && s.markers && !s.unmarking)) {
-      this->data(dir, offset, data, frame);
+      this->data(dir, offset, data, frame, acked);
       return;
     }
     if (s.state != State::probe && s.state != State::rr && s.state != State::fpdu) return;
@@ -198,6 +198,7 @@ void MpaConnection::feed(int dir, std::uint64_t offset, Bytes data, std::uint64_
       if (s.buf.empty()) {
         s.buf_off = offset;
         s.buf_frame = frame;
+        s.buf_acked = acked;
       }
       const std::size_t take = std::min(kKeySize - s.buf.size(), data.size());
       std::vector<std::byte> probe = s.buf;
@@ -206,18 +207,19 @@ void MpaConnection::feed(int dir, std::uint64_t offset, Bytes data, std::uint64_
       const bool req = looks_like_mpa_key(p, MpaFrameKind::request);
       const bool rep = looks_like_mpa_key(p, MpaFrameKind::reply);
       if (!req && !rep) {
-        if (initiator_dir_ < 0 && !info_.saw_syn) {
-          // The capture starts mid-connection: look for FPDUs instead.
+        if (!info_.start_known[dir]) {
+          // The capture starts mid-connection (this direction's first octets
+          // may be anywhere in its stream): look for FPDUs instead.
           s.state = State::infer;
           const std::vector<std::byte> had = std::move(s.buf);
           s.buf.clear();
-          if (!had.empty()) this->data(dir, s.buf_off, {had.data(), had.size()}, s.buf_frame);
-          this->data(dir, offset, data, frame);
+          if (!had.empty()) this->data(dir, s.buf_off, {had.data(), had.size()}, s.buf_frame, s.buf_acked);
+          this->data(dir, offset, data, frame, acked);
           return;
         }
         if (initiator_dir_ >= 0) {
           // One side spoke MPA and this one starts with something else.
-          RrEvent e{dir, from_initiator(dir), nullptr, p, s.buf_frame, frame, s.buf_off};
+          RrEvent e{dir, from_initiator(dir), nullptr, p, s.buf_frame, frame, s.buf_off, s.buf_acked};
           l_.on_rr(e);
           s.buf.clear();
           stop(dir, s.buf_off, frame, from_initiator(dir) ? "initiator did not send an MPA Request" : "responder did not send an MPA Reply");
@@ -269,14 +271,14 @@ void MpaConnection::feed(int dir, std::uint64_t offset, Bytes data, std::uint64_
       offset += take;
       if (s.buf.size() < need) return;
       s.unit.swap(s.buf);  // s.buf takes the empty vector and its capacity
-      unit(dir, {s.unit.data(), s.unit.size()}, s.buf_off, s.buf_frame, frame);
+      unit(dir, {s.unit.data(), s.unit.size()}, s.buf_off, s.buf_frame, frame, s.buf_acked);
       s.unit.clear();
       continue;
     }
 
     const std::size_t n = unit_size(dir, data);
     if (n != 0 && n <= data.size()) {
-      unit(dir, data.first(n), offset, frame, frame);
+      unit(dir, data.first(n), offset, frame, frame, acked);
       data = data.subspan(n);
       offset += n;
       continue;
@@ -284,14 +286,16 @@ void MpaConnection::feed(int dir, std::uint64_t offset, Bytes data, std::uint64_
     s.buf.assign(data.begin(), data.end());
     s.buf_off = offset;
     s.buf_frame = frame;
+    s.buf_acked = acked;
     return;
   }
 }
 
-void MpaConnection::unit(int dir, Bytes b, std::uint64_t offset, std::uint64_t first_frame, std::uint64_t last_frame) {
+void MpaConnection::unit(int dir, Bytes b, std::uint64_t offset, std::uint64_t first_frame, std::uint64_t last_frame,
+                         std::uint64_t acked) {
   Dir& s = d_[dir];
   if (s.state == State::rr) {
-    on_rr(dir, b, offset, first_frame, last_frame);
+    on_rr(dir, b, offset, first_frame, last_frame, acked);
     return;
   }
   auto f = decode_fpdu(b);
@@ -304,6 +308,7 @@ void MpaConnection::unit(int dir, Bytes b, std::uint64_t offset, std::uint64_t f
   e.from_initiator = from_initiator(dir);
   e.first_frame = first_frame;
   e.last_frame = last_frame;
+  e.acked = acked;
   e.offset = offset + kMpaMarker.size * s.mk_done;
   e.markers.clear();
   // Markers inside this FPDU: those taken out before its last octet.
@@ -344,7 +349,8 @@ void MpaConnection::unit(int dir, Bytes b, std::uint64_t offset, std::uint64_t f
   l_.on_fpdu(e);
 }
 
-void MpaConnection::on_rr(int dir, Bytes b, std::uint64_t offset, std::uint64_t first_frame, std::uint64_t last_frame) {
+void MpaConnection::on_rr(int dir, Bytes b, std::uint64_t offset, std::uint64_t first_frame, std::uint64_t last_frame,
+                          std::uint64_t acked) {
   Dir& s = d_[dir];
   auto f = decode_mpa_rr(b);
   if (!f) {
@@ -352,11 +358,12 @@ void MpaConnection::on_rr(int dir, Bytes b, std::uint64_t offset, std::uint64_t 
     return;
   }
   const bool init = from_initiator(dir);
-  RrEvent e{dir, init, &*f, b.first(std::min<std::size_t>(b.size(), kMpaRr.size)), first_frame, last_frame, offset};
+  RrEvent e{dir, init, &*f, b.first(std::min<std::size_t>(b.size(), kMpaRr.size)), first_frame, last_frame, offset, acked};
   l_.on_rr(e);
   const Header& h = f->hdr;
   MpaSide& side = init ? neg_.req : neg_.rep;
   side.seen = true;
+  (init ? neg_.request_end : neg_.reply_end) = offset + b.size();
   side.rev = static_cast<std::uint8_t>(h.get(MpaRr::rev));
   side.crc = h.get(MpaRr::c);
   side.markers = h.get(MpaRr::m);
@@ -388,7 +395,7 @@ void MpaConnection::negotiation_done(std::uint64_t frame) {
     const bool markers = from_initiator(dir) ? neg_.markers_from_initiator() : neg_.markers_from_responder();
     if (neg_.rejected()) {
       s.state = State::rejected;
-      if (!held.empty()) data(dir, held[0].offset, {held[0].bytes.data(), held[0].bytes.size()}, held[0].frame);
+      if (!held.empty()) data(dir, held[0].offset, {held[0].bytes.data(), held[0].bytes.size()}, held[0].frame, held[0].acked);
       continue;
     }
     s.state = State::fpdu;
@@ -396,7 +403,7 @@ void MpaConnection::negotiation_done(std::uint64_t frame) {
       s.markers = true;
       s.mk_base = s.logical = s.next_off;
     }
-    for (auto& h : held) data(dir, h.offset, {h.bytes.data(), h.bytes.size()}, h.frame);
+    for (auto& h : held) data(dir, h.offset, {h.bytes.data(), h.bytes.size()}, h.frame, h.acked);
   }
 }
 
@@ -405,6 +412,7 @@ void MpaConnection::gap(int dir, std::uint64_t offset, std::uint64_t len, std::u
   if (s.state == State::not_mpa || s.state == State::stopped) return;
   if (s.state == State::probe && s.buf.empty() && offset == 0) {
     s.state = State::not_mpa;  // never saw the start of this direction
+    s.gap_seen = true;
     return;
   }
   if (s.state == State::infer) {

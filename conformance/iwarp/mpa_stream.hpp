@@ -43,6 +43,9 @@ struct Negotiated {
   bool inferred = false;  // no Request/Reply in the capture: found from the FPDUs
   bool crc_inferred = false;
   std::uint64_t frame = 0;  // the frame that completed the exchange
+  // Stream offsets just past the Request (in the initiator's direction) and
+  // the Reply (in the responder's).
+  std::uint64_t request_end = 0, reply_end = 0;
   bool complete() const { return req.seen && rep.seen; }
   bool rejected() const { return rep.reject; }
   // CRC is used in both directions when either side asked (RFC 5044 §7.1.1).
@@ -59,6 +62,9 @@ struct RrEvent {
   const MpaRrFrame* frame = nullptr;  // null when the octets are not a decodable frame
   Bytes head;                          // the first octets as sent (for evidence)
   std::uint64_t first_frame = 0, last_frame = 0, offset = 0;
+  // What its sender had received of the other direction when it sent the
+  // first octet (captures::io::kAckUnknown when the capture cannot tell).
+  std::uint64_t acked = captures::io::kAckUnknown;
 };
 
 // A marker taken out of an FPDU.
@@ -81,6 +87,9 @@ struct FpduEvent {
   std::uint32_t crc_computed = 0;      // valid when crc_in_use
   const protocols::Result<DdpSegment>* ddp = nullptr;
   std::uint64_t index = 0;             // FPDU number in this direction, from 0
+  // What its sender had received of the other direction when it sent the
+  // first octet (captures::io::kAckUnknown when the capture cannot tell).
+  std::uint64_t acked = captures::io::kAckUnknown;
 };
 
 // Framing of one direction ended before its stream did (gap, markers not
@@ -116,8 +125,9 @@ class MpaListener {
 
 class MpaConnection {
  public:
+  // `info` must outlive the connection; its later updates (the directions' starts, FINs) are read from it.
   MpaConnection(const captures::io::TcpStreamInfo& info, MpaListener& l);
-  void data(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame);
+  void data(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame, std::uint64_t acked = captures::io::kAckUnknown);
   void gap(int dir, std::uint64_t offset, std::uint64_t len, std::uint64_t frame);
   // The capture ended or the connection closed: octets still buffered are reported.
   void close(std::uint64_t frame);
@@ -131,7 +141,8 @@ class MpaConnection {
   bool markers(int dir) const { return d_[dir].markers; }
   // This direction's FPDUs are not all in view: framing found mid-stream, or
   // stopped at a capture gap. A reply with nothing to answer is then unjudgeable.
-  bool partial(int dir) const { return d_[dir].inferred_at >= 0 || d_[dir].gap_seen; }
+  // So is a direction whose first octets the capture may lack.
+  bool partial(int dir) const { return !info_.start_known[dir] || d_[dir].inferred_at >= 0 || d_[dir].gap_seen; }
   // Octets this direction sent after its own MPA frame that were still
   // waiting for the other side's when the connection closed (the other side
   // sent nothing at all, not even a malformed MPA frame).
@@ -143,7 +154,7 @@ class MpaConnection {
  private:
   enum class State { probe, infer, rr, wait_negotiation, fpdu, rejected, stopped, not_mpa };
   struct Held {
-    std::uint64_t offset, frame;
+    std::uint64_t offset, frame, acked;
     std::vector<std::byte> bytes;
   };
   struct Dir {
@@ -152,6 +163,7 @@ class MpaConnection {
     std::vector<std::byte> unit;  // a completed unit being decoded (keeps its capacity)
     std::uint64_t buf_off = 0;
     std::uint64_t buf_frame = 0;  // frame of buf's first octet
+    std::uint64_t buf_acked = 0;  // acknowledgement carried with buf's first octet
     std::vector<Held> held;       // FPDU octets waiting for the negotiation
     std::optional<Unanswered> unanswered;
     std::size_t held_bytes = 0;
@@ -181,18 +193,18 @@ class MpaConnection {
     std::uint64_t mk_done = 0;        // markers already given to FPDUs
     FpduEvent event;                  // reused so its marker list keeps its capacity
   };
-  void feed(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame);
-  void feed_marked(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame);
+  void feed(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame, std::uint64_t acked);
+  void feed_marked(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame, std::uint64_t acked);
   void infer(int dir, std::uint64_t frame, bool at_end);
   // Size of the unit at the front of `b` if it can be known, else 0.
   std::size_t unit_size(int dir, Bytes b) const;
-  void unit(int dir, Bytes b, std::uint64_t offset, std::uint64_t first_frame, std::uint64_t last_frame);
-  void on_rr(int dir, Bytes b, std::uint64_t offset, std::uint64_t first_frame, std::uint64_t last_frame);
+  void unit(int dir, Bytes b, std::uint64_t offset, std::uint64_t first_frame, std::uint64_t last_frame, std::uint64_t acked);
+  void on_rr(int dir, Bytes b, std::uint64_t offset, std::uint64_t first_frame, std::uint64_t last_frame, std::uint64_t acked);
   void negotiation_done(std::uint64_t frame);
   void stop(int dir, std::uint64_t offset, std::uint64_t frame, std::string reason, bool gap = false);
   bool from_initiator(int dir) const { return dir == initiator_dir_; }
 
-  captures::io::TcpStreamInfo info_;
+  const captures::io::TcpStreamInfo& info_;  // the caller's, kept up to date as the connection goes on
   MpaListener& l_;
   int initiator_dir_ = -1;
   Negotiated neg_;

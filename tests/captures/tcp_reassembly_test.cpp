@@ -15,7 +15,7 @@ struct Recorder : TcpSink {
   std::vector<std::pair<std::uint64_t, std::uint64_t>> gaps[2];
   int opened = 0, closed = 0;
   void on_open(const TcpStreamInfo&) override { ++opened; }
-  void on_data(const TcpStreamInfo&, int d, std::uint64_t off, Bytes b, std::uint64_t) override {
+  void on_data(const TcpStreamInfo&, int d, std::uint64_t off, Bytes b, std::uint64_t, std::uint64_t) override {
     BOOST_TEST(off == joined_len[d]);  // delivered in order, no overlap
     joined[d].append(reinterpret_cast<const char*>(b.data()), b.size());
     joined_len[d] += b.size();

@@ -8,9 +8,16 @@ namespace rdmaconf::conformance {
 
 namespace {
 
+using captures::io::kAckUnknown;
+
+// The first FPDU of each side: where it ends in its stream, what its sender
+// had received of the other direction, and whether the FPDUs before it are
+// all in the capture.
 struct FirstFpdus : CaseState {
   bool seen[2] = {false, false};
-  iwarp::FpduEvent first[2];  // copies without the pointers (frames and offsets only)
+  bool whole[2] = {false, false};  // the direction is in the capture from its start up to this FPDU
+  std::uint64_t end[2] = {0, 0};
+  iwarp::FpduEvent first[2];  // copies without the pointers (frames, offset, acked)
 };
 
 }  // namespace
@@ -36,11 +43,24 @@ void add_iwarp_mpa_order_cases(IwarpCases& k) {
   add(k, {"iwarp.mpa.fpdu.before_exchange", "RFC 5044", "§7.1.2", Level::must,
           "No FPDU is sent before the Request/Reply exchange has completed: the initiator waits for the Reply "
           "before its first FPDU."})
+      // Proof from the initiator's TCP: its acknowledgement number when it
+      // sent the FPDU says how much of the responder's stream, and so of the
+      // Reply, it had received. File order is no proof (a capture may record
+      // the two directions out of order).
       .fpdu([](CaseCtx& ctx, const IwarpConn& c, const iwarp::FpduEvent& e) {
         const auto& n = c.mpa->negotiated();
-        if (n.inferred) return;
-        RDMACONF_JUDGE(ctx, e, e.first_frame > n.frame, fmt::format("FPDU after frame {} (which completed the exchange)", n.frame),
-              fmt::format("FPDU starting in frame {}", e.first_frame), fmt::format("FPDU #{} of this direction", e.index));
+        if (n.inferred || !n.complete() || !e.from_initiator) return;
+        const auto expected = fmt::format("FPDU sent after the whole Reply arrived ({} octets of the responder's stream)", n.reply_end);
+        if (e.acked == kAckUnknown) {
+          // No acknowledgement number to go by: file order, which a capture artefact could explain.
+          if (e.first_frame > n.frame) return ctx.tally.pass();
+          Evidence ev = evidence_at(e, ctx.side(e.dir));
+          ev.expected = expected;
+          ev.actual = fmt::format("FPDU #{} in frame {}, before frame {} (which completed the exchange)", e.index, e.first_frame, n.frame);
+          return ctx.tally.doubtful(std::move(ev));
+        }
+        RDMACONF_JUDGE(ctx, e, e.acked >= n.reply_end, expected,
+                       fmt::format("FPDU #{} sent when the initiator had received {} octets", e.index, e.acked));
       })
       // The initiator sent octets after its Request and the responder never
       // replied (it closed or reset, as §7.1.2 lets it): those octets came
@@ -61,25 +81,47 @@ void add_iwarp_mpa_order_cases(IwarpCases& k) {
   add(k, {"iwarp.mpa.responder.first_fpdu", "RFC 5044", "§7.1.2", Level::must,
           "The responder sends no FPDU until it has received the initiator's first FPDU (in RFC 6581 "
           "peer-to-peer mode, the RTR message serves as that FPDU)."})
+      // Proof from the responder's acknowledgement number when it sent its
+      // first FPDU, against where the initiator's first FPDU ends.
       .fpdu([](CaseCtx& ctx, const IwarpConn& c, const iwarp::FpduEvent& e) {
         if (c.mpa->negotiated().inferred) return;
         auto& st = ctx.state<FirstFpdus>();
         const int side = e.from_initiator ? 0 : 1;
         if (st.seen[side]) return;
         st.seen[side] = true;
+        st.whole[side] = e.index == 0 && !c.mpa->partial(e.dir);
+        st.end[side] = e.offset + e.wire_size;
         st.first[side].dir = e.dir;
         st.first[side].first_frame = e.first_frame;
         st.first[side].last_frame = e.last_frame;
         st.first[side].offset = e.offset;
+        st.first[side].acked = e.acked;
       })
-      .close([](CaseCtx& ctx, const IwarpConn&) {
+      .close([](CaseCtx& ctx, const IwarpConn& c) {
         auto& st = ctx.state<FirstFpdus>();
         if (!st.seen[1]) return;  // the responder sent no FPDU
         const auto& r = st.first[1];
-        if (st.seen[0] && st.first[0].last_frame < r.first_frame) return ctx.tally.pass();
-        fail_at(ctx, r, st.seen[0] ? fmt::format("first responder FPDU after frame {}", st.first[0].last_frame)
-                                   : std::string("no responder FPDU (the initiator sent none)"),
-                fmt::format("responder FPDU in frame {}", r.first_frame));
+        const auto& n = c.mpa->negotiated();
+        if (r.acked == kAckUnknown) {
+          // File order only: a capture artefact could explain it.
+          if (st.seen[0] && st.first[0].last_frame < r.first_frame) return ctx.tally.pass();
+          Evidence ev = evidence_at(r, ctx.side(r.dir));
+          ev.expected = "the responder's first FPDU after the initiator's first";
+          ev.actual = fmt::format("responder FPDU in frame {}", r.first_frame);
+          return ctx.tally.doubtful(std::move(ev));
+        }
+        if (st.seen[0] && st.whole[0])
+          return RDMACONF_JUDGE(ctx, r, r.acked >= st.end[0],
+                                fmt::format("sent after the initiator's first FPDU arrived ({} octets of its stream)", st.end[0]),
+                                fmt::format("sent when the responder had received {} octets", r.acked));
+        // The initiator's first FPDU is not in the capture: only a responder
+        // that had received nothing past the Request is proved early.
+        if (n.req.seen && r.acked <= n.request_end)
+          return fail_at(ctx, r, "sent after the initiator's first FPDU arrived",
+                         fmt::format("sent when the responder had received only the {}-octet Request", n.request_end));
+        Evidence ev = evidence_at(r, ctx.side(r.dir));
+        ev.detail = "the initiator's first FPDU is not in the capture";
+        ctx.tally.inconclusive(std::move(ev));
       });
 }
 

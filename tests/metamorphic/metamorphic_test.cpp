@@ -1,0 +1,265 @@
+// Metamorphic tests: captures changed the way real taps and hosts change
+// them (a frame lost, a frame seen twice, frames reordered within a direction,
+// a request and its answer swapped in file order, the capture started late or
+// stopped early) must not gain a FAIL the original does not have, because a
+// FAIL has to be proved by the bytes and each of these changes is a capture
+// artefact, not a device's doing. And a fault planted into a capture that
+// starts mid-connection must still be found.
+//
+// Runs over every capture in captures/golden and captures/lab. The positions
+// mutated are sampled evenly (plus the first frames, where handshakes are);
+// RDMACONF_METAMORPHIC_POSITIONS sets how many per capture and mutation
+// (0: every frame). RDMACONF_METAMORPHIC_REPORT names a file that gets the
+// counts by mutation and case.
+#include <pcap/pcap.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <boost/test/unit_test.hpp>
+#include <fmt/format.h>
+
+#include "captures/io/packet.hpp"
+#include "captures/io/pcap_reader.hpp"
+#include "conformance/checker.hpp"
+#include "protocols/crc/crc32c.hpp"
+#include "protocols/ib/packet.hpp"
+#include "protocols/iwarp/codec.hpp"
+
+namespace fs = std::filesystem;
+using namespace rdmaconf;
+using namespace rdmaconf::captures::io;
+
+namespace {
+
+struct RawFrame {
+  std::int64_t sec = 0, usec = 0;
+  std::uint32_t orig_len = 0;
+  std::vector<std::byte> data;
+};
+
+struct Capture {
+  int linktype = 0;
+  std::vector<RawFrame> frames;
+};
+
+Capture load(const std::string& path) {
+  std::string err;
+  auto r = PcapReader::open(path, err, false);
+  BOOST_TEST_REQUIRE(!!r, err);
+  Capture c;
+  c.linktype = r->linktype();
+  while (auto f = r->next()) c.frames.push_back({f->ts_sec, f->ts_usec, f->orig_len, {f->data.begin(), f->data.end()}});
+  return c;
+}
+
+void save(const std::string& path, const Capture& c) {
+  pcap_t* dead = pcap_open_dead(c.linktype, 262144);
+  pcap_dumper_t* d = pcap_dump_open(dead, path.c_str());
+  BOOST_TEST_REQUIRE(d != nullptr, path);
+  for (const auto& f : c.frames) {
+    pcap_pkthdr h{};
+    h.ts.tv_sec = f.sec;
+    h.ts.tv_usec = static_cast<suseconds_t>(f.usec);
+    h.caplen = static_cast<bpf_u_int32>(f.data.size());
+    h.len = std::max<bpf_u_int32>(h.caplen, f.orig_len);
+    pcap_dump(reinterpret_cast<u_char*>(d), &h, reinterpret_cast<const u_char*>(f.data.data()));
+  }
+  pcap_dump_close(d);
+  pcap_close(dead);
+}
+
+Dissected dissect_raw(const Capture& c, std::size_t i) {
+  Frame f;
+  f.number = i + 1;
+  f.orig_len = c.frames[i].orig_len;
+  f.data = {c.frames[i].data.data(), c.frames[i].data.size()};
+  return dissect(c.linktype, f);
+}
+
+// Which flow (one direction of one conversation) a frame belongs to, and the
+// conversation (both directions).
+struct Flow {
+  std::string dir, conv;
+};
+Flow flow_of(const Capture& c, std::size_t i) {
+  const Dissected d = dissect_raw(c, i);
+  const auto& p = d.pkt;
+  if (d.status == DissectStatus::ok) {
+    const std::string a = fmt::format("{}:{}", format_address(p.ip_version, p.src), p.sport);
+    const std::string b = fmt::format("{}:{}", format_address(p.ip_version, p.dst), p.dport);
+    return {fmt::format("{}/{}>{}", p.protocol, a, b), fmt::format("{}/{}", p.protocol, std::min(a, b) + std::max(a, b))};
+  }
+  const auto& b = c.frames[i].data;
+  std::string s, t;
+  if (c.linktype == DLT_EN10MB && b.size() >= 12) {  // by MAC addresses
+    for (int k = 0; k < 6; ++k) s += fmt::format("{:02x}", static_cast<unsigned>(b[static_cast<std::size_t>(k)]));
+    for (int k = 6; k < 12; ++k) t += fmt::format("{:02x}", static_cast<unsigned>(b[static_cast<std::size_t>(k)]));
+  } else if (b.size() >= 8) {  // native InfiniBand: DLID and SLID of the LRH
+    s = fmt::format("{:02x}{:02x}", static_cast<unsigned>(b[2]), static_cast<unsigned>(b[3]));
+    t = fmt::format("{:02x}{:02x}", static_cast<unsigned>(b[6]), static_cast<unsigned>(b[7]));
+  }
+  return {fmt::format("l/{}>{}", t, s), fmt::format("l/{}", std::min(s, t) + std::max(s, t))};
+}
+
+using Fails = std::map<std::string, std::string>;  // failing case -> first evidence
+
+struct Run {
+  conformance::InputResult result;
+  std::vector<nlohmann::json> fpdus;
+};
+
+Run check(const std::string& path, bool list = false) {
+  conformance::CheckOptions o;
+  o.hash = false;
+  Run run;
+  if (list) {
+    o.listing_family = "iwarp";
+    o.on_unit = [&](const nlohmann::json& j) { run.fpdus.push_back(j); };
+  }
+  conformance::Checker checker(o);
+  run.result = checker.check_file(path);
+  return run;
+}
+
+Fails fails_of(const conformance::InputResult& r) {
+  Fails f;
+  for (const auto& s : r.scopes)
+    for (const auto& o : s.outcomes)
+      if (o.tally.verdict() == conformance::Verdict::fail && !f.count(std::string(o.info->id))) {
+        const auto& e = o.tally.evidence().front();
+        f[std::string(o.info->id)] = fmt::format("{}: frames {} expected {} actual {} {}", s.id, fmt::join(e.frames, ","),
+                                                 e.expected, e.actual, e.detail);
+      }
+  return f;
+}
+
+std::size_t env_size(const char* name, std::size_t dflt) {
+  const char* v = std::getenv(name);
+  return v ? static_cast<std::size_t>(std::strtoull(v, nullptr, 10)) : dflt;
+}
+
+// Positions to mutate: every frame, or the first few and an even sample.
+std::vector<std::size_t> positions(std::size_t n, std::size_t want) {
+  std::set<std::size_t> s;
+  if (want == 0 || n <= want) {
+    for (std::size_t i = 0; i < n; ++i) s.insert(i);
+  } else {
+    for (std::size_t i = 0; i < std::min<std::size_t>(n, 8); ++i) s.insert(i);
+    for (std::size_t k = 0; k < want; ++k) s.insert(k * n / want);
+  }
+  return {s.begin(), s.end()};
+}
+
+std::vector<std::string> all_captures() {
+  std::vector<std::string> v;
+  for (const char* dir : {"captures/golden", "captures/lab"})
+    for (const auto& e : fs::directory_iterator(fs::path(RDMACONF_SOURCE_DIR) / dir))
+      if (e.path().extension() == ".pcap") v.push_back(e.path().string());
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+struct Tmp {
+  std::string path = fmt::format("/tmp/rdmaconf-metamorphic-{}.pcap", ::getpid());
+  ~Tmp() { std::remove(path.c_str()); }
+};
+
+struct Tallies {
+  std::map<std::string, std::size_t> mutants, added;       // by mutation kind
+  std::map<std::string, std::size_t> by_case;              // "kind case" -> mutants
+  std::vector<std::string> examples;
+  void report(const std::string& title) const {
+    const char* out = std::getenv("RDMACONF_METAMORPHIC_REPORT");
+    std::string text = title + "\n";
+    for (const auto& [k, n] : mutants) text += fmt::format("  {:<28} {:>6} mutants, {:>5} gained a FAIL\n", k, n, added.count(k) ? added.at(k) : 0);
+    for (const auto& [k, n] : by_case) text += fmt::format("    {:<50} {:>5}\n", k, n);
+    BOOST_TEST_MESSAGE(text);
+    if (out) std::ofstream(out, std::ios::app) << text;
+  }
+};
+
+// Runs `mutant` and records any FAIL that `base` does not have.
+void judge(Tallies& t, const std::string& name, const std::string& kind, const Fails& base, const Capture& mutant, const Tmp& tmp) {
+  save(tmp.path, mutant);
+  const Fails got = fails_of(check(tmp.path).result);
+  ++t.mutants[kind];
+  bool gained = false;
+  for (const auto& [id, ev] : got) {
+    if (base.count(id)) continue;
+    gained = true;
+    ++t.by_case[kind + " " + id];
+    const char* only = std::getenv("RDMACONF_METAMORPHIC_EXAMPLES");  // a case ID prefix to show examples of
+    if (t.examples.size() < 40 && (!only || id.rfind(only, 0) == 0)) t.examples.push_back(fmt::format("{} {}: gained {} ({})", name, kind, id, ev));
+  }
+  if (gained) ++t.added[kind];
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(metamorphic)
+
+// Capture artefacts add no FAIL.
+BOOST_AUTO_TEST_CASE(capture_artefacts_add_no_fail) {
+  const std::size_t want = env_size("RDMACONF_METAMORPHIC_POSITIONS", 24);
+  Tallies t;
+  Tmp tmp;
+  for (const auto& path : all_captures()) {
+    const std::string name = fs::path(path).filename().string();
+    const Capture orig = load(path);
+    const Fails base = fails_of(check(path).result);
+    const std::size_t n = orig.frames.size();
+    std::vector<Flow> flows;
+    for (std::size_t i = 0; i < n; ++i) flows.push_back(flow_of(orig, i));
+    for (std::size_t i : positions(n, want)) {
+      Capture m = orig;
+      m.frames.erase(m.frames.begin() + static_cast<std::ptrdiff_t>(i));
+      judge(t, name, "frame removed", base, m, tmp);
+
+      m = orig;
+      m.frames.insert(m.frames.begin() + static_cast<std::ptrdiff_t>(i), orig.frames[i]);
+      judge(t, name, "frame duplicated", base, m, tmp);
+
+      // The next frame of the same direction comes first.
+      for (std::size_t j = i + 1; j < n; ++j)
+        if (flows[j].dir == flows[i].dir) {
+          m = orig;
+          std::swap(m.frames[i], m.frames[j]);
+          judge(t, name, "reordered within direction", base, m, tmp);
+          break;
+        }
+      // A frame and the next one of the other direction trade places in file order.
+      for (std::size_t j = i + 1; j < n; ++j) {
+        if (flows[j].conv != flows[i].conv) continue;
+        if (flows[j].dir != flows[i].dir) {
+          m = orig;
+          std::swap(m.frames[i], m.frames[j]);
+          judge(t, name, "answer before request", base, m, tmp);
+        }
+        break;
+      }
+      if (i > 0) {
+        m = orig;
+        m.frames.erase(m.frames.begin(), m.frames.begin() + static_cast<std::ptrdiff_t>(i));
+        judge(t, name, "capture starts late", base, m, tmp);
+        m = orig;
+        m.frames.resize(i);
+        judge(t, name, "capture stops early", base, m, tmp);
+      }
+    }
+  }
+  t.report("capture artefacts: mutants that gained a FAIL the original does not have");
+  for (const auto& e : t.examples) BOOST_TEST_MESSAGE(e);
+  std::size_t added = 0;
+  for (const auto& [k, v] : t.added) added += v;
+  BOOST_TEST(added == 0u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
