@@ -15,7 +15,9 @@ struct Recorder : TcpSink {
   std::vector<std::pair<std::uint64_t, std::uint64_t>> gaps[2];
   int opened = 0, closed = 0;
   void on_open(const TcpStreamInfo&) override { ++opened; }
+  std::vector<int> order;  // directions in delivery order
   void on_data(const TcpStreamInfo&, int d, std::uint64_t off, Bytes b, std::uint64_t, std::uint64_t) override {
+    order.push_back(d);
     BOOST_TEST(off == joined_len[d]);  // delivered in order, no overlap
     joined[d].append(reinterpret_cast<const char*>(b.data()), b.size());
     joined_len[d] += b.size();
@@ -115,6 +117,59 @@ BOOST_AUTO_TEST_CASE(pending_bound_forces_gap) {
   BOOST_TEST(r.joined[0].size() == 28u);
   BOOST_TEST(r.gaps[0][0].first == 0u);
   BOOST_TEST(r.gaps[0][0].second == 8u);
+}
+
+// The answer recorded before its request in file order is delivered after
+// it, because its ACK number says its sender had received the request.
+BOOST_AUTO_TEST_CASE(causal_order_from_ack_numbers) {
+  Recorder r;
+  TcpReassembler t(r);
+  auto syn = seg(99, "", true, true);
+  t.add(syn);
+  auto synack = seg(499, "", false, true);
+  synack.ack = 100;
+  t.add(synack);
+  auto answer = seg(500, "answer", false);
+  answer.ack = 107;  // has received the 7-octet request
+  auto request = seg(100, "request");
+  request.ack = 500;
+  t.add(answer);
+  BOOST_TEST(r.joined[1].empty());  // held: the request is not yet delivered
+  t.add(request);
+  BOOST_TEST(r.joined[0] == "request");
+  BOOST_TEST(r.joined[1] == "answer");
+  BOOST_TEST((r.order == std::vector<int>{0, 1}));
+  t.finish(10);
+  BOOST_TEST(r.gaps[0].empty());
+}
+
+// Octets the peer acknowledged but the capture lacks at the end of a
+// direction are a gap; the acknowledged FIN is not an octet.
+BOOST_AUTO_TEST_CASE(tail_proven_by_ack_and_fin) {
+  Recorder r;
+  TcpReassembler t(r);
+  t.add(seg(99, "", true, true));
+  auto synack = seg(499, "", false, true);
+  synack.ack = 100;
+  t.add(synack);
+  t.add(seg(100, "abc"));
+  auto ack = seg(500, "x", false);
+  ack.ack = 110;  // the peer had 10 octets of a, the capture 3
+  t.add(ack);
+  t.finish(10);
+  BOOST_TEST_REQUIRE(r.gaps[0].size() == 1u);
+  BOOST_TEST(r.gaps[0][0].first == 3u);
+  BOOST_TEST(r.gaps[0][0].second == 6u);  // the last acknowledged number may be a FIN
+  Recorder r2;
+  TcpReassembler t2(r2);
+  t2.add(seg(99, "", true, true));
+  t2.add(seg(100, "abc", true, false, true));  // data and FIN
+  auto fin_ack = seg(500, "", false, false, true);
+  fin_ack.ack = 104;  // acknowledges the FIN
+  t2.add(fin_ack);
+  t2.finish(10);
+  BOOST_TEST(r2.gaps[0].empty());
+  BOOST_TEST(r2.joined[0] == "abc");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
