@@ -14,13 +14,12 @@ struct Pending {
   std::uint64_t acked;
 };
 
-// Octets (or a gap, when `gap` is set) ready in order but waiting for the
+// Octets (or a gap, when `gap_len` is not 0) ready in order but waiting for the
 // other direction to reach `acked`.
 struct Held {
   std::uint64_t off;
   std::vector<std::byte> data;
   std::uint64_t gap_len = 0;
-  bool gap = false;
   std::uint64_t frame, acked;
 };
 
@@ -86,7 +85,7 @@ void release(TcpSink& sink, TcpReassembler::Conn& c, int d, bool force) {
         Held h = std::move(s.held.front());
         s.held.pop_front();
         s.held_bytes -= h.data.size();
-        if (h.gap) {
+        if (h.gap_len) {
           sink.on_gap(c.info, k, h.off, h.gap_len, h.frame);
           s.delivered = h.off + h.gap_len;
         } else {
@@ -105,16 +104,15 @@ void release(TcpSink& sink, TcpReassembler::Conn& c, int d, bool force) {
 void emit(TcpSink& sink, TcpReassembler::Conn& c, int d, std::uint64_t off, protocols::Bytes b, std::uint64_t gap_len,
           std::uint64_t frame, std::uint64_t acked, const ReassemblyLimits& lim) {
   auto& s = c.dir[d];
-  const bool gap = gap_len != 0;
   const bool wait = !s.held.empty() || (acked != kAckUnknown && acked > c.dir[1 - d].delivered);
   if (wait) {
-    s.held.push_back(Held{off, {b.begin(), b.end()}, gap_len, gap, frame, acked == kAckUnknown ? 0 : acked});
+    s.held.push_back(Held{off, {b.begin(), b.end()}, gap_len, frame, acked == kAckUnknown ? 0 : acked});
     s.held_bytes += b.size();
     // Bounded: past the limit the other direction is not waited for.
     if (s.held_bytes > lim.max_held_bytes) release(sink, c, d, true);
     return;
   }
-  if (gap) {
+  if (gap_len) {
     sink.on_gap(c.info, d, off, gap_len, frame);
     s.delivered = off + gap_len;
   } else {

@@ -31,9 +31,6 @@
 #include "captures/io/packet.hpp"
 #include "captures/io/pcap_reader.hpp"
 #include "conformance/checker.hpp"
-#include "protocols/crc/crc32c.hpp"
-#include "protocols/ib/packet.hpp"
-#include "protocols/iwarp/codec.hpp"
 
 namespace fs = std::filesystem;
 using namespace rdmaconf;
@@ -113,22 +110,10 @@ Flow flow_of(const Capture& c, std::size_t i) {
 
 using Fails = std::map<std::string, std::string>;  // failing case -> first evidence
 
-struct Run {
-  conformance::InputResult result;
-  std::vector<nlohmann::json> fpdus;
-};
-
-Run check(const std::string& path, bool list = false) {
+conformance::InputResult check(const std::string& path) {
   conformance::CheckOptions o;
   o.hash = false;
-  Run run;
-  if (list) {
-    o.listing_family = "iwarp";
-    o.on_unit = [&](const nlohmann::json& j) { run.fpdus.push_back(j); };
-  }
-  conformance::Checker checker(o);
-  run.result = checker.check_file(path);
-  return run;
+  return conformance::Checker(o).check_file(path);
 }
 
 Fails fails_of(const conformance::InputResult& r) {
@@ -192,7 +177,7 @@ struct Tallies {
 // Runs `mutant` and records any FAIL that `base` does not have.
 void judge(Tallies& t, const std::string& name, const std::string& kind, const Fails& base, const Capture& mutant, const Tmp& tmp) {
   save(tmp.path, mutant);
-  const Fails got = fails_of(check(tmp.path).result);
+  const Fails got = fails_of(check(tmp.path));
   ++t.mutants[kind];
   bool gained = false, held = false;
   for (const auto& [id, ev] : got) {
@@ -219,7 +204,7 @@ BOOST_AUTO_TEST_CASE(capture_artefacts_add_no_fail) {
   for (const auto& path : all_captures()) {
     const std::string name = fs::path(path).filename().string();
     const Capture orig = load(path);
-    const Fails base = fails_of(check(path).result);
+    const Fails base = fails_of(check(path));
     const std::size_t n = orig.frames.size();
     std::vector<Flow> flows;
     for (std::size_t i = 0; i < n; ++i) flows.push_back(flow_of(orig, i));
