@@ -129,6 +129,7 @@ InputResult Checker::check_file(const std::string& path) const {
     if (whole_link) {
       Packet p;
       p.frame = f->number;
+      p.ts_us = f->ts_sec * 1000000 + f->ts_usec;
       p.l3 = f->data;
       p.orig_len = f->orig_len;
       whole_link->packet(p);

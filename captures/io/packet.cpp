@@ -83,6 +83,7 @@ Dissected link_frame(const Frame& f, std::uint16_t ethertype, std::size_t offset
   Dissected d;
   d.status = DissectStatus::link;
   d.pkt.frame = f.number;
+  d.pkt.ts_us = f.ts_sec * 1000000 + f.ts_usec;
   d.pkt.ethertype = ethertype;
   d.pkt.l3 = f.data.subspan(offset);
   d.pkt.l3_offset = offset;
@@ -110,6 +111,7 @@ Dissected dissect(int linktype, const Frame& f) {
   Bytes b = f.data.subspan(l2->offset);
   Packet& p = d.pkt;
   p.frame = f.number;
+  p.ts_us = f.ts_sec * 1000000 + f.ts_usec;
   p.l3_offset = l2->offset;
   std::size_t l4_off = 0;
   if (l2->ethertype == 0x0800) {

@@ -18,6 +18,7 @@ using Address = std::array<std::uint8_t, 16>;  // IPv4 in the first four octets
 
 struct Packet {
   std::uint64_t frame = 0;
+  std::int64_t ts_us = 0;  // capture timestamp, microseconds
   std::uint8_t ip_version = 0;
   Address src{}, dst{};
   std::uint8_t protocol = 0;  // 6 TCP, 17 UDP

@@ -51,6 +51,13 @@ Evidence packet_evidence(CaseCtx& ctx, const RocePacketEvent& e);
 // Records a failure at a RoCE packet (texts built only on failure, through the macro below).
 void roce_fail(CaseCtx& ctx, const RocePacketEvent& e, std::string expected, std::string actual, std::string detail = {});
 #define RDMACONF_ROCE_JUDGE(ctx, e, ok, ...) ((ok) ? (ctx).tally.pass() : roce_fail((ctx), (e), __VA_ARGS__))
+// A violation that a packet the capture lost, saw twice or saw out of order
+// could explain (the sequence of a QP's packets): settled at the end of the
+// conversation against the artefacts the family recorded (Tally::doubtful).
+// `dirs`: the directions (bit 1 << dir) whose artefacts could explain it.
+void roce_doubt(CaseCtx& ctx, const RocePacketEvent& e, std::string expected, std::string actual, std::string detail = {},
+                unsigned dirs = 3);
+#define RDMACONF_ROCE_DOUBT(ctx, e, ok, ...) ((ok) ? (ctx).tally.pass() : roce_doubt((ctx), (e), __VA_ARGS__))
 // Settles one item left open at the end of a conversation.
 void settle(CaseCtx& ctx, const ib::Closing::Item& item, std::string expected);
 using IbCases = std::vector<std::unique_ptr<RoceCase>>;

@@ -7,7 +7,9 @@
 #include <pcap/dlt.h>
 
 #include <algorithm>
+#include <optional>
 #include <map>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -96,9 +98,13 @@ class Run final : public FamilyRun {
   struct Conv {
     ScopeState scope;
     std::uint64_t id = 0, first_frame = 0, last_frame = 0, packets = 0;
+    std::int64_t last_ts = 0;
     std::string label;
     std::map<std::uint32_t, std::uint64_t> qps;
     Conversation qp;
+    // Each direction's latest packet (hash, timestamp), while the other
+    // direction has sent nothing since.
+    std::optional<std::pair<std::size_t, std::int64_t>> latest[2];
     Conv(std::size_t n, std::uint32_t pmtu) : scope(n), qp(pmtu) {}
   };
 
@@ -130,6 +136,12 @@ class Run final : public FamilyRun {
       it = convs_.emplace(key, std::move(c)).first;
     }
     Conv& c = *it->second;
+    // Frames written out of the order they were captured in: file order
+    // says nothing about which of them was sent first.
+    if (c.packets && p.ts_us < c.last_ts)
+      for (int d = 0; d < 2; ++d)
+        c.scope.artefact(d, fmt::format("frame {}: timestamped before frame {} (the file is not in capture order)", p.frame, c.last_frame));
+    c.last_ts = std::max(c.last_ts, p.ts_us);
     c.last_frame = p.frame;
     ++c.packets;
     const auto pkt = pib::decode_transport(p.payload);
@@ -137,6 +149,12 @@ class Run final : public FamilyRun {
     e.pkt = &p;
     e.ib = &pkt;
     e.dir = forward ? 0 : 1;  // by address, or by UDP port when both ends share one
+    if (pkt.ok() && copy_of_latest(c, e.dir, p, *pkt)) {
+      // Judged once: a second copy is the capture's doing or a retransmission, and proves nothing new.
+      c.scope.artefact(e.dir, fmt::format("frame {}: a copy of the packet before it", p.frame));
+      return;
+    }
+    bool damaged = false;  // its ICRC is wrong: only the checksum cases judge it
     if (pkt.ok()) {
       c.qps[static_cast<std::uint32_t>(pkt->bth.get(pib::Bth::destqp))]++;
       const bool judged = !cases_.empty() || ctx_.on_unit;
@@ -144,13 +162,77 @@ class Run final : public FamilyRun {
         e.icrc_computed = p.native_ib ? pib::native_icrc(p.l3)
                           : p.roce_v1 ? pib::roce_v1_icrc(p.l3)
                                       : pib::roce_icrc(p.l3, p.ip_version == 6, p.ip_header_len);
-      e.facts = &c.qp.packet(e.dir, *pkt, p.frame, judged && e.icrc_computed != pkt->icrc);
+      damaged = judged && e.icrc_computed != pkt->icrc;
+      e.facts = &c.qp.packet(e.dir, *pkt, p.frame, damaged);
     }
+    if (e.facts) record_artefacts(c.scope, e, *pkt);
     if (ctx_.on_unit) ctx_.on_unit(packet_json(e));
     for (std::size_t i = 0; i < cases_.size(); ++i) {
+      // A damaged packet's fields may be the link's doing, not the sender's.
+      if (damaged && infos_[i]->id != "roce.icrc" && infos_[i]->id != "ib.vcrc") continue;
       CaseCtx ctx = c.scope.ctx(i);
       cases_[i]->on_packet(ctx, e);
     }
+  }
+
+  // A connected-service packet identical to the one just before it in its
+  // direction, with nothing from the other side in between, and sooner after
+  // it than any transport timer allows a resend (the shortest Local ACK
+  // Timeout, IBTA Vol.1 §9.7.6.1.3, is 4.096 us x 2): a tap or mirror port
+  // saw the frame twice. CNPs and UD datagrams may repeat by design.
+  static bool copy_of_latest(Conv& c, int dir, const IbFrame& p, const pib::IbPacket& pkt) {
+    constexpr std::int64_t kShortestResendUs = 8;
+    const auto h = std::hash<std::string_view>{}(
+        std::string_view(reinterpret_cast<const char*>(p.payload.data()), p.payload.size()));
+    const bool copy = c.latest[dir] && c.latest[dir]->first == h && p.ts_us - c.latest[dir]->second < kShortestResendUs &&
+                      pkt.op->valid && pkt.op->transport != pib::Transport::ud && pkt.op->kind != pib::OpKind::cnp;
+    c.latest[dir] = std::make_pair(h, p.ts_us);
+    c.latest[1 - dir].reset();
+    return copy;
+  }
+
+  // What the per-QP state shows that a lost, repeated or reordered packet
+  // would also produce: the doubtful violations of this conversation are
+  // settled against these. A hole in a requester's PSNs that the responder
+  // NAKs is the link's loss, seen alike by both ends, and so no artefact of
+  // the capture; one closed by a resend without a NAK, or acknowledged past,
+  // may be the capture's.
+  static void record_artefacts(ScopeState& s, const RocePacketEvent& e, const pib::IbPacket& pkt) {
+    const Facts& f = *e.facts;
+    const auto psn = static_cast<std::uint32_t>(pkt.bth.get(pib::Bth::psn));
+    const auto frame = e.pkt->frame;
+    if (f.gap_closed && f.gap_closed->naks == 0)
+      s.artefact(e.dir, fmt::format("frame {}: PSN {} resent with no NAK, so the hole before frame {} may be the capture's",
+                                    frame, psn, f.gap_closed->frame));
+    // (A repeat of a PSN the capture holds, with no NAK, is a timer's resend or a copy: it changes nothing judged.)
+    if (f.psn == Facts::PsnClass::resend && f.resend_fills_gap && !f.resend_explained)
+      s.artefact(e.dir, fmt::format("frame {}: PSN {} after later PSNs, with no NAK asking for it (out of order)", frame, psn));
+    if (f.answer_repeated)
+      s.artefact(e.dir, fmt::format("frame {}: an RNR NAK of PSN {} with no request of it since the answer before (out of order)", frame, psn));
+    if (f.nak_in_hole)
+      s.artefact(1 - e.dir, fmt::format("frame {}: the NAK names PSN {}: the responder had the PSNs before it, which the capture lacks", frame, psn));
+    if (f.gap_acked)
+      s.artefact(e.dir, fmt::format("frame {}: PSNs before {} missing, which frame {} acknowledged", frame, psn, *f.gap_acked));
+    // An unreliable flow has no NAK to tell the link's losses from the capture's.
+    if (f.psn == Facts::PsnClass::gap && f.req && f.req->transport != pib::Transport::rc && f.req->transport != pib::Transport::xrc)
+      s.artefact(e.dir, fmt::format("frame {}: PSN {} where {} was next", frame, psn, f.expected_psn));
+    if (f.acked_before_sent)
+      s.artefact(e.dir, fmt::format("frame {}: request PSN {} comes after frame {} acknowledged it (file order is not the wire's)",
+                                    frame, psn, *f.acked_before_sent));
+    if (f.resp_psn_expected && *f.resp_psn_expected != psn && !f.resp_psn_proved)
+      s.artefact(e.dir, fmt::format("frame {}: response PSN {} where {} was next", frame, psn, *f.resp_psn_expected));
+    if (f.match == Facts::Match::unmatched && !f.match_proved)
+      s.artefact(1 - e.dir, fmt::format("frame {}: answers PSN {}, whose request the capture lacks", frame, psn));
+    if (f.msn_psn_back && f.msn_before && psn_diff(static_cast<std::uint32_t>(pkt.get(pib::kExtAeth)->get(pib::Aeth::msn)), *f.msn_before) < 0)
+      s.artefact(e.dir, fmt::format("frame {}: MSN back, on an answer to PSN {} no newer than the one before it (answers out of order)", frame, psn));
+    if (f.gap_lost) s.artefact(1 - e.dir, fmt::format("frame {}: the responder acknowledged PSNs the capture lacks", frame));
+  }
+
+  // The capture ends with a hole no NAK answered: the capture's loss, or the
+  // responder's silence; which one, the packets cannot tell.
+  static void record_artefacts(ScopeState& s, const Closing& c) {
+    for (const auto& g : c.open_gaps)
+      s.artefact(g.flow->dir, fmt::format("frame {}: PSN {} missing before it, never NAKed in the capture", g.frame, g.psn));
   }
 
   void finish(std::vector<ScopeResult>& scopes, std::vector<FamilyCount>& counts) override {
@@ -174,6 +256,7 @@ class Run final : public FamilyRun {
                          {"packets", f->packets}, {"answered_by_qp", f->resp ? nlohmann::json(f->resp->dqp) : nlohmann::json()}});
       r.params["request_flows"] = flows;
       const Closing closing = c->qp.close();
+      record_artefacts(c->scope, closing);
       for (std::size_t i = 0; i < cases_.size(); ++i) {
         CaseCtx ctx = c->scope.ctx(i);
         cases_[i]->on_close(ctx, closing);

@@ -30,6 +30,7 @@ void take_gids(const Header& grh, IbFrame& p) {
 IbFrame from_udp(const captures::io::Packet& p) {
   IbFrame f;
   f.frame = p.frame;
+  f.ts_us = p.ts_us;
   f.ip_version = p.ip_version;
   f.src = p.src;
   f.dst = p.dst;
@@ -53,6 +54,7 @@ DecodedFrame decode_roce_v1(const captures::io::Packet& in) {
   IbFrame& p = d.f;
   take_gids(*grh, p);
   p.frame = in.frame;
+  p.ts_us = in.ts_us;
   p.roce_v1 = true;
   p.l3 = b;
   p.ip_header_len = kGrh.size;
@@ -96,6 +98,7 @@ DecodedFrame decode_native(const captures::io::Packet& in) {
                                    "routing headers and VCRC"});
   if (p.has_vcrc) p.vcrc = read_vcrc(b);
   p.frame = in.frame;
+  p.ts_us = in.ts_us;
   p.native_ib = true;
   p.l3 = b.first(end);
   p.ip_header_len = hdr;

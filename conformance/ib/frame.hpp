@@ -13,6 +13,7 @@ namespace rdmaconf::conformance::ib {
 
 struct IbFrame {
   std::uint64_t frame = 0;
+  std::int64_t ts_us = 0;
   // 4 or 6: IP (RoCEv2), 6: GIDs of a GRH, 0: LIDs (in the first two octets).
   std::uint8_t ip_version = 0;
   captures::io::Address src{}, dst{};

@@ -1,6 +1,7 @@
 #include "conformance/ib/qp_state.hpp"
 
 #include <algorithm>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -21,6 +22,15 @@ bool valid_mtu(std::uint64_t n) { return n == 256 || n == 512 || n == 1024 || n 
 namespace {
 
 constexpr std::size_t kMaxGap = 4096;  // PSNs of one gap tracked one by one
+constexpr std::size_t kKeepSent = 256;  // new request packets remembered by PSN
+
+// What makes a request packet that one: its opcode and its data. A resend
+// repeats both (IBTA Vol.1 §9.7.5.1.3).
+std::size_t content_of(const pib::IbPacket& p) {
+  std::string s(1, static_cast<char>(p.op->code));
+  s.append(reinterpret_cast<const char*>(p.payload.data()), p.payload.size());
+  return std::hash<std::string>{}(s);
+}
 
 bool is_request(OpKind k) {
   return k == OpKind::send || k == OpKind::write || k == OpKind::read_request || k == OpKind::atomic ||
@@ -72,10 +82,15 @@ const Facts& Conversation::packet(int dir, const pib::IbPacket& p, std::uint64_t
   if (!p.op->valid) return facts_;
   if (is_request(p.op->kind))
     request(dir, p, frame, icrc_bad);
+  else if (icrc_bad)
+    return facts_;  // a damaged answer tells nothing the responder meant
   else if (p.op->kind == OpKind::read_response || p.op->kind == OpKind::ack || p.op->kind == OpKind::atomic_ack)
     response(dir, p, frame);
+  if (icrc_bad) return facts_;
   // The path MTU shows in the first First or Middle packet.
-  if (!pmtu_ && (p.op->seq == Seq::first || p.op->seq == Seq::middle)) pmtu_ = static_cast<std::uint32_t>(p.payload.size());
+  // (First and Middle carry exactly the path MTU: a size that is no MTU is that packet's fault, not the MTU.)
+  if (!pmtu_ && (p.op->seq == Seq::first || p.op->seq == Seq::middle) && valid_mtu(p.payload.size()))
+    pmtu_ = static_cast<std::uint32_t>(p.payload.size());
   return facts_;
 }
 
@@ -102,15 +117,19 @@ void Conversation::request(int dir, const pib::IbPacket& p, std::uint64_t frame,
   }
   if (f.transport == pib::Transport::ud) return;  // UD: single-packet messages, PSNs not checked by the receiver
 
-  if (f.fatal_nak) {
-    facts_.after_fatal = f.fatal_nak;
-    f.sent_after_fatal = true;
-  }
   const auto psn = static_cast<std::uint32_t>(p.bth.get(pib::Bth::psn));
   if (icrc_bad) {
+    // The responder drops it (IBTA Vol.1 §9.6.1), and its fields may be the
+    // link's damage: remembered only to explain the NAK its hole may bring.
     constexpr std::size_t kKeep = 64;
     if (f.bad_icrc.size() == kKeep) f.bad_icrc.erase(f.bad_icrc.begin());
     f.bad_icrc.push_back(psn);
+    return;
+  }
+  if (f.resp && f.resp->answered_psn == psn) f.resp->request_since = true;
+  if (f.fatal_nak) {
+    facts_.after_fatal = f.fatal_nak;
+    f.sent_after_fatal = true;
   }
   const OpKind kind = p.op->kind;
   const std::uint32_t n = kind == OpKind::read_request ? read_packets(reth_length(p), pmtu_) : 1;
@@ -130,31 +149,61 @@ void Conversation::request(int dir, const pib::IbPacket& p, std::uint64_t frame,
       facts_.psn = Facts::PsnClass::resend;
     } else {
       facts_.psn = Facts::PsnClass::gap;
-      f.msg_dmalen.reset();  // the Write in progress lost packets: its resend is judged, not this copy
       f.gaps.push_back({f.next_psn, std::vector<bool>(std::min<std::size_t>(static_cast<std::size_t>(d), kMaxGap)), frame, false});
+    }
+  }
+  if (facts_.psn == Facts::PsnClass::next || facts_.psn == Facts::PsnClass::gap) settle_claims(f, psn, n, frame);
+  // A packet that does not follow the one before it (after a hole, or after
+  // a resend that stopped short) may have lost packets of its message: the
+  // message's opcode sequence and length are not known from here.
+  if (facts_.psn == Facts::PsnClass::gap || (facts_.psn == Facts::PsnClass::next && psn != f.last_end)) {
+    f.msg = ReqFlow::Msg::unknown;
+    f.msg_dmalen.reset();
+  }
+  if (facts_.psn == Facts::PsnClass::resend) {
+    if (psn_diff(psn, f.first_psn) < 0) facts_.resend_fills_gap = true;  // before the first PSN the capture holds
+    const std::size_t content = content_of(p);
+    const auto was = std::find_if(f.sent.rbegin(), f.sent.rend(), [&](const ReqFlow::Sent& s) { return s.psn == psn; });
+    if (was != f.sent.rend() && was->content != content) {
+      facts_.psn_reused = was->frame;
+      facts_.psn = Facts::PsnClass::unknown;  // a new packet: the flow goes on from it
     }
   }
   if (facts_.psn == Facts::PsnClass::resend) {
     for (auto& g : f.gaps) {
       const auto at = psn_diff(psn, g.from);
-      if (at >= 0 && static_cast<std::size_t>(at) < g.seen.size()) g.seen[static_cast<std::size_t>(at)] = true;
+      if (at >= 0 && static_cast<std::size_t>(at) < g.seen.size() && !g.seen[static_cast<std::size_t>(at)]) {
+        g.seen[static_cast<std::size_t>(at)] = true;
+        facts_.resend_fills_gap = true;
+      }
     }
   } else {
     f.next_known = n != 0;
     f.next_psn = psn_add(psn, n);
     f.max_psn = n ? psn_add(psn, n - 1) : psn;
+    if (f.sent.size() == kKeepSent) f.sent.pop_front();
+    f.sent.push_back({psn, content_of(p), frame, kind, std::max<std::uint32_t>(n, 1)});
   }
 
   // pending NAKs: the requester must resend from the NAK's PSN
+  const std::uint32_t before = f.last_psn;
+  const bool naks_pending = !f.naks.empty();
   for (auto it = f.naks.begin(); it != f.naks.end();) {
     if (psn == it->psn) {
       ++facts_.naks_followed;
       it = f.naks.erase(it);
     } else {
       ++it->requests_after;
+      if (facts_.psn == Facts::PsnClass::resend && !it->resent_from && psn_diff(psn, it->psn) > 0) it->resent_from = psn;
       ++it;
     }
   }
+  const bool resend = facts_.psn == Facts::PsnClass::resend;
+  // A resend after a NAK may go back further than the NAK's PSN: what counts is that a NAK asked for one.
+  facts_.resend_explained = resend && (facts_.naks_followed > 0 || naks_pending || (f.resending && psn == psn_add(before, 1)));
+  f.resending = facts_.resend_explained;
+  f.last_psn = psn;
+  f.last_end = psn_add(psn, std::max<std::uint32_t>(n, 1));
 
   // opcode sequence; a resend restarts at a PSN whose message state is not kept
   if (facts_.psn == Facts::PsnClass::resend) {
@@ -185,11 +234,43 @@ void Conversation::request(int dir, const pib::IbPacket& p, std::uint64_t frame,
     // a repeated request is served again (IBTA Vol.1 §9.7.5.2.4), so each copy waits for an answer
     f.outstanding.push_back({psn, n, kind == OpKind::atomic ? 8 : reth_length(p), kind, frame});
   }
-  if (p.bth.get(pib::Bth::ackreq)) {
-    f.ack_wanted.push_back({psn, frame});
+  bool waiting = false;  // a resend of a packet still waiting for its answer
+  if (facts_.psn == Facts::PsnClass::resend)
+    for (auto& w : f.ack_wanted)
+      if (w.psn == psn) {
+        w.resent = waiting = true;
+        if (f.resp && f.resp->acked_any) w.acked_then = f.resp->max_acked;
+      }
+  if (p.bth.get(pib::Bth::ackreq) && !waiting) {
+    f.ack_wanted.push_back({psn, frame, false, std::nullopt, std::nullopt});
     ++f.ackreq_total;
   }
   responder_view(f, psn, n, frame);
+}
+
+void Conversation::settle_claims(ReqFlow& f, std::uint32_t psn, std::uint32_t n, std::uint64_t frame) {
+  using S = ReqFlow::Claim::State;
+  const bool gap = facts_.psn == Facts::PsnClass::gap;
+  for (auto& c : f.claims) {
+    const auto at = psn_diff(c.psn, psn);
+    if (c.kind == ReqFlow::Claim::Kind::ack_ahead && !c.reached) {
+      // The acknowledged PSN in the hole before this request: the responder had it, the capture lost it.
+      if (gap && psn_diff(c.psn, facts_.expected_psn) >= 0 && at < 0) {
+        facts_.gap_acked = c.frame;
+        c.reached = true;
+      } else if (at >= 0 && at < static_cast<std::int32_t>(std::max<std::uint32_t>(n, 1))) {
+        facts_.acked_before_sent = c.frame;  // the request it acknowledged comes after it in the file
+        c.reached = true;
+      }
+    }
+    if (c.state != S::open) continue;
+    if (gap) {
+      c.state = S::explained;
+      c.why = fmt::format("the requester's next request, frame {}, follows PSNs the capture lacks, which it may concern", frame);
+    } else {
+      c.state = S::proved;
+    }
+  }
 }
 
 // What a conforming responder expects next (IBTA Vol.1 §9.7.5.1): the
@@ -211,6 +292,7 @@ void Conversation::responder_view(ReqFlow& f, std::uint32_t psn, std::uint32_t n
     f.in_gap = true;
     f.gap_naks = 0;
     f.gap_frame = frame;
+    f.gap_psn = psn;
   }
 }
 
@@ -239,6 +321,8 @@ void Conversation::acknowledge(RespFlow& r, std::uint32_t upto, std::uint32_t an
   ReqFlow* f = r.req;
   if (!f) return;
   std::erase_if(f->ack_wanted, [&](const ReqFlow::Wanted& w) { return psn_diff(w.psn, answered) <= 0; });
+  for (auto& w : f->ack_wanted)
+    if (w.resent && w.acked_then && !w.answered_below && psn_diff(upto, *w.acked_then) <= 0) w.answered_below = r.last_frame;
   for (auto& g : f->gaps)
     if (psn_diff(upto, psn_add(g.from, static_cast<std::int64_t>(g.seen.size()) - 1)) >= 0 &&
         !std::all_of(g.seen.begin(), g.seen.end(), [](bool b) { return b; }))
@@ -265,10 +349,14 @@ void Conversation::response(int dir, const pib::IbPacket& p, std::uint64_t frame
   if (!r.pkey) r.pkey = pkey;
   ReqFlow* f = r.req;
 
+  std::pair<std::optional<std::uint32_t>, std::uint32_t> msn_prev{r.msn, r.msn_psn};
   if (const auto& a = p.get(pib::kExtAeth)) {
     const auto msn = static_cast<std::uint32_t>(a->get(pib::Aeth::msn));
     facts_.msn_before = r.msn;
+    facts_.msn_psn_back = r.msn && psn_diff(psn, r.msn_psn) <= 0;
+    msn_prev = {r.msn, r.msn_psn};
     r.msn = msn;
+    r.msn_psn = psn;
   }
   const OpKind kind = p.op->kind;
   const Seq seq = p.op->seq;
@@ -276,7 +364,13 @@ void Conversation::response(int dir, const pib::IbPacket& p, std::uint64_t frame
   if (kind == OpKind::ack) {
     const auto syn = static_cast<std::uint32_t>(p.get(pib::kExtAeth)->get(pib::Aeth::syndrome));
     const AckKind k = ack_kind(syn);
-    if (f && f->packets) facts_.max_sent = f->max_psn;
+    if (f && f->packets) {
+      facts_.max_sent = f->max_psn;
+      if (psn_diff(psn, f->max_psn) > 0) {
+        facts_.ack_ahead = true;
+        add_claim(*f, {ReqFlow::Claim::Kind::ack_ahead, psn, frame, f->max_psn, ReqFlow::Claim::State::open, {}, false});
+      }
+    }
     if (k == AckKind::ack) {
       acknowledge(r, psn, psn);
       if (f && f->in_gap && psn_diff(psn, f->epsn) >= 0) {
@@ -287,6 +381,10 @@ void Conversation::response(int dir, const pib::IbPacket& p, std::uint64_t frame
       }
       if (f && !f->epsn_known) f->epsn = psn_add(psn, 1), f->epsn_known = true;
     } else if (k == AckKind::rnr_nak || k == AckKind::nak) {
+      // An RNR NAK refuses a request of its PSN it has just received; after
+      // an earlier answer to that PSN, with no such request since, it is
+      // an answer written out of order.
+      if (k == AckKind::rnr_nak && r.answered_psn == psn && !r.request_since) facts_.answer_repeated = true;
       acknowledge(r, psn_add(psn, -1), psn);  // a NAK answers its PSN and acknowledges those before
       // an RNR NAK refuses its PSN: the responder expects it again
       if (f && k == AckKind::rnr_nak) f->epsn = psn, f->epsn_known = true;
@@ -295,7 +393,7 @@ void Conversation::response(int dir, const pib::IbPacket& p, std::uint64_t frame
       if (f && k == AckKind::nak && (code == kNakInvalidRequest || code == kNakRemoteAccess || code == kNakRemoteOperational) &&
           !f->fatal_nak)
         f->fatal_nak = frame;
-      if (f && (k == AckKind::rnr_nak || seq_err)) f->naks.push_back({psn, frame, k == AckKind::rnr_nak, 0});
+      if (f && (k == AckKind::rnr_nak || seq_err)) f->naks.push_back({psn, frame, k == AckKind::rnr_nak, 0, std::nullopt});
       if (seq_err && f && !f->in_gap && std::count(f->bad_icrc.begin(), f->bad_icrc.end(), psn)) {
         // The request with this PSN had a wrong ICRC: the responder dropped
         // it, as it must (IBTA Vol.1 §9.6.1), and the hole it left is the
@@ -310,12 +408,21 @@ void Conversation::response(int dir, const pib::IbPacket& p, std::uint64_t frame
         if (f->in_gap) {
           facts_.nak_expected = f->epsn;
           facts_.nak_count = ++f->gap_naks;
+          facts_.nak_in_hole = psn_diff(psn, f->epsn) > 0 && psn_diff(psn, f->gap_psn) < 0;
         } else if (f->epsn_known) {
           facts_.nak_no_gap = true;
           facts_.nak_expected = f->epsn;
+          ReqFlow::Claim c{ReqFlow::Claim::Kind::nak_unprovoked, psn, frame, f->max_psn, ReqFlow::Claim::State::open, {}, false};
+          if (psn_diff(psn, f->first_psn) <= 0) {
+            c.state = ReqFlow::Claim::State::explained;
+            c.why = "the hole it reports may lie before the capture's first request";
+          }
+          add_claim(*f, std::move(c));
         }
       }
     }
+    r.answered_psn = psn;  // for the next answer to compare with
+    r.request_since = false;
     return;
   }
 
@@ -331,6 +438,12 @@ void Conversation::response(int dir, const pib::IbPacket& p, std::uint64_t frame
         f->outstanding.erase(it);
       } else if (f->packets && psn_diff(psn, f->first_psn) >= 0) {
         facts_.match = Facts::Match::unmatched;
+        std::tie(r.msn, r.msn_psn) = msn_prev;  // an answer to no request: its MSN is no baseline for the next
+        // Proved when the capture shows the PSN was another kind of request
+        // (a repeated Read or Atomic the capture lost would also be answered again).
+        facts_.match_proved = std::any_of(f->sent.begin(), f->sent.end(), [&](const ReqFlow::Sent& s) {
+          return s.psn == psn && s.kind != OpKind::read_request && s.kind != OpKind::atomic;
+        });
         r.reading = Request{psn, 0, 0, kind == OpKind::atomic_ack ? OpKind::atomic : OpKind::read_request, 0};
       } else {
         r.reading = Request{psn, 0, 0, OpKind::read_request, 0};  // request before the capture began
@@ -344,6 +457,11 @@ void Conversation::response(int dir, const pib::IbPacket& p, std::uint64_t frame
   // Read Response sequence (IBTA Vol.1 §9.7.5.1.4 / §9.4.4)
   OpKind open = OpKind::read_response;
   const bool was_open = r.msg == RespFlow::Msg::open;
+  // Off the PSN the flow would take next, a packet of the open message (its
+  // Last) or of this one (its First) may be lost: the sequence is not known.
+  if (psn != r.next_psn && ((was_open && (seq == Seq::first || seq == Seq::only)) ||
+                            (r.msg == RespFlow::Msg::none && (seq == Seq::middle || seq == Seq::last))))
+    r.msg = RespFlow::Msg::unknown;
   facts_.order_error = order(r.msg, open, kind, seq);
   if (seq == Seq::first || seq == Seq::only) {
     r.next_psn = psn;
@@ -355,6 +473,13 @@ void Conversation::response(int dir, const pib::IbPacket& p, std::uint64_t frame
   r.next_psn = psn_add(psn, 1);
   ++r.got_packets;
   r.got_bytes += p.payload.size();
+  // Every octet asked for came, and the PSN is no other Read's (whose
+  // packet, reordered, could have made up the count).
+  facts_.resp_psn_proved = facts_.resp_psn_expected && seq == Seq::last && r.reading.frame && r.got_bytes == r.reading.length && f &&
+                           std::none_of(f->sent.begin(), f->sent.end(), [&](const ReqFlow::Sent& s) {
+                             return s.kind == OpKind::read_request && s.psn != r.reading.psn && psn_diff(psn, s.psn) >= 0 &&
+                                    psn_diff(psn, s.psn) < static_cast<std::int32_t>(s.n);
+                           });
   if ((seq == Seq::last || seq == Seq::only) && (was_open || seq == Seq::only) && r.reading.frame) {
     facts_.read_done = Facts::Done{r.reading.length, r.got_bytes, read_packets(r.reading.length, pmtu_), r.got_packets,
                                    r.reading.psn};
@@ -363,6 +488,15 @@ void Conversation::response(int dir, const pib::IbPacket& p, std::uint64_t frame
     r.reading = Request{};
     acknowledge(r, psn, psn);
   }
+}
+
+void Conversation::add_claim(ReqFlow& f, ReqFlow::Claim c) {
+  constexpr std::size_t kKeepClaims = 256;  // beyond these, the oldest explained one goes
+  if (f.claims.size() >= kKeepClaims) {
+    auto it = std::find_if(f.claims.begin(), f.claims.end(), [](const ReqFlow::Claim& x) { return x.state == ReqFlow::Claim::State::explained; });
+    f.claims.erase(it == f.claims.end() ? f.claims.begin() : it);
+  }
+  f.claims.push_back(std::move(c));
 }
 
 std::vector<const ReqFlow*> Conversation::request_flows() const {
@@ -390,23 +524,55 @@ Closing Conversation::close() const {
                           g.capture_loss ? "the responder acknowledged past them: the capture lost them"
                                          : "unreliable service: lost on the link or skipped by the requester"});
       } else {
-        c.gaps.push_back({&f, first_missing, g.frame, State::fail,
-                          fmt::format("{} PSN(s) from {} were never sent", missing, first_missing)});
+        // Skipped by the requester, or lost on the way (the link's or the
+        // capture's) with the resend after the capture ends: the packets
+        // cannot tell. A PSN given to two packets is the proof (psn_reused).
+        c.gaps.push_back({&f, first_missing, g.frame, State::inconclusive,
+                          fmt::format("{} PSN(s) from {} not in the capture and never resent in it", missing, first_missing)});
       }
     }
     c.answered += f.ackreq_total - f.ack_wanted.size();
     if (f.fatal_nak && !f.sent_after_fatal) ++c.fatal_respected;
     for (const auto& w : f.ack_wanted) {
+      // An answer to any later PSN would have covered this one, so the
+      // responder's later answers all concern earlier PSNs: the capture
+      // may end before it answered this one, or have lost the answer.
       const bool spoke_after = r && r->last_frame > w.frame;
-      c.unanswered.push_back({&f, w.psn, w.frame, spoke_after ? State::fail : State::inconclusive,
-                              spoke_after ? "the responder answered later packets but never this one"
-                                          : "the capture ends before the responder answered"});
+      if (w.answered_below)
+        c.unanswered.push_back({&f, w.psn, w.frame, State::fail,
+                                fmt::format("the requester resent it and the responder answered, frame {}, by repeating an acknowledge of earlier PSNs",
+                                            *w.answered_below)});
+      else
+        c.unanswered.push_back({&f, w.psn, w.frame, State::inconclusive,
+                                spoke_after ? "no answer in the capture; the responder's later answers cover only earlier PSNs"
+                                            : "the capture ends before the responder answered"});
     }
-    for (const auto& n : f.naks)
-      if (n.requests_after)
+    for (const auto& n : f.naks) {
+      const std::string_view what = n.rnr ? "RNR NAK" : "sequence-error NAK";
+      if (n.resent_from)
         c.not_resent.push_back({&f, n.psn, n.frame, State::fail,
-                                fmt::format("{} request packet(s) followed the {} and none resent PSN {}",
-                                            n.requests_after, n.rnr ? "RNR NAK" : "sequence-error NAK", n.psn)});
+                                fmt::format("after the {} the requester went back to PSN {}, past the NAK's", what, *n.resent_from)});
+      else if (n.requests_after)
+        // New requests after the NAK may have left before it arrived, and
+        // the resend may come after the capture ends: no proof either way.
+        c.not_resent.push_back({&f, n.psn, n.frame, State::inconclusive,
+                                fmt::format("{} new request packet(s) followed the {} in the capture and none resent PSN {}; "
+                                            "they may have been in flight, and the resend after the capture's end",
+                                            n.requests_after, what, n.psn)});
+    }
+    for (const auto& cl : f.claims) {
+      const bool ack = cl.kind == ReqFlow::Claim::Kind::ack_ahead;
+      auto& list = ack ? c.acked_ahead : c.nak_unprovoked;
+      const std::string what = ack ? fmt::format("an acknowledge of PSN {} when the latest request was PSN {}", cl.psn, cl.max_sent)
+                                   : fmt::format("a sequence-error NAK of PSN {} with every request in sequence", cl.psn);
+      if (cl.state == ReqFlow::Claim::State::proved)
+        list.push_back({&f, cl.psn, cl.frame, State::fail,
+                        fmt::format("{}; the requester's next request went on in sequence, so none was unseen", what), true});
+      else
+        list.push_back({&f, cl.psn, cl.frame, State::inconclusive,
+                        fmt::format("{}; {}", what, cl.state == ReqFlow::Claim::State::open ? "no later request shows whether one went unseen" : cl.why),
+                        true});
+    }
     if (f.in_gap && f.gap_naks == 0) {
       const bool spoke_after = r && r->last_frame > f.gap_frame;
       c.open_gaps.push_back({&f, f.epsn, f.gap_frame, spoke_after ? State::fail : State::inconclusive,

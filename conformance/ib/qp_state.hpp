@@ -58,7 +58,8 @@ struct ReqFlow {
   std::optional<std::uint16_t> pkey;
   // requester
   bool next_known = false;
-  std::uint32_t next_psn = 0, max_psn = 0, first_psn = 0;
+  std::uint32_t next_psn = 0, max_psn = 0, first_psn = 0, last_psn = 0;
+  std::uint32_t last_end = 0;  // the PSN after the latest request packet's
   enum class Msg { unknown, none, open } msg = Msg::unknown;
   protocols::ib::OpKind msg_kind{};
   std::optional<std::uint64_t> msg_dmalen;  // RETH DMA length of the Write in progress
@@ -74,6 +75,12 @@ struct ReqFlow {
   struct Wanted {
     std::uint32_t psn;
     std::uint64_t frame;
+    bool resent = false;  // the requester sent it again, no answer having reached it
+    std::optional<std::uint32_t> acked_then;  // the responder's highest acknowledged PSN at the resend
+    // An answer after the resend that repeats an acknowledge the responder
+    // had given before it (no answer in flight, but its reply to the
+    // duplicate), covering only earlier PSNs.
+    std::optional<std::uint64_t> answered_below;
   };
   std::deque<Wanted> ack_wanted;  // AckReq packets not yet covered by a response
   std::uint64_t ackreq_total = 0;
@@ -82,6 +89,10 @@ struct ReqFlow {
     std::uint64_t frame;
     bool rnr;
     std::uint64_t requests_after = 0;
+    // A resend after the NAK that starts beyond its PSN: the requester went
+    // back, so it acted on the NAK (a timer's resend would start at or before
+    // the NAK's PSN, the oldest it had not seen acknowledged), but not from its PSN.
+    std::optional<std::uint32_t> resent_from;
   };
   std::vector<PendingNak> naks;  // NAKs the requester has not yet acted on
   std::optional<std::uint64_t> fatal_nak;  // frame of a fatal NAK (the QP is in error)
@@ -91,10 +102,41 @@ struct ReqFlow {
   std::uint32_t epsn = 0;
   bool in_gap = false;
   std::uint64_t gap_frame = 0;
+  std::uint32_t gap_psn = 0;  // the out-of-sequence PSN that opened it
   int gap_naks = 0;
   // PSNs of requests seen with a wrong ICRC (the latest few): the responder
   // drops such a packet, so a sequence-error NAK naming one is its due.
   std::vector<std::uint32_t> bad_icrc;
+  // The latest request was a resend the traffic explains: it followed a NAK
+  // of its PSN, or continued such a resend PSN by PSN.
+  bool resending = false;
+  // What the latest new request packets carried, by PSN (opcode and data): a
+  // PSN that comes again with other content was given to two packets.
+  struct Sent {
+    std::uint32_t psn;
+    std::size_t content;
+    std::uint64_t frame;
+    protocols::ib::OpKind kind;
+    std::uint32_t n;  // PSNs it takes
+  };
+  std::deque<Sent> sent;
+  // What an answer said about the requester's stream that the capture does
+  // not bear out when it is read: an acknowledge of a PSN beyond the latest
+  // request, or a sequence-error NAK when every request came in sequence.
+  // The requester's next new request settles it: the next PSN in sequence
+  // proves no request had gone unseen (the claim was wrong); a hole explains
+  // it by a request the capture lost. A later request that carries the
+  // acknowledged PSN was written to the file after its answer.
+  struct Claim {
+    enum class Kind { ack_ahead, nak_unprovoked } kind;
+    std::uint32_t psn;
+    std::uint64_t frame;
+    std::uint32_t max_sent;  // the requester's highest PSN in the capture then
+    enum class State { open, proved, explained } state = State::open;
+    std::string why;  // for explained
+    bool reached = false;
+  };
+  std::vector<Claim> claims;
   RespFlow* resp = nullptr;
 };
 
@@ -104,7 +146,10 @@ struct RespFlow {
   std::uint64_t packets = 0, first_frame = 0, last_frame = 0;
   std::optional<std::uint16_t> pkey;
   std::optional<std::uint32_t> msn;
+  std::uint32_t msn_psn = 0;  // PSN of the packet that carried `msn`
   bool acked_any = false;
+  std::optional<std::uint32_t> answered_psn;  // PSN of the latest ACK or NAK
+  bool request_since = false;                 // a request of that PSN came after it
   std::uint32_t max_acked = 0;  // highest PSN acknowledged
   // Read Response in progress
   enum class Msg { unknown, none, open } msg = Msg::unknown;
@@ -136,11 +181,34 @@ struct Facts {
   std::optional<Done> write_done;  // RDMA Write message ended (RETH known)
   std::optional<Done> read_done;   // Read Response ended
   enum class Match { none, matched, unmatched } match = Match::none;  // Read Response First/Only, Atomic ACK
+  // An unmatched answer whose PSN the capture shows was a request other than
+  // a Read or Atomic: no lost request explains it.
+  bool match_proved = false;
+  // A Read Response Last off its PSN sequence that completed the requested
+  // length: no packet of it is missing, so the PSN itself is wrong.
+  bool resp_psn_proved = false;
   std::optional<std::uint32_t> max_sent;  // ACK/NAK: highest PSN its requester sent
   std::optional<std::uint32_t> msn_before;
+  bool answer_repeated = false;  // an RNR NAK with no request of its PSN since the last answer to it
+  bool msn_psn_back = false;  // this AETH's PSN is not above that of the AETH before (maybe an older answer)
+  bool resend_explained = false;  // a resend that follows a NAK of its PSN or continues one
+  bool resend_fills_gap = false;  // a resend of a PSN the capture had not shown before
+  // A new request whose PSN an earlier packet of the flow (this frame) had
+  // with other content: not a resend, and no capture artefact makes one
+  // packet into another.
+  std::optional<std::uint64_t> psn_reused;
+  // A new request with a PSN that an acknowledge (this frame) had already
+  // named: the file holds the answer before the request.
+  std::optional<std::uint64_t> acked_before_sent;
+  bool ack_ahead = false;  // an acknowledge beyond the requester's latest PSN (a Claim)
+  // A hole in the requester's PSNs that an acknowledge (this frame) had covered.
+  std::optional<std::uint64_t> gap_acked;
   // sequence-error NAK bookkeeping
   std::optional<std::uint32_t> nak_expected;  // NAK-sequence: the PSN the responder expects (when known)
-  bool nak_no_gap = false;                    // NAK-sequence with no out-of-sequence request seen
+  bool nak_no_gap = false;                    // NAK-sequence with no out-of-sequence request seen (a Claim)
+  // NAK-sequence naming a PSN inside the capture's hole: the responder had
+  // the PSNs before it, which the capture lacks.
+  bool nak_in_hole = false;
   int nak_count = 0;                          // NAKs sent for the current gap, this one included
   struct GapClosed {
     int naks;
@@ -160,6 +228,7 @@ struct Closing {
     std::uint64_t frame;
     enum class State { fail, inconclusive, pass } state;
     std::string detail;
+    bool from_responder = false;  // the frame is the responder's
   };
   std::uint64_t answered = 0;   // AckReq packets covered by a response
   std::uint64_t fatal_respected = 0;  // fatal NAKs after which the requester fell silent
@@ -167,6 +236,8 @@ struct Closing {
   std::vector<Item> unanswered; // AckReq packets without an answer
   std::vector<Item> not_resent; // NAKs the requester did not act on
   std::vector<Item> open_gaps;  // out-of-sequence requests with no NAK and no resend
+  std::vector<Item> acked_ahead;     // acknowledges of PSNs beyond the requester's latest
+  std::vector<Item> nak_unprovoked;  // sequence-error NAKs with every request in sequence
 };
 
 class Conversation {
@@ -186,6 +257,8 @@ class Conversation {
   void request(int dir, const protocols::ib::IbPacket& p, std::uint64_t frame, bool icrc_bad);
   void response(int dir, const protocols::ib::IbPacket& p, std::uint64_t frame);
   void responder_view(ReqFlow& f, std::uint32_t psn, std::uint32_t n, std::uint64_t frame);
+  void settle_claims(ReqFlow& f, std::uint32_t psn, std::uint32_t n, std::uint64_t frame);
+  static void add_claim(ReqFlow& f, ReqFlow::Claim c);
   RespFlow& pair(RespFlow& r, std::uint32_t psn);
   // `upto`: highest PSN acknowledged; `answered`: highest PSN whose AckReq this answers.
   void acknowledge(RespFlow& r, std::uint32_t upto, std::uint32_t answered);

@@ -110,10 +110,12 @@ class Run final : public FamilyRun, public TcpSink {
     IwarpConn view;
     std::uint64_t first_frame = 0, last_frame = 0;
     Conn(Run* r, const TcpStreamInfo& i) : run(r), info(i), mpa(info, *this), scope(r->cases_.size()), view{&info, &mpa} {}
-    // Calls f on every case that handles `event`.
+    // Calls f on every case that handles `event` (with `checksum_only`, on
+    // the cases that judge the CRC alone).
     template <class F>
-    void each(IwarpCase::Event event, F f) {
+    void each(IwarpCase::Event event, F f, bool checksum_only = false) {
       for (std::size_t i : run->handlers_[static_cast<unsigned>(std::countr_zero(static_cast<unsigned>(event)))]) {
+        if (checksum_only && run->infos_[i]->id != "iwarp.mpa.fpdu.crc" && run->infos_[i]->id != "iwarp.mpa.crc.used") continue;
         CaseCtx c = scope.ctx(i);
         f(*run->cases_[i], c);
       }
@@ -131,7 +133,15 @@ class Run final : public FamilyRun, public TcpSink {
     }
     void on_fpdu(const FpduEvent& e) override {
       if (run->ctx_.on_unit) run->ctx_.on_unit(fpdu_json(e));
-      each(IwarpCase::fpdu, [&](const IwarpCase& k, CaseCtx& c) { k.on_fpdu(c, view, e); });
+      // An FPDU that fails its CRC may carry the link's damage: its content
+      // feeds no case but the CRC's, and what it hides (a request, a segment)
+      // is a hole the cases that need it see. (A CRC field of zero is one the
+      // sender did not compute, iwarp.mpa.crc.used's finding, not damage.)
+      const bool damaged = e.crc_in_use && e.fpdu->crc_wire != 0 && e.fpdu->crc_wire != e.crc_computed;
+      if (damaged)
+        scope.artefact(e.dir, fmt::format("frame {}: the FPDU at stream offset {} failed its CRC, so its content is not used",
+                                          e.first_frame, e.offset));
+      each(IwarpCase::fpdu, [&](const IwarpCase& k, CaseCtx& c) { k.on_fpdu(c, view, e); }, damaged);
     }
     void on_stop(const StopEvent& e) override {
       label();

@@ -21,12 +21,23 @@ Evidence packet_evidence(CaseCtx& ctx, const RocePacketEvent& e) {
   return ev;
 }
 
-void roce_fail(CaseCtx& ctx, const RocePacketEvent& e, std::string expected, std::string actual, std::string detail) {
+namespace {
+Evidence violation(CaseCtx& ctx, const RocePacketEvent& e, std::string expected, std::string actual, std::string detail) {
   Evidence ev = packet_evidence(ctx, e);
   ev.expected = std::move(expected);
   ev.actual = std::move(actual);
   if (!detail.empty()) ev.detail += "; " + detail;
-  ctx.tally.fail(std::move(ev));
+  return ev;
+}
+}  // namespace
+
+void roce_fail(CaseCtx& ctx, const RocePacketEvent& e, std::string expected, std::string actual, std::string detail) {
+  ctx.tally.fail(violation(ctx, e, std::move(expected), std::move(actual), std::move(detail)));
+}
+
+void roce_doubt(CaseCtx& ctx, const RocePacketEvent& e, std::string expected, std::string actual, std::string detail,
+                unsigned dirs) {
+  ctx.tally.doubtful(violation(ctx, e, std::move(expected), std::move(actual), std::move(detail)), dirs);
 }
 
 namespace {

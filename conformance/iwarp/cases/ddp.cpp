@@ -32,6 +32,7 @@ struct Tagged : CaseState {
     std::uint64_t next_to = 0;
   };
   T t[2];
+  std::uint64_t next_index[2] = {0, 0};  // FPDU number expected next in each direction
 };
 
 // Runs `f(queue state, segment)` for each untagged segment, then updates the queue.
@@ -57,8 +58,12 @@ void each_untagged(BuiltIwarpCase& c, F f) {
 template <class F>
 void each_tagged(BuiltIwarpCase& c, F f) {
   on_segments(c, [f](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
+    auto& st = ctx.state<Tagged>();
+    auto& t = st.t[e.dir];
+    // A segment not seen (an FPDU that was no decodable segment, or not judged) may have been this message's.
+    if (e.index != st.next_index[e.dir]) t.open = false;
+    st.next_index[e.dir] = e.index + 1;
     if (!g.tagged()) return;
-    auto& t = ctx.state<Tagged>().t[e.dir];
     if (t.open) f(ctx, e, g, t);
     t.open = !g.last();
     t.stag = g.stag();
