@@ -223,7 +223,7 @@ std::vector<Scenario> scenarios() {
   iwarp("iwarp-fault-ddp-reserved", "as iwarp-rev2-crc", edit("the first Send sets a DDP reserved bit", [](Traffic& t) { set_ddp(t.init[0], iwarp::DdpUntagged::rsvd, 0x2); }),
         {{"iwarp.ddp.reserved", F}});
   iwarp("iwarp-fault-ddp-qn", "as iwarp-rev2-crc", edit("the Immediate Data with SE goes to queue 5", [](Traffic& t) { set_ddp(t.init[7], iwarp::DdpUntagged::qn, 5); }),
-        {{"iwarp.ddp.qn", F}});
+        {{"iwarp.ddp.qn", F}, {"iwarp.rdmap.queue", F}});
   iwarp("iwarp-fault-ddp-msn", "as iwarp-rev2-crc", edit("the Immediate Data with SE skips an MSN (8 instead of 7)", [](Traffic& t) { set_ddp(t.init[7], iwarp::DdpUntagged::msn, 8); }),
         {{"iwarp.ddp.msn", F}});
   iwarp("iwarp-fault-ddp-mo", "as iwarp-rev2-crc", edit("the second segment of the two-segment Send has MO 604 instead of 600", [](Traffic& t) { set_ddp(t.init[5], iwarp::DdpUntagged::mo, 604); }),
@@ -246,6 +246,12 @@ std::vector<Scenario> scenarios() {
           t.init.push_back(ddp_tagged(iwarp::kOpSend, 0x4444, 0, true, B(pattern(16, 40))));
         }),
         {{"iwarp.rdmap.buffer_model", F}});
+  // (Queue 3 is a DDP queue RDMAP uses, so iwarp.ddp.qn passes it; queue 0 then goes on with MSN 5 after 3,
+  // and queue 3's first message carries MSN 4.)
+  iwarp("iwarp-fault-rdmap-queue-send", "as iwarp-rev2-crc",
+        edit("the Send with SE and Invalidate goes to queue 3 (RFC 7306's Atomic Request queue)",
+             [](Traffic& t) { set_ddp(t.init[3], iwarp::DdpUntagged::qn, 3); }),
+        {{"iwarp.rdmap.queue", F}, {"iwarp.ddp.msn", F}});
   iwarp("iwarp-fault-rdmap-queue", "as iwarp-rev2-crc", edit("the responder's Terminate goes to queue 1 (Read Request) instead of 2", [](Traffic& t) { set_ddp(t.resp[5], iwarp::DdpUntagged::qn, 1); }),
         {{"iwarp.rdmap.queue", F}});
   iwarp("iwarp-fault-read-request-format", "as iwarp-rev2-crc", edit("the Read Request carries 4 octets after its header", [](Traffic& t) {

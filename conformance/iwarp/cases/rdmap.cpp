@@ -88,18 +88,16 @@ void add_iwarp_rdmap_cases(IwarpCases& k) {
                       fmt::format("opcode 0x{:x}", g.opcode()));
               });
 
-  on_segments(add(k, {"iwarp.rdmap.queue", "RFC 5040", "§5.1", Level::must,
-                      "Each untagged RDMAP message uses its queue: the Send family on 0, RDMA Read Request on 1, "
-                      "Terminate on 2."}),
+  on_segments(add(k, {"iwarp.rdmap.queue", "RFC 5040", "§5.1; RFC 7306 §8", Level::must,
+                      "Each untagged RDMAP message uses its queue: the Send family and Immediate Data on 0, RDMA Read "
+                      "Request on 1, Terminate on 2, Atomic Request on 3, Atomic Response on 4."}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
-                if (g.tagged() || g.qn() > 2) return;  // other queues: iwarp.ddp.qn
-                // RFC 5040's own messages here; Immediate Data and the Atomics (RFC 7306) have their cases.
+                // Every untagged message whose opcode names a queue, whatever queue it came on (one RDMAP does
+                // not use at all is also iwarp.ddp.qn's finding).
                 const auto& op = rdmap_op(g.opcode());
-                const bool rfc5040 = op.kind == RdmapKind::send || op.kind == RdmapKind::read_request || op.kind == RdmapKind::terminate;
-                if (!op.valid || op.tagged || !rfc5040) return;
-                const int want = op.queue;
-                RDMACONF_JUDGE(ctx, e, g.qn() == static_cast<std::uint32_t>(want), fmt::format("QN {}", want),
-                      fmt::format("QN {}", g.qn()), fmt::format("opcode 0x{:x}", g.opcode()));
+                if (g.tagged() || !op.valid || op.tagged || op.queue == kNoQueue) return;
+                RDMACONF_JUDGE(ctx, e, g.qn() == op.queue, fmt::format("QN {}", op.queue), fmt::format("QN {}", g.qn()),
+                               fmt::format("opcode 0x{:x}", g.opcode()));
               });
 
   on_segments(add(k, {"iwarp.rdmap.read_request.format", "RFC 5040", "§4.4", Level::must,
