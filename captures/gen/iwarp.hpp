@@ -43,6 +43,7 @@ struct IwarpConfig {
   int corrupt_crc_at = -1;           // initiator FPDU index whose CRC is wrong
   int short_ulpdu_at = -1;           // initiator FPDU index replaced by a 10-octet ULPDU
   int pad_fault_at = -1;             // initiator FPDU index with a non-zero pad octet (CRC still right)
+  std::size_t fin_cut = 0;           // the initiator's FIN comes this many octets before its stream's end
   bool zero_crc_from_responder = false;
   bool gap_in_initiator = false;     // drop the octets of one segment from the capture
   bool ipv6 = false;
@@ -277,7 +278,7 @@ inline nlohmann::json iwarp_conversation(const std::string& path, const IwarpCon
       t.skip(0, hole);
       t.send(0, Bytes(istream).subspan(half + hole), c.mss);
     } else {
-      t.send(0, B(istream), c.mss);
+      t.send(0, Bytes(istream).first(istream.size() - c.fin_cut), c.mss);
     }
   }
   t.send(1, B(rstream), c.mss);

@@ -27,6 +27,7 @@ Expect iwarp_expect(const IwarpConfig& c) {
   e["iwarp.mpa.fpdu.crc"] = v(crc);
   e["iwarp.mpa.crc.used"] = v(crc);
   e["iwarp.mpa.fpdu.pad"] = "PASS";
+  e["iwarp.mpa.fpdu.whole"] = "PASS";  // every conversation closes with FINs after whole FPDUs
   e["iwarp.mpa.marker.fpduptr"] = v(markers);
   e["iwarp.mpa.marker.reserved"] = v(markers);
   for (const char* id : {"iwarp.ddp.segment.header", "iwarp.ddp.version", "iwarp.ddp.reserved", "iwarp.ddp.qn", "iwarp.ddp.msn",
@@ -110,7 +111,7 @@ std::vector<Scenario> scenarios() {
   {
     Expect e = {{"iwarp.mpa.reject.close", "PASS"}};
     for (const char* id : {"iwarp.mpa.fpdu.before_exchange", "iwarp.mpa.responder.first_fpdu", "iwarp.mpa.v2.ird_ord", "iwarp.mpa.fpdu.crc",
-                           "iwarp.mpa.crc.used", "iwarp.mpa.fpdu.pad", "iwarp.mpa.fpdu.ulpdu_max"})
+                           "iwarp.mpa.crc.used", "iwarp.mpa.fpdu.pad", "iwarp.mpa.fpdu.ulpdu_max", "iwarp.mpa.fpdu.whole"})
       e[id] = NA;
     for (const auto& [id, want] : iwarp_expect({}))
       if (id.rfind("iwarp.ddp.", 0) == 0 || id.rfind("iwarp.rdmap.", 0) == 0) e[id] = NA;  // no FPDU at all
@@ -132,7 +133,7 @@ std::vector<Scenario> scenarios() {
     Expect e;
     e["iwarp.mpa.rep.key"] = F;
     for (const char* id : {"iwarp.mpa.fpdu.before_exchange", "iwarp.mpa.responder.first_fpdu", "iwarp.mpa.v2.reply_revision", "iwarp.mpa.v2.ird_ord",
-                           "iwarp.mpa.fpdu.ulpdu_max"})
+                           "iwarp.mpa.fpdu.ulpdu_max", "iwarp.mpa.fpdu.whole"})
       e[id] = NA;
     for (const auto& [id, want] : iwarp_expect({}))
       if (want == "PASS" && id.rfind("iwarp.ddp.", 0) == 0) e[id] = INC;
@@ -146,7 +147,8 @@ std::vector<Scenario> scenarios() {
     // Only the Reply is an MPA frame; the responder's FPDUs wait for a negotiation that never completes.
     Expect e = {{"iwarp.mpa.req.key", F}};
     for (const char* id : {"iwarp.mpa.rr.reject_flag", "iwarp.mpa.v2.reply_revision", "iwarp.mpa.v2.ird_ord", "iwarp.mpa.fpdu.before_exchange",
-                           "iwarp.mpa.responder.first_fpdu", "iwarp.mpa.fpdu.ulpdu_max", "iwarp.mpa.fpdu.crc", "iwarp.mpa.crc.used"})
+                           "iwarp.mpa.responder.first_fpdu", "iwarp.mpa.fpdu.ulpdu_max", "iwarp.mpa.fpdu.crc", "iwarp.mpa.crc.used",
+                           "iwarp.mpa.fpdu.whole"})
       e[id] = NA;
     for (const auto& [id, want] : iwarp_expect({}))
       if (id.rfind("iwarp.ddp.", 0) == 0 || id.rfind("iwarp.rdmap.", 0) == 0) e[id] = INC;
@@ -156,7 +158,7 @@ std::vector<Scenario> scenarios() {
   {
     Expect e = {{"iwarp.mpa.reject.close", F}};
     for (const char* id : {"iwarp.mpa.fpdu.before_exchange", "iwarp.mpa.responder.first_fpdu", "iwarp.mpa.v2.ird_ord", "iwarp.mpa.fpdu.crc",
-                           "iwarp.mpa.crc.used", "iwarp.mpa.fpdu.pad", "iwarp.mpa.fpdu.ulpdu_max"})
+                           "iwarp.mpa.crc.used", "iwarp.mpa.fpdu.pad", "iwarp.mpa.fpdu.ulpdu_max", "iwarp.mpa.fpdu.whole"})
       e[id] = NA;
     for (const auto& [id, want] : iwarp_expect({}))
       if (id.rfind("iwarp.ddp.", 0) == 0 || id.rfind("iwarp.rdmap.", 0) == 0) e[id] = NA;
@@ -246,6 +248,13 @@ std::vector<Scenario> scenarios() {
           t.init.push_back(ddp_tagged(iwarp::kOpSend, 0x4444, 0, true, B(pattern(16, 40))));
         }),
         {{"iwarp.rdmap.buffer_model", F}});
+  iwarp("iwarp-fault-fin-mid-fpdu", "as iwarp-rev2-crc",
+        faulty("the initiator ends with a Send of 100 octets and closes its half of the connection 10 octets before that FPDU's end",
+               [](auto& c) {
+                 c.fin_cut = 10;
+                 c.edit = [](Traffic& t) { t.init.push_back(ddp_untagged(iwarp::kOpSend, 0, 8, 0, true, B(pattern(100, 31)))); };
+               }),
+        {{"iwarp.mpa.fpdu.whole", F}});
   // (Queue 3 is a DDP queue RDMAP uses, so iwarp.ddp.qn passes it; queue 0 then goes on with MSN 5 after 3,
   // and queue 3's first message carries MSN 4.)
   iwarp("iwarp-fault-rdmap-queue-send", "as iwarp-rev2-crc",

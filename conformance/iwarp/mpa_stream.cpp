@@ -69,13 +69,13 @@ std::optional<InferredAlignment> infer_alignment(Bytes b, bool at_end) {
 
 MpaConnection::MpaConnection(const captures::io::TcpStreamInfo& info, MpaListener& l) : info_(info), l_(l) {}
 
-void MpaConnection::stop(int dir, std::uint64_t offset, std::uint64_t frame, std::string reason, bool gap) {
+void MpaConnection::stop(int dir, std::uint64_t offset, std::uint64_t frame, std::string reason, bool gap, bool cut_by_fin) {
   Dir& s = d_[dir];
   const bool after_reject = s.state == State::rejected;
   s.gap_seen |= gap;
   s.state = State::stopped;
   s.buf.clear();
-  l_.on_stop(StopEvent{dir, offset, frame, gap, after_reject, std::move(reason)});
+  l_.on_stop(StopEvent{dir, offset, frame, gap, after_reject, cut_by_fin, std::move(reason)});
 }
 
 void MpaConnection::data(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame, std::uint64_t acked) {
@@ -434,10 +434,14 @@ void MpaConnection::close(std::uint64_t frame) {
     if (s.state == State::rr || s.state == State::fpdu) {
       if (!s.buf.empty()) {
         const std::size_t need = unit_size(dir, {s.buf.data(), s.buf.size()});
+        // With the FIN in the capture and no gap before it (the reassembler
+        // reports a gap for any octet the FIN proves missing), the sender
+        // itself stopped there.
+        const bool fin = info_.fin[dir] && !s.gap_seen && s.state == State::fpdu;
+        const std::string where = need ? fmt::format("inside a frame: {} of {} octets present", s.buf.size(), need)
+                                       : fmt::format("inside a frame header: {} octets present", s.buf.size());
         stop(dir, s.buf_off + kMpaMarker.size * s.mk_done, frame,
-             need ? fmt::format("stream ends inside a frame: {} of {} octets present", s.buf.size(), need)
-                  : fmt::format("stream ends inside a frame header: {} octets present", s.buf.size()),
-             true);
+             fin ? "the sender's FIN ends its stream " + where : "stream ends " + where, !fin, fin);
       }
     } else if (s.state == State::wait_negotiation && !s.held.empty()) {
       // The other side sent nothing at all (no malformed frame, no gap): it never answered.

@@ -99,6 +99,9 @@ struct StopEvent {
   std::uint64_t offset = 0, frame = 0;
   bool gap = false;
   bool after_reject = false;  // octets sent after a rejecting MPA Reply
+  // The sender's FIN ended its stream inside an FPDU, every octet before
+  // the FIN in the capture: the sender's doing, not the capture's.
+  bool cut_by_fin = false;
   std::string reason;
 };
 
@@ -201,7 +204,7 @@ class MpaConnection {
   void unit(int dir, Bytes b, std::uint64_t offset, std::uint64_t first_frame, std::uint64_t last_frame, std::uint64_t acked);
   void on_rr(int dir, Bytes b, std::uint64_t offset, std::uint64_t first_frame, std::uint64_t last_frame, std::uint64_t acked);
   void negotiation_done(std::uint64_t frame);
-  void stop(int dir, std::uint64_t offset, std::uint64_t frame, std::string reason, bool gap = false);
+  void stop(int dir, std::uint64_t offset, std::uint64_t frame, std::string reason, bool gap = false, bool cut_by_fin = false);
   bool from_initiator(int dir) const { return dir == initiator_dir_; }
 
   const captures::io::TcpStreamInfo& info_;  // the caller's, kept up to date as the connection goes on

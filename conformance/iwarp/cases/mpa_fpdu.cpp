@@ -40,6 +40,11 @@ void judge_markers(CaseCtx& ctx, const iwarp::FpduEvent& e, Check check) {
   }
 }
 
+// Which directions' framing stopped before the connection closed.
+struct Ended : CaseState {
+  bool stopped[2] = {false, false};
+};
+
 }  // namespace
 
 void add_iwarp_mpa_fpdu_cases(IwarpCases& k) {
@@ -78,6 +83,26 @@ void add_iwarp_mpa_fpdu_cases(IwarpCases& k) {
               fmt::format("ULPDU length {}, {} pad octets", e.fpdu->ulpdu_len, e.fpdu->pad));
       })
       .stop([](CaseCtx& ctx, const IwarpConn&, const iwarp::StopEvent& e) { inconclusive_on_gap(ctx, e); });
+
+  add(k, {"iwarp.mpa.fpdu.whole", "RFC 5044", "§4, §7", Level::must,
+          "Once FPDUs flow, a sender's stream is a sequence of whole FPDUs: when it closes its half of the "
+          "connection (FIN), its last FPDU is complete."})
+      .stop([](CaseCtx& ctx, const IwarpConn&, const iwarp::StopEvent& e) {
+        ctx.state<Ended>().stopped[e.dir] = true;
+        if (!e.cut_by_fin) return;
+        Evidence ev;
+        ev.frames = {e.frame};
+        ev.stream_offset = e.offset;
+        ev.side = ctx.side(e.dir);
+        ev.expected = "a whole FPDU before the FIN";
+        ev.actual = e.reason;
+        ctx.tally.fail(std::move(ev));
+      })
+      .close([](CaseCtx& ctx, const IwarpConn& c) {
+        // A direction that sent FPDUs and ended with its FIN at an FPDU boundary.
+        for (int d = 0; d < 2; ++d)
+          if (c.info->fin[d] && c.mpa->fpdus(d) && !ctx.state<Ended>().stopped[d]) ctx.tally.pass();
+      });
 
   add(k, {"iwarp.mpa.fpdu.ulpdu_max", "RFC 5044", "§4, §6 (MULPDU)", Level::should,
           "A sender sizes FPDUs to fit one TCP segment: an FPDU, markers included, is no larger than the "
