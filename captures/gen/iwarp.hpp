@@ -40,7 +40,7 @@ struct IwarpConfig {
   std::string request_key;           // replaces the Request key when not empty
   std::size_t mss = 1448;            // segment size the generator sends with
   std::uint16_t advertised_mss = 1460;
-  int corrupt_crc_at = -1;           // initiator FPDU index whose CRC is wrong
+  int corrupt_crc_at = -1;           // initiator FPDU index whose CRC is wrong (-2: every one)
   int short_ulpdu_at = -1;           // initiator FPDU index replaced by a 10-octet ULPDU
   int pad_fault_at = -1;             // initiator FPDU index with a non-zero pad octet (CRC still right)
   std::size_t fin_cut = 0;           // the initiator's FIN comes this many octets before its stream's end
@@ -217,7 +217,7 @@ inline Buf frame_stream(const std::vector<Buf>& msgs, bool crc, bool markers, co
     if (initiator && idx == c.pad_fault_at) f[2 + m.size()] = std::byte{0x01};
     const bool zero = !initiator && c.zero_crc_from_responder;
     if (crc && !zero) put_le32(f, f.size() - 4, iwarp::fpdu_crc(f.first(f.size() - 4)));
-    if (initiator && idx == c.corrupt_crc_at) f[f.size() - 1] ^= std::byte{0x5a};
+    if (initiator && (idx == c.corrupt_crc_at || c.corrupt_crc_at == -2)) f[f.size() - 1] ^= std::byte{0x5a};
   }
   return out;
 }

@@ -106,6 +106,34 @@ std::vector<Scenario> scenarios() {
   IwarpConfig mid;
   mid.midstream_skip = 50;
   iwarp("iwarp-midstream", "the capture starts after the MPA exchange and 50 octets into the initiator's first FPDU: framing and CRC use are inferred", mid);
+  // Faults in the first FPDUs a mid-stream capture holds whole: found, not
+  // skipped while framing is looked for. With CRCs the right CRC vouches for
+  // the first FPDU, whatever its header says; without, the chain starts at
+  // one that looks right and a bad header after it is reported.
+  {
+    IwarpConfig m = mid;
+    m.fault = "the first whole FPDU in the capture (the initiator's second Send) carries DDP version 2";
+    m.edit = [](Traffic& t) { set_ddp(t.init[1], iwarp::DdpUntagged::dv, 2); };
+    iwarp("iwarp-midstream-fault-ddp-version", "as iwarp-midstream", m, {{"iwarp.ddp.version", F}});
+    IwarpConfig n = mid;
+    n.revision = 1;
+    n.enhanced = false;
+    n.req_crc = false;
+    n.fault = "the second whole FPDU in the capture (the initiator's third Send) carries RDMAP version 2";
+    n.edit = [](Traffic& t) { set_ddp(t.init[2], iwarp::DdpUntagged::rv, 2); };
+    iwarp("iwarp-midstream-nocrc-fault-rdmap-version", "as iwarp-midstream, MPA revision 1 without CRC", n, {{"iwarp.rdmap.version", F}});
+    IwarpConfig c = mid;
+    c.fault = "every CRC the initiator sends is wrong";
+    c.corrupt_crc_at = -2;
+    // The initiator's FPDUs then feed only the CRC cases: its Read and Atomic Requests are unknown, so the
+    // answers to them are INCONCLUSIVE, and the cases only its messages exercise have nothing to judge (the
+    // responder's queues carry one message each, the first of which a mid-stream capture does not judge).
+    Expect e = {{"iwarp.mpa.fpdu.crc", F}, {"iwarp.rdmap.read_response.match", INC}, {"iwarp.rdmap.atomic.response_match", INC}};
+    for (const char* id : {"iwarp.ddp.msn", "iwarp.ddp.mo", "iwarp.ddp.last", "iwarp.mpa.fpdu.pad", "iwarp.rdmap.read_request.format",
+                           "iwarp.rdmap.immediate.format", "iwarp.rdmap.atomic.alignment"})
+      e[id] = NA;
+    iwarp("iwarp-midstream-fault-crc-all", "as iwarp-midstream", c, e);
+  }
   IwarpConfig rej;
   rej.reject = true;
   {

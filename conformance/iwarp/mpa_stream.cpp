@@ -43,26 +43,72 @@ bool plausible_ulpdu(std::uint16_t len, Bytes u) {
 
 }  // namespace
 
+bool markers_present(Bytes b) {
+  for (std::size_t m = 0; m < kMpaMarkerInterval; ++m) {
+    std::size_t seen = 0, vouched = 0, odd = 0;
+    for (std::size_t p = m; p + kMpaMarker.size <= b.size() && odd <= 1; p += kMpaMarkerInterval) {
+      ++seen;
+      const std::size_t ptr = be16(b, p + 2);
+      if (b[p] != std::byte{0} || b[p + 1] != std::byte{0} || ptr > p) {
+        ++odd;  // one faulty marker is a finding, not a reason to doubt the rest
+        continue;
+      }
+      // The FPDU it points to, when its header is whole before the marker.
+      const std::size_t start = p - ptr, hdr = ptr == 0 ? p + kMpaMarker.size : start;
+      if (ptr == 0 || ptr >= 2 + kDdpUntagged.size) {
+        const std::uint16_t len = be16(b, hdr);
+        if (hdr + 2 + kDdpTagged.size <= b.size() &&
+            plausible_ulpdu(len, b.subspan(hdr + 2, std::min<std::size_t>({len, b.size() - hdr - 2, ptr == 0 ? std::size_t{len} : ptr - 2}))))
+          ++vouched;
+      }
+    }
+    if (odd <= 1 && seen >= kInferMinRun + odd && vouched >= 2) return true;
+  }
+  return false;
+}
+
 std::optional<InferredAlignment> infer_alignment(Bytes b, bool at_end) {
   const std::size_t last_k = std::min<std::size_t>(b.size(), 0xffff + 8);
   for (std::size_t k = 0; k < last_k; ++k) {
-    std::size_t pos = k, n = 0, crc_ok = 0;
-    bool bad = false;
+    std::size_t pos = k, n = 0, plausible = 0, crc_ok = 0, crc_zero = 0;
+    bool lost = false;
     while (pos + 2 <= b.size()) {
       const std::uint16_t len = be16(b, pos);
+      const std::size_t sz = fpdu_size(len);
       const Bytes u = b.subspan(pos + 2, std::min<std::size_t>(len, b.size() - pos - 2));
-      if (!plausible_ulpdu(len, u)) {
-        bad = true;
+      const bool looks = plausible_ulpdu(len, u);
+      const bool whole = pos + sz <= b.size();
+      const std::uint32_t field = whole ? le32(b, pos + sz - kMpaCrcSize) : 0;
+      const bool crc_right = whole && field != 0 && fpdu_crc(b.subspan(pos, sz - kMpaCrcSize)) == field;
+      // The chain starts at an FPDU the headers or the CRC vouch for; past
+      // it a bad header is a finding, as long as most of the chain looks right.
+      if (n == 0 && !looks && !crc_right) {
+        lost = true;
         break;
       }
-      const std::size_t sz = fpdu_size(len);
-      if (pos + sz > b.size()) break;
-      if (fpdu_crc(b.subspan(pos, sz - kMpaCrcSize)) == le32(b, pos + sz - kMpaCrcSize)) ++crc_ok;
+      if (!whole) break;
       ++n;
+      plausible += looks || crc_right;
+      crc_ok += crc_right;
+      crc_zero += field == 0;
       pos += sz;
+      if (3 * (n - plausible) > n + 6) {  // far too many wrong to be accepted below
+        lost = true;
+        break;
+      }
     }
-    if (bad) continue;
-    if (n >= kInferMinRun || (at_end && n >= 1 && pos == b.size())) return InferredAlignment{k, n, crc_ok * 2 > n};
+    // Wrong headers are accepted where the CRCs prove the framing, or few
+    // (one in six) in a long chain; a chain the stream's markers break (they
+    // are not known mid-stream) goes wrong within a few FPDUs.
+    const std::size_t wrong = n - plausible;
+    if (lost || (wrong && !(crc_ok * 2 > n && 3 * wrong <= n) && !(n >= 6 && 6 * wrong <= n))) continue;
+    if (n >= kInferMinRun || (at_end && n >= 1 && pos == b.size())) {
+      // CRCs in use: most fields right, or none zero in a long chain of right headers (a sender without
+      // CRCs sends zeros; non-zero wrong fields are damage or a wrong CRC, which iwarp.mpa.fpdu.crc then
+      // reports).
+      const bool crc = crc_ok * 2 > n || (crc_zero == 0 && wrong == 0 && n >= 2 * kInferMinRun);
+      return InferredAlignment{k, n, crc};
+    }
   }
   return std::nullopt;
 }
@@ -115,11 +161,22 @@ void MpaConnection::data(int dir, std::uint64_t offset, Bytes data, std::uint64_
   }
 }
 
-void MpaConnection::infer(int dir, std::uint64_t, bool at_end) {
+void MpaConnection::infer(int dir, std::uint64_t frame, bool at_end) {
   Dir& s = d_[dir];
   std::vector<std::byte> all;
   all.reserve(s.held_bytes);
   for (const auto& h : s.held) all.insert(all.end(), h.bytes.begin(), h.bytes.end());
+  if (markers_present({all.data(), all.size()})) {
+    // Where the markers sit depends on where the FPDUs began, which the
+    // capture lacks: framing them mid-stream would mistake markers for data.
+    neg_.inferred = true;
+    const std::uint64_t at = s.held.front().offset;
+    s.held.clear();
+    s.held_bytes = 0;
+    s.state = State::fpdu;  // so that stop reports it
+    stop(dir, at, frame, "the stream carries MPA markers, which a capture that starts mid-stream cannot place", true);
+    return;
+  }
   const auto found = infer_alignment({all.data(), all.size()}, at_end);
   if (!found) {
     if (at_end || s.held_bytes > kInferMax) {

@@ -105,18 +105,28 @@ struct StopEvent {
   std::string reason;
 };
 
-// Mid-stream start: the first offset in `b` from which a run of plausible
-// FPDUs follows (at least three, or at the end of the capture one or more that
-// end exactly with it). An FPDU is plausible when its ULPDU is long enough for
-// a DDP header whose version, reserved bits, RDMAP version and opcode are
-// valid, whose buffer model fits the opcode, and whose queue number is one
-// RDMAP uses. CRC is taken to be in use when most of the run's CRC fields match.
+// Mid-stream start: the first offset in `b` from which a chain of FPDUs
+// follows by its length fields (at least three, or at the end of the capture
+// one or more that end exactly with it). The chain must start at an FPDU that
+// looks right (its ULPDU long enough for a DDP header whose version, reserved
+// bits, RDMAP version and opcode are valid, whose buffer model fits the
+// opcode, and whose queue number is one RDMAP uses) or whose CRC is right.
+// Past its start, a bad header inside a consistent chain is a finding to
+// report, not a reason to look elsewhere: the chain may hold a few (up to a
+// third where most CRCs are right, one in six in a chain of six or more).
+// CRC is taken to be in use when most of the chain's CRC fields are right, or
+// none is zero.
 struct InferredAlignment {
   std::size_t offset = 0;
   std::size_t fpdus = 0;
   bool crc = false;
 };
 std::optional<InferredAlignment> infer_alignment(Bytes b, bool at_end);
+// Whether `b` carries MPA markers (RFC 5044 §5): at one phase of the 512-octet
+// interval, every position but at most one holds zero reserved bits and an
+// FPDU pointer that stays within the octets before it, and at least two of
+// them point to an FPDU header that looks right.
+bool markers_present(Bytes b);
 
 class MpaListener {
  public:

@@ -194,4 +194,30 @@ BOOST_AUTO_TEST_CASE(alignment_is_inferred_mid_stream) {
   BOOST_TEST(!cf::iwarp::infer_alignment(as_bytes(text.data(), text.size()), true).has_value());
 }
 
+// Mid-stream: a bad header inside a consistent chain does not move the lock
+// (it is reported), and a stream with markers is recognised as such.
+BOOST_AUTO_TEST_CASE(mid_stream_lock_keeps_a_bad_header_and_sees_markers) {
+  std::vector<std::byte> plain, marked;
+  MarkerStream ms;
+  for (int i = 0; i < 12; ++i) {
+    auto u = send_ulpdu(static_cast<std::uint32_t>(i + 1), static_cast<std::size_t>(40 + i * 97 % 700), std::byte{0x5c});
+    if (i == 2) u[0] = std::byte{0x42};  // the third FPDU: DDP version 2 (still untagged, last segment)
+    encode_fpdu(plain, u, false);
+    encode_fpdu_marked(marked, send_ulpdu(static_cast<std::uint32_t>(i + 1), static_cast<std::size_t>(i * 97 % 700), std::byte{0}), false, ms);
+  }
+  // Start 5 octets into the first FPDU: the lock is at the second, and the third's bad version stays inside the chain.
+  const std::size_t second = fpdu_size(kDdpUntagged.size + 40);
+  const auto found = cf::iwarp::infer_alignment(Bytes(plain).subspan(5), true);
+  BOOST_TEST_REQUIRE(found.has_value());
+  BOOST_TEST(found->offset == second - 5);
+  BOOST_TEST(found->fpdus == 11u);
+  BOOST_TEST(!found->crc);
+  BOOST_TEST_REQUIRE(ms.written >= 8u);
+  for (std::size_t cut : {0u, 3u, 700u})
+    BOOST_TEST(cf::iwarp::markers_present(Bytes(marked).subspan(cut)), "cut " << cut);
+  BOOST_TEST(!cf::iwarp::markers_present(Bytes(plain).subspan(5)));
+  const std::vector<std::byte> zeros(8192);
+  BOOST_TEST(!cf::iwarp::markers_present(Bytes(zeros)));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
