@@ -44,6 +44,7 @@ struct IwarpConfig {
   int short_ulpdu_at = -1;           // initiator FPDU index replaced by a 10-octet ULPDU
   int pad_fault_at = -1;             // initiator FPDU index with a non-zero pad octet (CRC still right)
   std::size_t fin_cut = 0;           // the initiator's FIN comes this many octets before its stream's end
+  bool no_mpa_exchange = false;      // both sides send FPDUs right after the TCP handshake
   bool zero_crc_from_responder = false;
   bool gap_in_initiator = false;     // drop the octets of one segment from the capture
   bool ipv6 = false;
@@ -251,6 +252,12 @@ inline nlohmann::json iwarp_conversation(const std::string& path, const IwarpCon
     return landings.empty() ? nlohmann::json::object() : nlohmann::json(landings);
   }
   t.handshake(c.advertised_mss);
+  if (c.no_mpa_exchange) {
+    t.send(0, B(istream), c.mss);
+    t.send(1, B(rstream), c.mss);
+    t.close();
+    return {};
+  }
   t.send(0, B(req), c.mss);
   if (c.reject) {
     t.send(1, B(rep), c.mss);

@@ -134,6 +134,19 @@ std::vector<Scenario> scenarios() {
       e[id] = NA;
     iwarp("iwarp-midstream-fault-crc-all", "as iwarp-midstream", c, e);
   }
+  {
+    IwarpConfig c;
+    c.fault = "after the TCP handshake both sides send their FPDUs with no MPA Request or Reply";
+    c.no_mpa_exchange = true;
+    // The FPDUs are judged from the first; the cases of the exchange see the FPDUs' octets where the keys belong.
+    // With no MPA frame there is nothing for the frame and exchange-order cases, nor negotiated IRD/ORD.
+    Expect e = {{"iwarp.mpa.req.key", F}, {"iwarp.mpa.rep.key", F}};
+    for (const char* id : {"iwarp.mpa.rr.reserved", "iwarp.mpa.rr.revision", "iwarp.mpa.rr.pd_length", "iwarp.mpa.rr.reject_flag",
+                           "iwarp.mpa.v2.enhanced", "iwarp.mpa.v2.ird_ord", "iwarp.mpa.v2.reply_revision", "iwarp.mpa.fpdu.before_exchange",
+                           "iwarp.mpa.responder.first_fpdu", "iwarp.rdmap.ird_ord"})
+      e[id] = NA;
+    iwarp("iwarp-fault-no-mpa-exchange", "as iwarp-rev2-crc", c, e);
+  }
   IwarpConfig rej;
   rej.reject = true;
   {

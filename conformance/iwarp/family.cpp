@@ -188,6 +188,7 @@ class Run final : public FamilyRun, public TcpSink {
         const char* who = init < 0 ? (d == 0 ? "a" : "b") : (from_init ? "initiator" : "responder");
         if (k.mpa.inferred_start(d) >= 0) r.params[fmt::format("framing_found_at_offset_{}", who)] = k.mpa.inferred_start(d);
         if (k.mpa.markers(d)) r.params[fmt::format("markers_from_{}", who)] = true;
+        if (k.mpa.skipped_exchange(d)) r.params[fmt::format("fpdus_without_mpa_frame_from_{}", who)] = true;
       }
       r.first_frame = k.first_frame;
       r.last_frame = k.last_frame;

@@ -67,8 +67,8 @@ bool markers_present(Bytes b) {
   return false;
 }
 
-std::optional<InferredAlignment> infer_alignment(Bytes b, bool at_end) {
-  const std::size_t last_k = std::min<std::size_t>(b.size(), 0xffff + 8);
+std::optional<InferredAlignment> infer_alignment(Bytes b, bool at_end, bool only_at_start) {
+  const std::size_t last_k = only_at_start ? std::min<std::size_t>(b.size(), 1) : std::min<std::size_t>(b.size(), 0xffff + 8);
   for (std::size_t k = 0; k < last_k; ++k) {
     std::size_t pos = k, n = 0, plausible = 0, crc_ok = 0, crc_zero = 0;
     bool lost = false;
@@ -147,6 +147,13 @@ void MpaConnection::data(int dir, std::uint64_t offset, Bytes data, std::uint64_
       const std::size_t before = s.held_bytes;
       s.held.push_back(Held{offset, frame, acked, {data.begin(), data.end()}});
       s.held_bytes += data.size();
+      if (s.from_start && !first_fpdu_plausible(s)) {
+        // Not FPDUs from the first octet: an ordinary TCP stream, held no longer.
+        s.state = State::not_mpa;
+        s.held.clear();
+        s.held_bytes = 0;
+        return;
+      }
       // Try at 4 KiB and at each doubling up to the limit.
       for (std::size_t at = kInferFirstTry; at <= kInferMax; at *= 2)
         if (before < at && s.held_bytes >= at) return infer(dir, frame, false);
@@ -159,6 +166,15 @@ void MpaConnection::data(int dir, std::uint64_t offset, Bytes data, std::uint64_
     default:
       feed(dir, offset, data, frame, acked);
   }
+}
+
+bool MpaConnection::first_fpdu_plausible(const Dir& s) {
+  std::array<std::byte, 2 + kDdpUntagged.size> head{};
+  std::size_t n = 0;
+  for (const auto& h : s.held)
+    for (std::size_t i = 0; i < h.bytes.size() && n < head.size(); ++i) head[n++] = h.bytes[i];
+  if (n < 2) return true;  // not yet known
+  return plausible_ulpdu(be16(Bytes(head.data(), n), 0), Bytes(head.data() + 2, n - 2));
 }
 
 void MpaConnection::infer(int dir, std::uint64_t frame, bool at_end) {
@@ -177,14 +193,23 @@ void MpaConnection::infer(int dir, std::uint64_t frame, bool at_end) {
     stop(dir, at, frame, "the stream carries MPA markers, which a capture that starts mid-stream cannot place", true);
     return;
   }
-  const auto found = infer_alignment({all.data(), all.size()}, at_end);
+  const auto found = infer_alignment({all.data(), all.size()}, at_end, s.from_start);
   if (!found) {
-    if (at_end || s.held_bytes > kInferMax) {
+    // (From a known start one look is enough: the chain runs from the first octet or not at all.)
+    if (at_end || s.from_start || s.held_bytes > kInferMax) {
       s.state = State::not_mpa;
       s.held.clear();
       s.held_bytes = 0;
     }
     return;
+  }
+  if (s.from_start) {
+    // FPDUs where the MPA Request or Reply belongs: the connection skipped
+    // the exchange. The SYN's sender is the initiator.
+    if (initiator_dir_ < 0) initiator_dir_ = 0;
+    const Bytes head{s.not_mpa_head.data(), s.not_mpa_head.size()};
+    RrEvent e{dir, from_initiator(dir), nullptr, head, s.not_mpa_frame, s.not_mpa_frame, s.not_mpa_off};
+    l_.on_rr(e);
   }
   if (!neg_.inferred) {
     neg_.inferred = true;
@@ -194,7 +219,7 @@ void MpaConnection::infer(int dir, std::uint64_t frame, bool at_end) {
   held.swap(s.held);
   s.held_bytes = 0;
   const std::uint64_t start = held.front().offset + found->offset;
-  s.inferred_at = static_cast<std::int64_t>(start);
+  if (!s.from_start) s.inferred_at = static_cast<std::int64_t>(start);  // from the start, nothing was skipped
   s.state = State::fpdu;
   for (auto& h : held) {
     const std::uint64_t end = h.offset + h.bytes.size();
@@ -274,7 +299,7 @@ void MpaConnection::feed(int dir, std::uint64_t offset, Bytes data, std::uint64_
           this->data(dir, offset, data, frame, acked);
           return;
         }
-        if (initiator_dir_ >= 0) {
+        if (initiator_dir_ >= 0 && !d_[1 - dir].from_start) {
           // One side spoke MPA and this one starts with something else.
           RrEvent e{dir, from_initiator(dir), nullptr, p, s.buf_frame, frame, s.buf_off, s.buf_acked};
           l_.on_rr(e);
@@ -282,11 +307,16 @@ void MpaConnection::feed(int dir, std::uint64_t offset, Bytes data, std::uint64_
           stop(dir, s.buf_off, frame, from_initiator(dir) ? "initiator did not send an MPA Request" : "responder did not send an MPA Reply");
         } else {
           // Not MPA, unless the other side turns out to speak it: keep the first octets as evidence.
-          s.state = State::not_mpa;
+          // Unless FPDUs run from the first octet: iWARP that skipped the MPA exchange.
           s.not_mpa_head.assign(probe.begin(), probe.end());
           s.not_mpa_off = s.buf_off;
           s.not_mpa_frame = s.buf_frame;
+          s.state = State::infer;
+          s.from_start = true;
+          const std::vector<std::byte> had = std::move(s.buf);
           s.buf.clear();
+          if (!had.empty()) this->data(dir, s.buf_off, {had.data(), had.size()}, s.buf_frame, s.buf_acked);
+          if (s.state == State::infer) this->data(dir, offset, data, frame, acked);
         }
         return;
       }
@@ -297,7 +327,9 @@ void MpaConnection::feed(int dir, std::uint64_t offset, Bytes data, std::uint64_
       // The whole key is here: keep the octets buffered and parse the frame.
       if (req && initiator_dir_ < 0) initiator_dir_ = dir;
       if (rep && initiator_dir_ < 0) initiator_dir_ = 1 - dir;
-      if (Dir& o = d_[1 - dir]; o.state == State::not_mpa && !o.not_mpa_head.empty()) {
+      if (Dir& o = d_[1 - dir]; (o.state == State::not_mpa || (o.state == State::infer && o.from_start)) && !o.not_mpa_head.empty()) {
+        o.held.clear();
+        o.held_bytes = 0;
         // The other side spoke first, and not MPA.
         const Bytes h{o.not_mpa_head.data(), o.not_mpa_head.size()};
         RrEvent e{1 - dir, from_initiator(1 - dir), nullptr, h, o.not_mpa_frame, o.not_mpa_frame, o.not_mpa_off};

@@ -121,7 +121,8 @@ struct InferredAlignment {
   std::size_t fpdus = 0;
   bool crc = false;
 };
-std::optional<InferredAlignment> infer_alignment(Bytes b, bool at_end);
+// `only_at_start`: the chain must begin at b's first octet (a stream whose start is known).
+std::optional<InferredAlignment> infer_alignment(Bytes b, bool at_end, bool only_at_start = false);
 // Whether `b` carries MPA markers (RFC 5044 §5): at one phase of the 512-octet
 // interval, every position but at most one holds zero reserved bits and an
 // FPDU pointer that stays within the octets before it, and at least two of
@@ -146,6 +147,8 @@ class MpaConnection {
   void close(std::uint64_t frame);
 
   bool is_mpa() const { return initiator_dir_ >= 0 || neg_.inferred; }
+  // FPDUs from a direction's first octet, with no MPA Request or Reply before them.
+  bool skipped_exchange(int dir) const { return d_[dir].from_start && d_[dir].state != State::not_mpa; }
   int initiator_dir() const { return initiator_dir_; }
   const Negotiated& negotiated() const { return neg_; }
   std::uint64_t fpdus(int dir) const { return d_[dir].fpdus; }
@@ -184,6 +187,9 @@ class MpaConnection {
     std::uint64_t next_off = 0;
     std::int64_t inferred_at = -1;
     std::vector<std::byte> not_mpa_head;  // first octets of a direction judged not MPA
+    // A direction whose start is in the capture and holds no MPA key: FPDUs
+    // from its first octet would make it iWARP without the MPA exchange.
+    bool from_start = false;
     std::uint64_t not_mpa_off = 0, not_mpa_frame = 0;
     bool gap_seen = false;
     bool sent_any = false;  // this direction carried at least one octet
@@ -208,6 +214,7 @@ class MpaConnection {
   };
   void feed(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame, std::uint64_t acked);
   void feed_marked(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame, std::uint64_t acked);
+  static bool first_fpdu_plausible(const Dir& s);
   void infer(int dir, std::uint64_t frame, bool at_end);
   // Size of the unit at the front of `b` if it can be known, else 0.
   std::size_t unit_size(int dir, Bytes b) const;

@@ -126,6 +126,37 @@ BOOST_AUTO_TEST_CASE(non_mpa_connection_is_ignored) {
   BOOST_TEST(log.ev.empty());
 }
 
+// A connection whose start is in the capture: FPDUs from the first octet
+// are iWARP that skipped the MPA exchange (the missing key is reported and
+// the FPDUs judged); anything else stays ignored, and is not held long.
+BOOST_AUTO_TEST_CASE(fpdus_without_mpa_exchange_are_recognised) {
+  rdmaconf::captures::io::TcpStreamInfo info;
+  info.start_known[0] = info.start_known[1] = true;
+  {
+    Log log;
+    cf::iwarp::MpaConnection c(info, log);
+    const auto s = initiator_stream(true);
+    const Bytes fpdus = Bytes(s).subspan(kReq);  // the FPDUs without the Request before them
+    c.data(0, 0, fpdus.first(9), 1);  // split inside the first header
+    c.data(0, 9, fpdus.subspan(9), 2);
+    c.close(3);
+    BOOST_TEST(c.is_mpa());
+    BOOST_TEST(c.skipped_exchange(0));
+    BOOST_TEST_REQUIRE(log.ev.size() == 6u, fmt::format("{}", log.ev));
+    BOOST_TEST(log.ev[0] == "rr d0 off0 okfalse");
+    for (std::size_t i = 1; i < 6; ++i) BOOST_TEST(log.ev[i].rfind("fpdu d0", 0) == 0, log.ev[i]);
+    BOOST_TEST(log.ev[1].find("crc1") != std::string::npos);
+  }
+  for (const std::string& other : {std::string("GET / HTTP/1.1\r\n\r\n"), std::string(70000, '\x55')}) {
+    Log log;
+    cf::iwarp::MpaConnection c(info, log);
+    c.data(0, 0, as_bytes(other.data(), other.size()), 1);
+    c.close(2);
+    BOOST_TEST(!c.is_mpa());
+    BOOST_TEST(log.ev.empty());
+  }
+}
+
 // Markers: the initiator sends them (the Reply's M asks for it). FPDUs of
 // varied sizes put markers at FPDU starts, inside headers and payloads and
 // before CRC fields; every cut of the stream gives the same events, every
