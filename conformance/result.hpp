@@ -16,6 +16,17 @@ struct CaseOutcome {
   Tally tally;
 };
 
+// What of one direction of a scope the cases saw: its units (octets of a
+// TCP stream, packets) in the capture, those the cases judged, those they
+// did not, and why.
+struct Coverage {
+  std::string side;
+  std::string unit = "octets";
+  std::uint64_t captured = 0, judged = 0, missing = 0;  // missing: proven sent, absent from the capture
+  std::vector<std::string> why;
+  std::uint64_t skipped() const { return captured > judged ? captured - judged : 0; }
+};
+
 struct ScopeResult {
   std::string_view family;  // the family's name, as in its cases' CaseInfo
   std::string id;      // "tcp/3" or "ib/1": unique within the input
@@ -23,6 +34,7 @@ struct ScopeResult {
   nlohmann::json params = nlohmann::json::object();  // negotiated or observed parameters
   std::uint64_t first_frame = 0, last_frame = 0;
   std::vector<CaseOutcome> outcomes;
+  std::vector<Coverage> coverage;  // per direction
 };
 
 // A per-input count a family keeps ("iwarp_connections": key in the JSON

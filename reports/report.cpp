@@ -112,6 +112,10 @@ nlohmann::json to_json(const RunInfo& run, const std::vector<InputResult>& input
       js["label"] = s.label;
       js["frames"] = {s.first_frame, s.last_frame};
       js["parameters"] = s.params;
+      js["coverage"] = nlohmann::json::array();
+      for (const auto& c : s.coverage)
+        js["coverage"].push_back({{"side", c.side}, {"unit", c.unit}, {"captured", c.captured}, {"judged", c.judged},
+                                  {"skipped", c.skipped()}, {"missing", c.missing}, {"why", c.why}});
       js["results"] = nlohmann::json::array();
       for (const auto& o : s.outcomes) {
         nlohmann::json jr;
@@ -191,6 +195,12 @@ void write_summary(std::ostream& os, const std::vector<InputResult>& inputs, boo
       for (const auto& o : s.outcomes) ++n[o.tally.verdict()];
       fmt::print(os, "  {} {}: {} pass, {} fail, {} inconclusive, {} n/a\n", s.id, s.label, n[Verdict::pass],
                  n[Verdict::fail], n[Verdict::inconclusive], n[Verdict::not_applicable]);
+      for (const auto& c : s.coverage) {
+        fmt::print(os, "    coverage, {}: {} {} captured, {} judged, {} skipped", c.side, c.captured, c.unit, c.judged, c.skipped());
+        if (c.missing) fmt::print(os, ", {} missing from the capture", c.missing);
+        if (!c.why.empty()) fmt::print(os, " ({})", fmt::join(c.why, "; "));
+        fmt::print(os, "\n");
+      }
       for (const auto& o : s.outcomes) {
         const Verdict v = o.tally.verdict();
         if (v == Verdict::fail || (verbose && v != Verdict::not_applicable)) {

@@ -99,6 +99,8 @@ class Run final : public FamilyRun {
     ScopeState scope;
     std::uint64_t id = 0, first_frame = 0, last_frame = 0, packets = 0;
     std::int64_t last_ts = 0;
+    // Per direction: packets seen, judged, and those the cases left out.
+    std::uint64_t seen[2] = {0, 0}, copies[2] = {0, 0}, damaged[2] = {0, 0}, undecoded[2] = {0, 0};
     std::string label;
     std::map<std::uint32_t, std::uint64_t> qps;
     Conversation qp;
@@ -149,7 +151,10 @@ class Run final : public FamilyRun {
     e.pkt = &p;
     e.ib = &pkt;
     e.dir = forward ? 0 : 1;  // by address, or by UDP port when both ends share one
+    ++c.seen[e.dir];
+    if (!pkt.ok()) ++c.undecoded[e.dir];
     if (pkt.ok() && copy_of_latest(c, e.dir, p, *pkt)) {
+      ++c.copies[e.dir];
       // Judged once: a second copy is the capture's doing or a retransmission, and proves nothing new.
       c.scope.artefact(e.dir, fmt::format("frame {}: a copy of the packet before it", p.frame));
       return;
@@ -163,6 +168,7 @@ class Run final : public FamilyRun {
                           : p.roce_v1 ? pib::roce_v1_icrc(p.l3)
                                       : pib::roce_icrc(p.l3, p.ip_version == 6, p.ip_header_len);
       damaged = judged && e.icrc_computed != pkt->icrc;
+      c.damaged[e.dir] += damaged;
       e.facts = &c.qp.packet(e.dir, *pkt, p.frame, damaged);
     }
     if (e.facts) record_artefacts(c.scope, e, *pkt);
@@ -260,6 +266,13 @@ class Run final : public FamilyRun {
       for (std::size_t i = 0; i < cases_.size(); ++i) {
         CaseCtx ctx = c->scope.ctx(i);
         cases_[i]->on_close(ctx, closing);
+      }
+      for (int d = 0; d < 2; ++d) {
+        Coverage cov{c->scope.sides[d], "packets", c->seen[d], c->seen[d] - c->copies[d] - c->damaged[d] - c->undecoded[d], 0, {}};
+        if (c->copies[d]) cov.why.push_back(fmt::format("{} copy(ies) of the packet before, judged once", c->copies[d]));
+        if (c->damaged[d]) cov.why.push_back(fmt::format("{} with a wrong ICRC: only the checksum judged", c->damaged[d]));
+        if (c->undecoded[d]) cov.why.push_back(fmt::format("{} whose transport headers did not decode", c->undecoded[d]));
+        r.coverage.push_back(std::move(cov));
       }
       r.first_frame = c->first_frame;
       r.last_frame = c->last_frame;

@@ -109,6 +109,7 @@ class Run final : public FamilyRun, public TcpSink {
     ScopeState scope;
     IwarpConn view;
     std::uint64_t first_frame = 0, last_frame = 0;
+    std::uint64_t crc_failed[2] = {0, 0};  // FPDUs that failed their CRC
     Conn(Run* r, const TcpStreamInfo& i) : run(r), info(i), mpa(info, *this), scope(r->cases_.size()), view{&info, &mpa} {}
     // Calls f on every case that handles `event` (with `checksum_only`, on
     // the cases that judge the CRC alone).
@@ -138,6 +139,7 @@ class Run final : public FamilyRun, public TcpSink {
       // is a hole the cases that need it see. (A CRC field of zero is one the
       // sender did not compute, iwarp.mpa.crc.used's finding, not damage.)
       const bool damaged = e.crc_in_use && e.fpdu->crc_wire != 0 && e.fpdu->crc_wire != e.crc_computed;
+      crc_failed[e.dir] += damaged;
       if (damaged)
         scope.artefact(e.dir, fmt::format("frame {}: the FPDU at stream offset {} failed its CRC, so its content is not used",
                                           e.first_frame, e.offset));
@@ -189,6 +191,18 @@ class Run final : public FamilyRun, public TcpSink {
         if (k.mpa.inferred_start(d) >= 0) r.params[fmt::format("framing_found_at_offset_{}", who)] = k.mpa.inferred_start(d);
         if (k.mpa.markers(d)) r.params[fmt::format("markers_from_{}", who)] = true;
         if (k.mpa.skipped_exchange(d)) r.params[fmt::format("fpdus_without_mpa_frame_from_{}", who)] = true;
+        if (!k.mpa.resyncs(d).empty()) {
+          nlohmann::json v = nlohmann::json::array();
+          for (const auto& x : k.mpa.resyncs(d))
+            v.push_back({{"octets_again_at", x.gap_end}, {"framing_found_at", x.resumed}, {"octets_skipped", x.resumed - x.gap_end}});
+          r.params[fmt::format("framing_found_again_after_gaps_{}", who)] = v;
+        }
+      }
+      k.label();
+      for (int d = 0; d < 2; ++d) {
+        const auto cov = k.mpa.coverage(d);
+        r.coverage.push_back({k.scope.sides[d], "octets", cov.captured, cov.judged, cov.missing, cov.why});
+        if (k.crc_failed[d]) r.coverage.back().why.push_back(fmt::format("{} FPDU(s) failed their CRC: only the CRC judged", k.crc_failed[d]));
       }
       r.first_frame = k.first_frame;
       r.last_frame = k.last_frame;

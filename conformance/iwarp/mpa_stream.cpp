@@ -1,6 +1,7 @@
 #include "conformance/iwarp/mpa_stream.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -46,13 +47,16 @@ bool plausible_ulpdu(std::uint16_t len, Bytes u) {
 bool markers_present(Bytes b) {
   for (std::size_t m = 0; m < kMpaMarkerInterval; ++m) {
     std::size_t seen = 0, vouched = 0, odd = 0;
+    std::set<std::size_t> pointers;  // distinct non-zero FPDU pointers
     for (std::size_t p = m; p + kMpaMarker.size <= b.size() && odd <= 1; p += kMpaMarkerInterval) {
       ++seen;
       const std::size_t ptr = be16(b, p + 2);
-      if (b[p] != std::byte{0} || b[p + 1] != std::byte{0} || ptr > p) {
+      if (b[p] != std::byte{0} || b[p + 1] != std::byte{0}) {
         ++odd;  // one faulty marker is a finding, not a reason to doubt the rest
         continue;
       }
+      if (ptr) pointers.insert(ptr);
+      if (ptr > p) continue;  // its FPDU began before the octets at hand
       // The FPDU it points to, when its header is whole before the marker.
       const std::size_t start = p - ptr, hdr = ptr == 0 ? p + kMpaMarker.size : start;
       if (ptr == 0 || ptr >= 2 + kDdpUntagged.size) {
@@ -62,7 +66,8 @@ bool markers_present(Bytes b) {
           ++vouched;
       }
     }
-    if (odd <= 1 && seen >= kInferMinRun + odd && vouched >= 2) return true;
+    // (Zero-filled data would pass the first test with pointers of 0.)
+    if (odd <= 1 && seen >= kInferMinRun + odd && (vouched >= 2 || pointers.size() >= 2)) return true;
   }
   return false;
 }
@@ -100,8 +105,11 @@ std::optional<InferredAlignment> infer_alignment(Bytes b, bool at_end, bool only
     // Wrong headers are accepted where the CRCs prove the framing, or few
     // (one in six) in a long chain; a chain the stream's markers break (they
     // are not known mid-stream) goes wrong within a few FPDUs.
+    // A chain that ends exactly where the capture does is consistent to its
+    // last octet: half of it may be wrong.
     const std::size_t wrong = n - plausible;
-    if (lost || (wrong && !(crc_ok * 2 > n && 3 * wrong <= n) && !(n >= 6 && 6 * wrong <= n))) continue;
+    const bool exact = at_end && pos == b.size() && n >= 2 && 2 * wrong <= n;
+    if (lost || (wrong && !exact && !(crc_ok * 2 > n && 3 * wrong <= n) && !(n >= 6 && 6 * wrong <= n))) continue;
     if (n >= kInferMinRun || (at_end && n >= 1 && pos == b.size())) {
       // CRCs in use: most fields right, or none zero in a long chain of right headers (a sender without
       // CRCs sends zeros; non-zero wrong fields are damage or a wrong CRC, which iwarp.mpa.fpdu.crc then
@@ -119,12 +127,19 @@ void MpaConnection::stop(int dir, std::uint64_t offset, std::uint64_t frame, std
   Dir& s = d_[dir];
   const bool after_reject = s.state == State::rejected;
   s.gap_seen |= gap;
+  // (The octets of a unit begun before the stop are unjudged from its start.)
+  s.why.push_back(fmt::format("from offset {}: {}", s.buf.empty() || s.buf_off > offset ? offset : s.buf_off, reason));
   s.state = State::stopped;
   s.buf.clear();
   l_.on_stop(StopEvent{dir, offset, frame, gap, after_reject, cut_by_fin, std::move(reason)});
 }
 
 void MpaConnection::data(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame, std::uint64_t acked) {
+  d_[dir].captured += data.size();
+  route(dir, offset, data, frame, acked);
+}
+
+void MpaConnection::route(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame, std::uint64_t acked) {
   Dir& s = d_[dir];
   s.sent_any |= !data.empty();
   switch (s.state) {
@@ -179,13 +194,17 @@ bool MpaConnection::first_fpdu_plausible(const Dir& s) {
 
 void MpaConnection::infer(int dir, std::uint64_t frame, bool at_end) {
   Dir& s = d_[dir];
+  if (s.held.empty()) {  // nothing came (after a gap, or at all)
+    if (at_end) s.state = State::not_mpa;
+    return;
+  }
   std::vector<std::byte> all;
   all.reserve(s.held_bytes);
   for (const auto& h : s.held) all.insert(all.end(), h.bytes.begin(), h.bytes.end());
   if (markers_present({all.data(), all.size()})) {
     // Where the markers sit depends on where the FPDUs began, which the
     // capture lacks: framing them mid-stream would mistake markers for data.
-    neg_.inferred = true;
+    if (!neg_.complete()) neg_.inferred = true;
     const std::uint64_t at = s.held.front().offset;
     s.held.clear();
     s.held_bytes = 0;
@@ -197,13 +216,20 @@ void MpaConnection::infer(int dir, std::uint64_t frame, bool at_end) {
   if (!found) {
     // (From a known start one look is enough: the chain runs from the first octet or not at all.)
     if (at_end || s.from_start || s.held_bytes > kInferMax) {
+      if (!s.from_start)
+        s.why.push_back(fmt::format("from offset {}: no run of FPDUs found{}", s.held.front().offset, s.resync ? " after the gap" : ""));
       s.state = State::not_mpa;
       s.held.clear();
       s.held_bytes = 0;
     }
     return;
   }
-  if (s.from_start) {
+  if (s.resync) {
+    s.resync = false;
+    s.resyncs.push_back({s.held.front().offset, s.held.front().offset + found->offset});
+    s.why.push_back(fmt::format("framing found again at offset {}, {} octets after the gap", s.resyncs.back().resumed,
+                                found->offset));
+  } else if (s.from_start) {
     // FPDUs where the MPA Request or Reply belongs: the connection skipped
     // the exchange. The SYN's sender is the initiator.
     if (initiator_dir_ < 0) initiator_dir_ = 0;
@@ -211,7 +237,7 @@ void MpaConnection::infer(int dir, std::uint64_t frame, bool at_end) {
     RrEvent e{dir, from_initiator(dir), nullptr, head, s.not_mpa_frame, s.not_mpa_frame, s.not_mpa_off};
     l_.on_rr(e);
   }
-  if (!neg_.inferred) {
+  if (!neg_.inferred && !neg_.complete()) {
     neg_.inferred = true;
     neg_.crc_inferred = found->crc;
   }
@@ -219,7 +245,11 @@ void MpaConnection::infer(int dir, std::uint64_t frame, bool at_end) {
   held.swap(s.held);
   s.held_bytes = 0;
   const std::uint64_t start = held.front().offset + found->offset;
-  if (!s.from_start) s.inferred_at = static_cast<std::int64_t>(start);  // from the start, nothing was skipped
+  if (!s.from_start && s.resyncs.empty()) {  // (from the start, nothing was skipped)
+    s.inferred_at = static_cast<std::int64_t>(start);
+    s.why.push_back(found->offset ? fmt::format("the capture starts mid-stream: framing found {} octets in, at offset {}", found->offset, start)
+                                  : std::string("the capture starts mid-stream, at an FPDU's start"));
+  }
   s.state = State::fpdu;
   for (auto& h : held) {
     const std::uint64_t end = h.offset + h.bytes.size();
@@ -270,7 +300,7 @@ void MpaConnection::feed(int dir, std::uint64_t offset, Bytes data, std::uint64_
   while (!data.empty()) {
     if (s.state == State::wait_negotiation || s.state == State::rejected ||
         (s.state == State::fpdu && s.markers && !s.unmarking)) {
-      this->data(dir, offset, data, frame, acked);
+      route(dir, offset, data, frame, acked);
       return;
     }
     if (s.state != State::probe && s.state != State::rr && s.state != State::fpdu) return;
@@ -295,8 +325,8 @@ void MpaConnection::feed(int dir, std::uint64_t offset, Bytes data, std::uint64_
           s.state = State::infer;
           const std::vector<std::byte> had = std::move(s.buf);
           s.buf.clear();
-          if (!had.empty()) this->data(dir, s.buf_off, {had.data(), had.size()}, s.buf_frame, s.buf_acked);
-          this->data(dir, offset, data, frame, acked);
+          if (!had.empty()) route(dir, s.buf_off, {had.data(), had.size()}, s.buf_frame, s.buf_acked);
+          route(dir, offset, data, frame, acked);
           return;
         }
         if (initiator_dir_ >= 0 && !d_[1 - dir].from_start) {
@@ -315,8 +345,8 @@ void MpaConnection::feed(int dir, std::uint64_t offset, Bytes data, std::uint64_
           s.from_start = true;
           const std::vector<std::byte> had = std::move(s.buf);
           s.buf.clear();
-          if (!had.empty()) this->data(dir, s.buf_off, {had.data(), had.size()}, s.buf_frame, s.buf_acked);
-          if (s.state == State::infer) this->data(dir, offset, data, frame, acked);
+          if (!had.empty()) route(dir, s.buf_off, {had.data(), had.size()}, s.buf_frame, s.buf_acked);
+          if (s.state == State::infer) route(dir, offset, data, frame, acked);
         }
         return;
       }
@@ -435,6 +465,7 @@ void MpaConnection::unit(int dir, Bytes b, std::uint64_t offset, std::uint64_t f
   const auto ddp = decode_ddp(f->ulpdu);
   e.ddp = &ddp;
   e.index = s.fpdus++;
+  s.judged += e.wire_size;
   l_.on_fpdu(e);
 }
 
@@ -448,6 +479,7 @@ void MpaConnection::on_rr(int dir, Bytes b, std::uint64_t offset, std::uint64_t 
   }
   const bool init = from_initiator(dir);
   RrEvent e{dir, init, &*f, b.first(std::min<std::size_t>(b.size(), kMpaRr.size)), first_frame, last_frame, offset, acked};
+  s.judged += b.size();
   l_.on_rr(e);
   const Header& h = f->hdr;
   MpaSide& side = init ? neg_.req : neg_.rep;
@@ -484,7 +516,7 @@ void MpaConnection::negotiation_done(std::uint64_t frame) {
     const bool markers = from_initiator(dir) ? neg_.markers_from_initiator() : neg_.markers_from_responder();
     if (neg_.rejected()) {
       s.state = State::rejected;
-      if (!held.empty()) data(dir, held[0].offset, {held[0].bytes.data(), held[0].bytes.size()}, held[0].frame, held[0].acked);
+      if (!held.empty()) route(dir, held[0].offset, {held[0].bytes.data(), held[0].bytes.size()}, held[0].frame, held[0].acked);
       continue;
     }
     s.state = State::fpdu;
@@ -492,16 +524,23 @@ void MpaConnection::negotiation_done(std::uint64_t frame) {
       s.markers = true;
       s.mk_base = s.logical = s.next_off;
     }
-    for (auto& h : held) data(dir, h.offset, {h.bytes.data(), h.bytes.size()}, h.frame, h.acked);
+    for (auto& h : held) route(dir, h.offset, {h.bytes.data(), h.bytes.size()}, h.frame, h.acked);
   }
 }
 
 void MpaConnection::gap(int dir, std::uint64_t offset, std::uint64_t len, std::uint64_t frame) {
   Dir& s = d_[dir];
+  s.missing += len;
   if (s.state == State::not_mpa || s.state == State::stopped) return;
   if (s.state == State::probe && s.buf.empty() && offset == 0) {
     s.state = State::not_mpa;  // never saw the start of this direction
     s.gap_seen = true;
+    return;
+  }
+  if (s.state == State::infer && s.resync) {
+    // Another gap before framing was found again: look from after this one.
+    s.held.clear();
+    s.held_bytes = 0;
     return;
   }
   if (s.state == State::infer) {
@@ -512,7 +551,16 @@ void MpaConnection::gap(int dir, std::uint64_t offset, std::uint64_t len, std::u
     }
   }
   s.held.clear();
+  // Without markers the FPDUs after the gap are found again as at a
+  // mid-stream start (with markers, their pointers would be the way; not done).
+  const bool again = s.state == State::fpdu && !s.markers;
   stop(dir, offset, frame, fmt::format("capture gap of {} octets at stream offset {}", len, offset), true);
+  if (again) {
+    s.state = State::infer;
+    s.resync = true;
+    s.held_bytes = 0;
+    ++s.fpdus;  // FPDU numbers skip one where the gap hides FPDUs, so that cases following a sequence start again
+  }
 }
 
 void MpaConnection::close(std::uint64_t frame) {

@@ -113,7 +113,8 @@ struct StopEvent {
 // opcode, and whose queue number is one RDMAP uses) or whose CRC is right.
 // Past its start, a bad header inside a consistent chain is a finding to
 // report, not a reason to look elsewhere: the chain may hold a few (up to a
-// third where most CRCs are right, one in six in a chain of six or more).
+// third where most CRCs are right, one in six in a chain of six or more, half
+// of one that ends exactly with the capture).
 // CRC is taken to be in use when most of the chain's CRC fields are right, or
 // none is zero.
 struct InferredAlignment {
@@ -124,9 +125,9 @@ struct InferredAlignment {
 // `only_at_start`: the chain must begin at b's first octet (a stream whose start is known).
 std::optional<InferredAlignment> infer_alignment(Bytes b, bool at_end, bool only_at_start = false);
 // Whether `b` carries MPA markers (RFC 5044 §5): at one phase of the 512-octet
-// interval, every position but at most one holds zero reserved bits and an
-// FPDU pointer that stays within the octets before it, and at least two of
-// them point to an FPDU header that looks right.
+// interval, every position but at most one holds zero reserved bits, and at
+// least two of them point to an FPDU header that looks right or carry
+// different non-zero FPDU pointers.
 bool markers_present(Bytes b);
 
 class MpaListener {
@@ -154,6 +155,19 @@ class MpaConnection {
   std::uint64_t fpdus(int dir) const { return d_[dir].fpdus; }
   // Mid-stream start: where framing was found in each direction (-1: not inferred).
   std::int64_t inferred_start(int dir) const { return d_[dir].inferred_at; }
+  // Where framing was found again after each gap of a direction.
+  struct Resync {
+    std::uint64_t gap_end = 0;  // stream offset where the capture has octets again
+    std::uint64_t resumed = 0;  // offset of the first FPDU found after it
+  };
+  const std::vector<Resync>& resyncs(int dir) const { return d_[dir].resyncs; }
+  // Octets of a direction in the capture, judged (in MPA frames and FPDUs
+  // delivered), missing (gaps), and why some were not judged.
+  struct Coverage {
+    std::uint64_t captured, judged, missing;
+    const std::vector<std::string>& why;
+  };
+  Coverage coverage(int dir) const { return {d_[dir].captured, d_[dir].judged, d_[dir].missing, d_[dir].why}; }
   bool markers(int dir) const { return d_[dir].markers; }
   // This direction's FPDUs are not all in view: framing found mid-stream, or
   // stopped at a capture gap. A reply with nothing to answer is then unjudgeable.
@@ -190,6 +204,10 @@ class MpaConnection {
     // A direction whose start is in the capture and holds no MPA key: FPDUs
     // from its first octet would make it iWARP without the MPA exchange.
     bool from_start = false;
+    bool resync = false;  // looking for FPDU boundaries again after a gap
+    std::uint64_t captured = 0, judged = 0, missing = 0;  // octets (see coverage())
+    std::vector<std::string> why;                          // what left octets unjudged
+    std::vector<Resync> resyncs;
     std::uint64_t not_mpa_off = 0, not_mpa_frame = 0;
     bool gap_seen = false;
     bool sent_any = false;  // this direction carried at least one octet
@@ -221,6 +239,8 @@ class MpaConnection {
   void unit(int dir, Bytes b, std::uint64_t offset, std::uint64_t first_frame, std::uint64_t last_frame, std::uint64_t acked);
   void on_rr(int dir, Bytes b, std::uint64_t offset, std::uint64_t first_frame, std::uint64_t last_frame, std::uint64_t acked);
   void negotiation_done(std::uint64_t frame);
+  // data() without counting the octets as captured (they are held ones, replayed).
+  void route(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame, std::uint64_t acked);
   void stop(int dir, std::uint64_t offset, std::uint64_t frame, std::string reason, bool gap = false, bool cut_by_fin = false);
   bool from_initiator(int dir) const { return dir == initiator_dir_; }
 

@@ -165,15 +165,18 @@ BOOST_AUTO_TEST_CASE(ib_crc_oracle_agrees_with_the_native_golden_captures) {
 // the script with the reason.
 BOOST_AUTO_TEST_CASE(tshark_agrees_on_every_fpdu_it_decodes) {
   std::string caps;
+  std::size_t total = 0;
   for (auto& e : fs::directory_iterator(kGolden))
-    if (e.path().filename().string().starts_with("iwarp") && e.path().extension() == ".pcap") caps += " " + e.path().string();
+    if (e.path().filename().string().starts_with("iwarp") && e.path().extension() == ".pcap") caps += " " + e.path().string(), ++total;
   const auto r = run("/usr/bin/python3 " + kSource + "/tests/oracles/tshark_iwarp.py " + kBin + caps + " 2>&1");
   BOOST_TEST_REQUIRE(r.status == 0, r.out);
   const auto j = nlohmann::json::parse(r.out);
   int compared = 0;
   for (const auto& c : j["results"]) compared += c["fpdus_compared"].get<int>();
   BOOST_TEST(compared >= 500);
-  BOOST_TEST(j["skipped"].size() <= 10u);
+  // (tshark cannot follow captures that start mid-stream, carry markers or
+  // straddle as listed in the script; they stay a small part.)
+  BOOST_TEST(j["skipped"].size() * 4 <= total, j["skipped"].size() << " of " << total << " skipped");
   // The CRC fault is seen by both: the script compares the bad-CRC counts too.
   bool crc_fault_compared = false;
   for (const auto& c : j["results"]) crc_fault_compared |= c["capture"] == "iwarp-fault-crc.pcap" && c["fpdus_compared"] > 0;

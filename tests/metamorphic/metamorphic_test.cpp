@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -32,6 +33,9 @@
 #include "captures/io/packet.hpp"
 #include "captures/io/pcap_reader.hpp"
 #include "conformance/checker.hpp"
+#include "protocols/core/bits.hpp"
+#include "protocols/ib/packet.hpp"
+#include "protocols/iwarp/codec.hpp"
 
 namespace fs = std::filesystem;
 using namespace rdmaconf;
@@ -262,6 +266,118 @@ BOOST_AUTO_TEST_CASE(capture_artefacts_add_no_fail) {
   BOOST_TEST(t.gained == 0u, t.gained << " mutants gained a FAIL");
   // The mutations must have produced something to judge.
   BOOST_TEST(t.mutants["frame removed"] > 1000u);
+}
+
+// Where frame i's transport payload starts in its data, and how long it is
+// (TCP or UDP over IPv4/IPv6; nothing for other frames).
+std::optional<std::pair<std::size_t, std::size_t>> payload_of(const Capture& c, std::size_t i) {
+  const Dissected d = dissect_raw(c, i);
+  if (d.status != DissectStatus::ok) return std::nullopt;
+  const auto& p = d.pkt;
+  std::size_t hdr = 8;  // UDP
+  if (p.protocol == 6) {
+    if (p.l3.size() < p.ip_header_len + 13) return std::nullopt;
+    hdr = (static_cast<std::size_t>(p.l3[p.ip_header_len + 12]) >> 4) * 4;
+  } else if (p.protocol != 17) {
+    return std::nullopt;
+  }
+  if (p.l3.size() < p.ip_header_len + hdr) return std::nullopt;
+  return std::pair{p.l3_offset + p.ip_header_len + hdr, p.l3.size() - p.ip_header_len - hdr};
+}
+
+// The capture cut at `from`, with DDP version 2 planted into the first FPDU
+// the checker frames there (the second when CRCs are not in use, since the
+// chain then starts at an FPDU whose header looks right), the FPDU's CRC
+// made right again. Only an FPDU that sits whole at a known place in one
+// frame, without markers, is used; nullopt when there is none.
+std::optional<Capture> plant_ddp_version(const Capture& orig, std::size_t from, const Tmp& tmp) {
+  Capture cut = orig;
+  cut.frames.erase(cut.frames.begin(), cut.frames.begin() + static_cast<std::ptrdiff_t>(from));
+  save(tmp.path, cut);
+  std::vector<nlohmann::json> units;
+  conformance::CheckOptions o;
+  o.hash = false;
+  o.listing_family = "iwarp";
+  o.on_unit = [&](const nlohmann::json& j) { units.push_back(j); };
+  conformance::Checker(o).check_file(tmp.path);
+  std::map<std::string, int> seen;  // FPDUs per flow (one direction of one connection) so far
+  for (const auto& u : units) {
+    const std::size_t i = u["frame"].get<std::size_t>() - 1;
+    const int nth = seen[flow_of(cut, i).dir]++;
+    if (u.contains("crc_ok") && !u["crc_ok"].get<bool>()) return std::nullopt;  // damaged: its content is not judged
+    const bool crc = u.contains("crc_ok");
+    if (nth != (crc ? 0 : 1)) continue;
+    if (u["markers"].get<std::size_t>() != 0 || u["frame"] != u["first_frame"] || !u.contains("ddp")) return std::nullopt;
+    const auto pl = payload_of(cut, i);
+    if (!pl) return std::nullopt;
+    auto& data = cut.frames[i].data;
+    const std::size_t len = u["ulpdu_length"].get<std::size_t>(), size = protocols::iwarp::fpdu_size(static_cast<std::uint16_t>(len));
+    // Its place in the frame: where its length field is, whole, and (with CRCs) its CRC right.
+    for (std::size_t p = pl->first; p + size <= pl->first + pl->second; ++p) {
+      const protocols::Bytes b{data.data() + p, size};
+      if (protocols::be16(b, 0) != len) continue;
+      if (crc && protocols::iwarp::fpdu_crc(b.first(size - 4)) != protocols::le32(b, size - 4)) continue;
+      data[p + 2] = (data[p + 2] & std::byte{0xfc}) | std::byte{0x02};
+      if (crc) protocols::put_le32({data.data() + p, size}, size - 4, protocols::iwarp::fpdu_crc({data.data() + p, size - 4}));
+      return cut;
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// The capture cut at `from`, with transport version 1 planted into its first
+// RoCEv2 packet, the ICRC made right again.
+std::optional<Capture> plant_tver(const Capture& orig, std::size_t from) {
+  Capture cut = orig;
+  cut.frames.erase(cut.frames.begin(), cut.frames.begin() + static_cast<std::ptrdiff_t>(from));
+  for (std::size_t i = 0; i < cut.frames.size(); ++i) {
+    const Dissected d = dissect_raw(cut, i);
+    if (d.status != DissectStatus::ok || d.pkt.protocol != 17 || d.pkt.dport != 4791) continue;
+    const auto pl = payload_of(cut, i);
+    if (!pl || pl->second < 12 + 4) return std::nullopt;
+    auto& data = cut.frames[i].data;
+    data[pl->first + 1] = (data[pl->first + 1] & std::byte{0xf0}) | std::byte{0x01};
+    const std::size_t l3 = d.pkt.l3_offset, l3_len = d.pkt.l3.size();
+    const protocols::Bytes whole{data.data() + l3, l3_len};
+    protocols::put_le32({data.data() + l3, l3_len}, l3_len - 4, protocols::ib::roce_icrc(whole, d.pkt.ip_version == 6, d.pkt.ip_header_len));
+    return cut;
+  }
+  return std::nullopt;
+}
+
+// A fault planted into a capture that starts mid-connection is found.
+BOOST_AUTO_TEST_CASE(planted_faults_are_found_after_a_cut) {
+  Tmp tmp, tmp2;
+  tmp2.path += ".2";
+  std::size_t planted = 0, found = 0;
+  std::vector<std::string> missed;
+  for (const auto& path : all_captures()) {
+    const Capture orig = load(path);
+    const std::string name = fs::path(path).filename().string();
+    const std::size_t n = orig.frames.size();
+    // Into captures with no finding of the family already (a second fault close by could hide the planted one).
+    bool clean[2] = {true, true};
+    for (const auto& [id, ev] : fails_of(check(path))) clean[id.rfind("iwarp.", 0) == 0 ? 0 : 1] = false;
+    for (std::size_t from : {n / 8, n / 4, n / 2, 3 * n / 4}) {
+      for (int kind = 0; kind < 2; ++kind) {
+        if (!clean[kind]) continue;
+        const auto m = kind == 0 ? plant_ddp_version(orig, from, tmp) : plant_tver(orig, from);
+        if (!m) continue;
+        const char* want = kind == 0 ? "iwarp.ddp.version" : "ib.bth.tver";
+        save(tmp2.path, *m);
+        ++planted;
+        if (fails_of(check(tmp2.path)).count(want))
+          ++found;
+        else if (missed.size() < 20)
+          missed.push_back(fmt::format("{} cut at frame {}: {} not found", name, from + 1, want));
+      }
+    }
+  }
+  BOOST_TEST_MESSAGE(fmt::format("planted faults: {} planted, {} found", planted, found));
+  for (const auto& s : missed) BOOST_TEST_MESSAGE(s);
+  BOOST_TEST(found == planted);
+  BOOST_TEST(planted > 50u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -47,7 +47,8 @@ void each_untagged(BuiltIwarpCase& c, F f) {
     st.next_index[e.dir] = e.index + 1;
     if (g.tagged() || g.qn() > 4) return;  // a queue RDMAP does not use: iwarp.ddp.qn's finding
     auto& q = st.q[e.dir][g.qn()];
-    if (q.synced || (q.msn == 0 && k.mpa->inferred_start(e.dir) < 0)) f(ctx, e, g, q);
+    // A queue's first message is judged only where the direction is whole from its start.
+    if (q.synced || (q.msn == 0 && !k.mpa->partial(e.dir))) f(ctx, e, g, q);
     q.synced = true;
     q.next_mo = g.mo() + g.ddp_payload(e);  // follows what was sent, so one error is reported once
     q.msn = g.msn();

@@ -125,6 +125,11 @@ void add_iwarp_mpa_enhanced_cases(IwarpCases& k) {
         const bool one = (o.selected == 1 || o.selected == 2 || o.selected == 4) && (o.selected & o.types);
         if (!e.from_initiator || o.rtr_checked || !one) return;
         o.rtr_checked = true;
+        if (e.index != 0) {  // framing found again after a gap: the first FPDU is not in the capture
+          Evidence ev = evidence_at(e, ctx.side(e.dir));
+          ev.detail = "the initiator's first FPDU is not in the capture";
+          return ctx.tally.inconclusive(std::move(ev));
+        }
         const auto* s = segment_of(e);
         bool ok = false;
         std::string actual = "an undecodable segment";
