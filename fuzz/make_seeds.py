@@ -76,7 +76,8 @@ for cap in sorted(os.listdir(golden)):
         if proto == 6:
             if payload:
                 put("fuzz_mpa", "%s-%d" % (cap, i), payload)
-                put("fuzz_mpa_stream", "%s-%d" % (cap, i), bytes([0, min(255, len(payload))]) + payload[:255])
+                # (first octet: both starts unknown, or both known as after a SYN)
+                put("fuzz_mpa_stream", "%s-%d" % (cap, i), bytes([3 * (i % 2), 0, min(255, len(payload))]) + payload[:255])
                 put("fuzz_headers", "%s-%d" % (cap, i), bytes([9]) + payload)
         elif proto == 17:
             put("fuzz_ib", "%s-%d" % (cap, i), frame[l4 + 8:])
@@ -91,3 +92,10 @@ for cap in sorted(os.listdir(golden)):
     for n, (src, stream) in enumerate(streams.items()):
         if n < 2:
             put("fuzz_engine", "%s-%d" % (cap, n), engine_seed(2 if n == 0 else 3, stream[:20000]))
+            # fuzz_mpa_stream: the first 8 KiB of a direction as 255-octet chunks, the start known; once
+            # from the first octet, once after the first 40 (a start in the middle, or FPDUs without MPA frames)
+            for cut in (0, 40):
+                body = stream[cut:cut + 8192]
+                rec = bytes([3 | 4 * (n == 0)]) + b"".join(bytes([n, len(body[k:k + 255])]) + body[k:k + 255]
+                                                           for k in range(0, len(body), 255))
+                put("fuzz_mpa_stream", "%s-stream%d-%d" % (cap, n, cut), rec)

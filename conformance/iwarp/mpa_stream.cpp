@@ -59,10 +59,9 @@ bool markers_present(Bytes b) {
       if (ptr > p) continue;  // its FPDU began before the octets at hand
       // The FPDU it points to, when its header is whole before the marker.
       const std::size_t start = p - ptr, hdr = ptr == 0 ? p + kMpaMarker.size : start;
-      if (ptr == 0 || ptr >= 2 + kDdpUntagged.size) {
+      if ((ptr == 0 || ptr >= 2 + kDdpUntagged.size) && hdr + 2 + kDdpTagged.size <= b.size()) {
         const std::uint16_t len = be16(b, hdr);
-        if (hdr + 2 + kDdpTagged.size <= b.size() &&
-            plausible_ulpdu(len, b.subspan(hdr + 2, std::min<std::size_t>({len, b.size() - hdr - 2, ptr == 0 ? std::size_t{len} : ptr - 2}))))
+        if (plausible_ulpdu(len, b.subspan(hdr + 2, std::min<std::size_t>({len, b.size() - hdr - 2, ptr == 0 ? std::size_t{len} : ptr - 2}))))
           ++vouched;
       }
     }
