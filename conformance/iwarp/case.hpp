@@ -41,6 +41,16 @@ Evidence evidence_at(const Event& e, const std::string& side) {
   ev.side = side;
   return ev;
 }
+// Records a failure at the point where a direction's framing stopped.
+inline void fail_at_stop(CaseCtx& ctx, const iwarp::StopEvent& e, std::string expected, std::string actual) {
+  Evidence ev;
+  ev.frames = {e.frame};
+  ev.stream_offset = e.offset;
+  ev.side = ctx.side(e.dir);
+  ev.expected = std::move(expected);
+  ev.actual = std::move(actual);
+  ctx.tally.fail(std::move(ev));
+}
 // A framing stop caused by missing octets makes an FPDU-level case INCONCLUSIVE.
 void inconclusive_on_gap(CaseCtx& ctx, const iwarp::StopEvent& e);
 

@@ -89,14 +89,7 @@ void add_iwarp_mpa_fpdu_cases(IwarpCases& k) {
           "connection (FIN), its last FPDU is complete."})
       .stop([](CaseCtx& ctx, const IwarpConn&, const iwarp::StopEvent& e) {
         ctx.state<Ended>().stopped[e.dir] = true;
-        if (!e.cut_by_fin) return;
-        Evidence ev;
-        ev.frames = {e.frame};
-        ev.stream_offset = e.offset;
-        ev.side = ctx.side(e.dir);
-        ev.expected = "a whole FPDU before the FIN";
-        ev.actual = e.reason;
-        ctx.tally.fail(std::move(ev));
+        if (e.cut_by_fin) fail_at_stop(ctx, e, "a whole FPDU before the FIN", e.reason);
       })
       .close([](CaseCtx& ctx, const IwarpConn& c) {
         // A direction that sent FPDUs and ended with its FIN at an FPDU boundary.

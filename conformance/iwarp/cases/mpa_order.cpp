@@ -27,14 +27,7 @@ void add_iwarp_mpa_order_cases(IwarpCases& k) {
           "After a Reply that rejects the connection (R set) neither side sends FPDUs: the connection is only "
           "closed."})
       .stop([](CaseCtx& ctx, const IwarpConn&, const iwarp::StopEvent& e) {
-        if (!e.after_reject) return;
-        Evidence ev;
-        ev.frames = {e.frame};
-        ev.stream_offset = e.offset;
-        ev.side = ctx.side(e.dir);
-        ev.expected = "no octets after the rejecting Reply";
-        ev.actual = "data";
-        ctx.tally.fail(std::move(ev));
+        if (e.after_reject) fail_at_stop(ctx, e, "no octets after the rejecting Reply", "data");
       })
       .close([](CaseCtx& ctx, const IwarpConn& c) {
         if (c.mpa->negotiated().rejected() && ctx.tally.failed() == 0) ctx.tally.pass();
