@@ -1,6 +1,7 @@
 #include "conformance/ib/qp_state.hpp"
 
 #include <algorithm>
+#include <string_view>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -27,9 +28,9 @@ constexpr std::size_t kKeepSent = 256;  // new request packets remembered by PSN
 // What makes a request packet that one: its opcode and its data. A resend
 // repeats both (IBTA Vol.1 §9.7.5.1.3).
 std::size_t content_of(const pib::IbPacket& p) {
-  std::string s(1, static_cast<char>(p.op->code));
-  s.append(reinterpret_cast<const char*>(p.payload.data()), p.payload.size());
-  return std::hash<std::string>{}(s);
+  const std::size_t data =
+      std::hash<std::string_view>{}(std::string_view(reinterpret_cast<const char*>(p.payload.data()), p.payload.size()));
+  return data ^ (static_cast<std::size_t>(p.op->code) + 0x9e3779b97f4a7c15ull + (data << 6) + (data >> 2));
 }
 
 bool is_request(OpKind k) {
