@@ -3,7 +3,10 @@
 // the tallies and per-case state the checker keeps for each scope.
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "conformance/result.hpp"
 
@@ -14,18 +17,12 @@ struct CaseCtx {
   Tally& tally;
   std::unique_ptr<CaseState>& slot;
   const std::string* sides;  // label of each direction: sides[0], sides[1]
-  std::string* artefacts;    // each direction's first capture artefact (see ScopeState)
   template <class T>
   T& state() {
     if (!slot) slot = std::make_unique<T>();
     return static_cast<T&>(*slot);
   }
   const std::string& side(int dir) const { return sides[dir]; }
-  // Records that the capture of direction `dir` shows a loss, duplicate or
-  // reordering (the first one recorded is the one reports name).
-  void artefact(int dir, const std::string& what) const {
-    if (artefacts[dir].empty()) artefacts[dir] = what;
-  }
 };
 
 // The tallies and case state of one scope, one slot per active case.
@@ -42,9 +39,12 @@ struct ScopeState {
   std::string sides[2];
   std::string artefacts[2];  // each direction's first artefact; empty: none seen
   explicit ScopeState(std::size_t n) : tallies(n), slots(n) {}
-  CaseCtx ctx(std::size_t i) { return CaseCtx{tallies[i], slots[i], sides, artefacts}; }
-  void artefact(int dir, const std::string& what) {
-    if (artefacts[dir].empty()) artefacts[dir] = what;
+  CaseCtx ctx(std::size_t i) { return CaseCtx{tallies[i], slots[i], sides}; }
+  // Records that the capture of direction `dir` shows a loss, duplicate or
+  // reordering; only the first is kept (and only it is formatted).
+  template <class... A>
+  void artefact(int dir, fmt::format_string<A...> what, A&&... args) {
+    if (artefacts[dir].empty()) artefacts[dir] = fmt::format(what, std::forward<A>(args)...);
   }
   // The verdicts, in the order of `cases` (the active ones, as the slots),
   // with the doubtful violations settled.

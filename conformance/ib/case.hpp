@@ -58,6 +58,9 @@ void roce_fail(CaseCtx& ctx, const RocePacketEvent& e, std::string expected, std
 void roce_doubt(CaseCtx& ctx, const RocePacketEvent& e, std::string expected, std::string actual, std::string detail = {},
                 unsigned dirs = 3);
 #define RDMACONF_ROCE_DOUBT(ctx, e, ok, ...) ((ok) ? (ctx).tally.pass() : roce_doubt((ctx), (e), __VA_ARGS__))
+// A failure when `proved` (the traffic rules the artefacts out), else a doubtful violation.
+#define RDMACONF_ROCE_CHECK(ctx, e, ok, proved, ...) \
+  ((ok) ? (ctx).tally.pass() : (proved) ? roce_fail((ctx), (e), __VA_ARGS__) : roce_doubt((ctx), (e), __VA_ARGS__))
 // Settles one item left open at the end of a conversation.
 void settle(CaseCtx& ctx, const ib::Closing::Item& item, std::string expected);
 using IbCases = std::vector<std::unique_ptr<RoceCase>>;

@@ -142,7 +142,7 @@ class Run final : public FamilyRun {
     // says nothing about which of them was sent first.
     if (c.packets && p.ts_us < c.last_ts)
       for (int d = 0; d < 2; ++d)
-        c.scope.artefact(d, fmt::format("frame {}: timestamped before frame {} (the file is not in capture order)", p.frame, c.last_frame));
+        c.scope.artefact(d, "frame {}: timestamped before frame {} (the file is not in capture order)", p.frame, c.last_frame);
     c.last_ts = std::max(c.last_ts, p.ts_us);
     c.last_frame = p.frame;
     ++c.packets;
@@ -156,7 +156,7 @@ class Run final : public FamilyRun {
     if (pkt.ok() && copy_of_latest(c, e.dir, p, *pkt)) {
       ++c.copies[e.dir];
       // Judged once: a second copy is the capture's doing or a retransmission, and proves nothing new.
-      c.scope.artefact(e.dir, fmt::format("frame {}: a copy of the packet before it", p.frame));
+      c.scope.artefact(e.dir, "frame {}: a copy of the packet before it", p.frame);
       return;
     }
     bool damaged = false;  // its ICRC is wrong: only the checksum cases judge it
@@ -208,37 +208,37 @@ class Run final : public FamilyRun {
     const auto psn = static_cast<std::uint32_t>(pkt.bth.get(pib::Bth::psn));
     const auto frame = e.pkt->frame;
     if (f.gap_closed && f.gap_closed->naks == 0)
-      s.artefact(e.dir, fmt::format("frame {}: PSN {} resent with no NAK, so the hole before frame {} may be the capture's",
-                                    frame, psn, f.gap_closed->frame));
+      s.artefact(e.dir, "frame {}: PSN {} resent with no NAK, so the hole before frame {} may be the capture's",
+                                    frame, psn, f.gap_closed->frame);
     // (A repeat of a PSN the capture holds, with no NAK, is a timer's resend or a copy: it changes nothing judged.)
     if (f.psn == Facts::PsnClass::resend && f.resend_fills_gap && !f.resend_explained)
-      s.artefact(e.dir, fmt::format("frame {}: PSN {} after later PSNs, with no NAK asking for it (out of order)", frame, psn));
+      s.artefact(e.dir, "frame {}: PSN {} after later PSNs, with no NAK asking for it (out of order)", frame, psn);
     if (f.answer_repeated)
-      s.artefact(e.dir, fmt::format("frame {}: an RNR NAK of PSN {} with no request of it since the answer before (out of order)", frame, psn));
+      s.artefact(e.dir, "frame {}: an RNR NAK of PSN {} with no request of it since the answer before (out of order)", frame, psn);
     if (f.nak_in_hole)
-      s.artefact(1 - e.dir, fmt::format("frame {}: the NAK names PSN {}: the responder had the PSNs before it, which the capture lacks", frame, psn));
+      s.artefact(1 - e.dir, "frame {}: the NAK names PSN {}: the responder had the PSNs before it, which the capture lacks", frame, psn);
     if (f.gap_acked)
-      s.artefact(e.dir, fmt::format("frame {}: PSNs before {} missing, which frame {} acknowledged", frame, psn, *f.gap_acked));
+      s.artefact(e.dir, "frame {}: PSNs before {} missing, which frame {} acknowledged", frame, psn, *f.gap_acked);
     // An unreliable flow has no NAK to tell the link's losses from the capture's.
     if (f.psn == Facts::PsnClass::gap && f.req && f.req->transport != pib::Transport::rc && f.req->transport != pib::Transport::xrc)
-      s.artefact(e.dir, fmt::format("frame {}: PSN {} where {} was next", frame, psn, f.expected_psn));
+      s.artefact(e.dir, "frame {}: PSN {} where {} was next", frame, psn, f.expected_psn);
     if (f.acked_before_sent)
-      s.artefact(e.dir, fmt::format("frame {}: request PSN {} comes after frame {} acknowledged it (file order is not the wire's)",
-                                    frame, psn, *f.acked_before_sent));
+      s.artefact(e.dir, "frame {}: request PSN {} comes after frame {} acknowledged it (file order is not the wire's)",
+                                    frame, psn, *f.acked_before_sent);
     if (f.resp_psn_expected && *f.resp_psn_expected != psn && !f.resp_psn_proved)
-      s.artefact(e.dir, fmt::format("frame {}: response PSN {} where {} was next", frame, psn, *f.resp_psn_expected));
+      s.artefact(e.dir, "frame {}: response PSN {} where {} was next", frame, psn, *f.resp_psn_expected);
     if (f.match == Facts::Match::unmatched && !f.match_proved)
-      s.artefact(1 - e.dir, fmt::format("frame {}: answers PSN {}, whose request the capture lacks", frame, psn));
+      s.artefact(1 - e.dir, "frame {}: answers PSN {}, whose request the capture lacks", frame, psn);
     if (f.msn_psn_back && f.msn_before && psn_diff(static_cast<std::uint32_t>(pkt.get(pib::kExtAeth)->get(pib::Aeth::msn)), *f.msn_before) < 0)
-      s.artefact(e.dir, fmt::format("frame {}: MSN back, on an answer to PSN {} no newer than the one before it (answers out of order)", frame, psn));
-    if (f.gap_lost) s.artefact(1 - e.dir, fmt::format("frame {}: the responder acknowledged PSNs the capture lacks", frame));
+      s.artefact(e.dir, "frame {}: MSN back, on an answer to PSN {} no newer than the one before it (answers out of order)", frame, psn);
+    if (f.gap_lost) s.artefact(1 - e.dir, "frame {}: the responder acknowledged PSNs the capture lacks", frame);
   }
 
   // The capture ends with a hole no NAK answered: the capture's loss, or the
   // responder's silence; which one, the packets cannot tell.
   static void record_artefacts(ScopeState& s, const Closing& c) {
     for (const auto& g : c.open_gaps)
-      s.artefact(g.flow->dir, fmt::format("frame {}: PSN {} missing before it, never NAKed in the capture", g.frame, g.psn));
+      s.artefact(g.flow->dir, "frame {}: PSN {} missing before it, never NAKed in the capture", g.frame, g.psn);
   }
 
   void finish(std::vector<ScopeResult>& scopes, std::vector<FamilyCount>& counts) override {

@@ -187,7 +187,6 @@ void Conversation::request(int dir, const pib::IbPacket& p, std::uint64_t frame,
   }
 
   // pending NAKs: the requester must resend from the NAK's PSN
-  const std::uint32_t before = f.last_psn;
   const bool naks_pending = !f.naks.empty();
   for (auto it = f.naks.begin(); it != f.naks.end();) {
     if (psn == it->psn) {
@@ -201,9 +200,8 @@ void Conversation::request(int dir, const pib::IbPacket& p, std::uint64_t frame,
   }
   const bool resend = facts_.psn == Facts::PsnClass::resend;
   // A resend after a NAK may go back further than the NAK's PSN: what counts is that a NAK asked for one.
-  facts_.resend_explained = resend && (facts_.naks_followed > 0 || naks_pending || (f.resending && psn == psn_add(before, 1)));
+  facts_.resend_explained = resend && (facts_.naks_followed > 0 || naks_pending || (f.resending && psn == f.last_end));
   f.resending = facts_.resend_explained;
-  f.last_psn = psn;
   f.last_end = psn_add(psn, std::max<std::uint32_t>(n, 1));
 
   // opcode sequence; a resend restarts at a PSN whose message state is not kept

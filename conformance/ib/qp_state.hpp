@@ -58,7 +58,7 @@ struct ReqFlow {
   std::optional<std::uint16_t> pkey;
   // requester
   bool next_known = false;
-  std::uint32_t next_psn = 0, max_psn = 0, first_psn = 0, last_psn = 0;
+  std::uint32_t next_psn = 0, max_psn = 0, first_psn = 0;
   std::uint32_t last_end = 0;  // the PSN after the latest request packet's
   enum class Msg { unknown, none, open } msg = Msg::unknown;
   protocols::ib::OpKind msg_kind{};

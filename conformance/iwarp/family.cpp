@@ -141,13 +141,13 @@ class Run final : public FamilyRun, public TcpSink {
       const bool damaged = e.crc_in_use && e.fpdu->crc_wire != 0 && e.fpdu->crc_wire != e.crc_computed;
       crc_failed[e.dir] += damaged;
       if (damaged)
-        scope.artefact(e.dir, fmt::format("frame {}: the FPDU at stream offset {} failed its CRC, so its content is not used",
-                                          e.first_frame, e.offset));
+        scope.artefact(e.dir, "frame {}: the FPDU at stream offset {} failed its CRC, so its content is not used",
+                                          e.first_frame, e.offset);
       each(IwarpCase::fpdu, [&](const IwarpCase& k, CaseCtx& c) { k.on_fpdu(c, view, e); }, damaged);
     }
     void on_stop(const StopEvent& e) override {
       label();
-      if (e.gap) scope.artefact(e.dir, fmt::format("frame {}: {}", e.frame, e.reason));
+      if (e.gap) scope.artefact(e.dir, "frame {}: {}", e.frame, e.reason);
       each(IwarpCase::stop, [&](const IwarpCase& k, CaseCtx& c) { k.on_stop(c, view, e); });
     }
   };

@@ -50,8 +50,11 @@ bool markers_present(Bytes b) {
     std::set<std::size_t> pointers;  // distinct non-zero FPDU pointers
     for (std::size_t p = m; p + kMpaMarker.size <= b.size() && odd <= 1; p += kMpaMarkerInterval) {
       ++seen;
-      const std::size_t ptr = be16(b, p + 2);
-      if (b[p] != std::byte{0} || b[p + 1] != std::byte{0}) {
+      const Bytes mk = b.subspan(p, kMpaMarker.size);
+      const FieldDef& rsvd = kMpaMarker.fields[MpaMarker::rsvd];
+      const FieldDef& fpduptr = kMpaMarker.fields[MpaMarker::fpduptr];
+      const std::size_t ptr = read_bits(mk, fpduptr.bit_offset, fpduptr.bit_width);
+      if (read_bits(mk, rsvd.bit_offset, rsvd.bit_width) != 0) {
         ++odd;  // one faulty marker is a finding, not a reason to doubt the rest
         continue;
       }

@@ -159,6 +159,13 @@ std::vector<std::string> all_captures() {
   return v;
 }
 
+// The capture without its first `from` frames: it starts late.
+Capture cut_at(const Capture& orig, std::size_t from) {
+  Capture c = orig;
+  c.frames.erase(c.frames.begin(), c.frames.begin() + static_cast<std::ptrdiff_t>(from));
+  return c;
+}
+
 // After frames i and j traded places, gives them back each other's
 // timestamps: a capture written out of order by a tool that stamped each
 // frame as it wrote it, with nothing in the timestamps to show it.
@@ -229,32 +236,28 @@ BOOST_AUTO_TEST_CASE(capture_artefacts_add_no_fail) {
       m.frames.insert(m.frames.begin() + static_cast<std::ptrdiff_t>(i), orig.frames[i]);
       judge(t, name, "frame duplicated", base, m, tmp);
 
+      // Frames i and j trade places, once with their timestamps and once with the timestamps left in order.
+      auto swapped = [&](std::size_t j, const char* kind, const char* kind_in_order) {
+        m = orig;
+        std::swap(m.frames[i], m.frames[j]);
+        judge(t, name, kind, base, m, tmp);
+        keep_time_order(m, i, j);
+        judge(t, name, kind_in_order, base, m, tmp);
+      };
       // The next frame of the same direction comes first.
       for (std::size_t j = i + 1; j < n; ++j)
         if (flows[j].dir == flows[i].dir) {
-          m = orig;
-          std::swap(m.frames[i], m.frames[j]);
-          judge(t, name, "reordered within direction", base, m, tmp);
-          keep_time_order(m, i, j);
-          judge(t, name, "reordered, timestamps in order", base, m, tmp);
+          swapped(j, "reordered within direction", "reordered, timestamps in order");
           break;
         }
       // A frame and the next one of the other direction trade places in file order.
       for (std::size_t j = i + 1; j < n; ++j) {
         if (flows[j].conv != flows[i].conv) continue;
-        if (flows[j].dir != flows[i].dir) {
-          m = orig;
-          std::swap(m.frames[i], m.frames[j]);
-          judge(t, name, "answer before request", base, m, tmp);
-          keep_time_order(m, i, j);
-          judge(t, name, "answer first, timestamps in order", base, m, tmp);
-        }
+        if (flows[j].dir != flows[i].dir) swapped(j, "answer before request", "answer first, timestamps in order");
         break;
       }
       if (i > 0) {
-        m = orig;
-        m.frames.erase(m.frames.begin(), m.frames.begin() + static_cast<std::ptrdiff_t>(i));
-        judge(t, name, "capture starts late", base, m, tmp);
+        judge(t, name, "capture starts late", base, cut_at(orig, i), tmp);
         m = orig;
         m.frames.resize(i);
         judge(t, name, "capture stops early", base, m, tmp);
@@ -291,8 +294,7 @@ std::optional<std::pair<std::size_t, std::size_t>> payload_of(const Capture& c, 
 // made right again. Only an FPDU that sits whole at a known place in one
 // frame, without markers, is used; nullopt when there is none.
 std::optional<Capture> plant_ddp_version(const Capture& orig, std::size_t from, const Tmp& tmp) {
-  Capture cut = orig;
-  cut.frames.erase(cut.frames.begin(), cut.frames.begin() + static_cast<std::ptrdiff_t>(from));
+  Capture cut = cut_at(orig, from);
   save(tmp.path, cut);
   std::vector<nlohmann::json> units;
   conformance::CheckOptions o;
@@ -317,7 +319,10 @@ std::optional<Capture> plant_ddp_version(const Capture& orig, std::size_t from, 
       const protocols::Bytes b{data.data() + p, size};
       if (protocols::be16(b, 0) != len) continue;
       if (crc && protocols::iwarp::fpdu_crc(b.first(size - 4)) != protocols::le32(b, size - 4)) continue;
-      data[p + 2] = (data[p + 2] & std::byte{0xfc}) | std::byte{0x02};
+      // (Both DDP layouts share the control field.)
+      protocols::Header ddp = *protocols::Header::decode(protocols::iwarp::kDdpTagged, b.subspan(2));
+      ddp.set(protocols::iwarp::DdpTagged::dv, 2);
+      std::copy(ddp.bytes().begin(), ddp.bytes().end(), data.begin() + static_cast<std::ptrdiff_t>(p + 2));
       if (crc) protocols::put_le32({data.data() + p, size}, size - 4, protocols::iwarp::fpdu_crc({data.data() + p, size - 4}));
       return cut;
     }
@@ -329,15 +334,16 @@ std::optional<Capture> plant_ddp_version(const Capture& orig, std::size_t from, 
 // The capture cut at `from`, with transport version 1 planted into its first
 // RoCEv2 packet, the ICRC made right again.
 std::optional<Capture> plant_tver(const Capture& orig, std::size_t from) {
-  Capture cut = orig;
-  cut.frames.erase(cut.frames.begin(), cut.frames.begin() + static_cast<std::ptrdiff_t>(from));
+  Capture cut = cut_at(orig, from);
   for (std::size_t i = 0; i < cut.frames.size(); ++i) {
     const Dissected d = dissect_raw(cut, i);
     if (d.status != DissectStatus::ok || d.pkt.protocol != 17 || d.pkt.dport != 4791) continue;
     const auto pl = payload_of(cut, i);
     if (!pl || pl->second < 12 + 4) return std::nullopt;
     auto& data = cut.frames[i].data;
-    data[pl->first + 1] = (data[pl->first + 1] & std::byte{0xf0}) | std::byte{0x01};
+    protocols::Header bth = *protocols::Header::decode(protocols::ib::kBth, {data.data() + pl->first, pl->second});
+    bth.set(protocols::ib::Bth::tver, 1);
+    std::copy(bth.bytes().begin(), bth.bytes().end(), data.begin() + static_cast<std::ptrdiff_t>(pl->first));
     const std::size_t l3 = d.pkt.l3_offset, l3_len = d.pkt.l3.size();
     const protocols::Bytes whole{data.data() + l3, l3_len};
     protocols::put_le32({data.data() + l3, l3_len}, l3_len - 4, protocols::ib::roce_icrc(whole, d.pkt.ip_version == 6, d.pkt.ip_header_len));

@@ -71,12 +71,10 @@ void add_ib_reliable_cases(IbCases& k) {
                "conversation's first First or Middle packet)."},
            with_facts([](CaseCtx& ctx, const RocePacketEvent& e, const Facts& f, const IbPacket& p) {
              if (!f.pmtu || !carries_data(p)) return;
-             if (f.pmtu_from_option)
-               RDMACONF_ROCE_JUDGE(ctx, e, p.payload.size() <= f.pmtu, fmt::format("at most {} octets", f.pmtu),
-                                   fmt::format("{} octets", p.payload.size()));
-             else  // the MTU was taken from the first First or Middle packet the capture holds
-               RDMACONF_ROCE_DOUBT(ctx, e, p.payload.size() <= f.pmtu, fmt::format("at most {} octets", f.pmtu),
-                                   fmt::format("{} octets", p.payload.size()), "path MTU inferred from the capture");
+             // Without --roce-mtu the MTU is the first First or Middle packet's size the capture holds.
+             RDMACONF_ROCE_CHECK(ctx, e, p.payload.size() <= f.pmtu, f.pmtu_from_option, fmt::format("at most {} octets", f.pmtu),
+                                 fmt::format("{} octets", p.payload.size()),
+                                 f.pmtu_from_option ? "" : "path MTU inferred from the capture");
            }));
 
   add_roce(k, {"ib.payload.first_middle", "IBTA Vol.1", "§9.7.7", Level::must,
@@ -204,14 +202,8 @@ void add_ib_reliable_cases(IbCases& k) {
                "or Atomic request of their QP."},
            with_facts([](CaseCtx& ctx, const RocePacketEvent& e, const Facts& f, const IbPacket& p) {
              if (f.match == Facts::Match::none) return;
-             // Inside the requester's gap-free PSNs the capture shows what was asked; beyond them a lost request could explain it.
-             if (f.match_proved)
-               RDMACONF_ROCE_JUDGE(ctx, e, f.match == Facts::Match::matched,
-                                 p.op->kind == OpKind::atomic_ack ? "an outstanding Atomic request with this PSN"
-                                                                  : "an outstanding RDMA READ Request with this PSN",
-                                 "none");
-             else
-             RDMACONF_ROCE_DOUBT(ctx, e, f.match == Facts::Match::matched,
+             // Where the capture shows the PSN was another kind of request, no lost request explains the answer.
+             RDMACONF_ROCE_CHECK(ctx, e, f.match == Facts::Match::matched, f.match_proved,
                                  p.op->kind == OpKind::atomic_ack ? "an outstanding Atomic request with this PSN"
                                                                   : "an outstanding RDMA READ Request with this PSN",
                                  "none");
