@@ -94,6 +94,11 @@ for cap in sorted(os.listdir(golden)):
             put("fuzz_engine", "%s-%d" % (cap, n), engine_seed(2 if n == 0 else 3, stream[:20000]))
             # fuzz_mpa_stream: the first 8 KiB of a direction as 255-octet chunks, the start known; once
             # from the first octet, once after the first 40 (a start in the middle, or FPDUs without MPA frames)
+            # fuzz_mpa_framer: the FPDUs after the MPA frame, with and without markers, cut by two seeds
+            if stream.startswith(b"MPA ID R") and len(stream) >= 20:
+                body = stream[20 + struct.unpack_from(">H", stream, 18)[0]:][:16384]
+                for flags in (2, 3):
+                    put("fuzz_mpa_framer", "%s-%d-%d" % (cap, n, flags), bytes([flags, 37 * n + flags]) + body)
             for cut in (0, 40):
                 body = stream[cut:cut + 8192]
                 rec = bytes([3 | 4 * (n == 0)]) + b"".join(bytes([n, len(body[k:k + 255])]) + body[k:k + 255]

@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 
-#include "protocols/crc/crc32c.hpp"
 #include "protocols/iwarp/rdmap.hpp"
 
 namespace rdmaconf::conformance::iwarp {
@@ -129,10 +128,13 @@ void MpaConnection::stop(int dir, std::uint64_t offset, std::uint64_t frame, std
   Dir& s = d_[dir];
   const bool after_reject = s.state == State::rejected;
   s.gap_seen |= gap;
-  // (The octets of a unit begun before the stop are unjudged from its start.)
-  s.why.push_back(fmt::format("from offset {}: {}", s.buf.empty() || s.buf_off > offset ? offset : s.buf_off, reason));
+  // (The octets of a frame begun before the stop are unjudged from its start.)
+  std::uint64_t from = s.buf.empty() ? offset : std::min(offset, s.buf_off);
+  if (const auto p = s.framer.partial(); p && s.state == State::fpdu) from = std::min(from, s.base + p->start);
+  s.why.push_back(fmt::format("from offset {}: {}", from, reason));
   s.state = State::stopped;
   s.buf.clear();
+  s.framer.reset(false, false);
   l_.on_stop(StopEvent{dir, offset, frame, gap, after_reject, cut_by_fin, std::move(reason)});
 }
 
@@ -178,8 +180,8 @@ void MpaConnection::route(int dir, std::uint64_t offset, Bytes data, std::uint64
       return;
     }
     case State::fpdu:
-      if (s.markers) return feed_marked(dir, offset, data, frame, acked);
-      [[fallthrough]];
+      feed_fpdus(dir, data, frame, acked);
+      return;
     default:
       feed(dir, offset, data, frame, acked);
   }
@@ -252,7 +254,7 @@ void MpaConnection::infer(int dir, std::uint64_t frame, bool at_end) {
     s.why.push_back(found->offset ? fmt::format("the capture starts mid-stream: framing found {} octets in, at offset {}", found->offset, start)
                                   : std::string("the capture starts mid-stream, at an FPDU's start"));
   }
-  s.state = State::fpdu;
+  start_fpdus(dir, start, false);
   for (auto& h : held) {
     const std::uint64_t end = h.offset + h.bytes.size();
     if (end <= start) continue;
@@ -261,51 +263,56 @@ void MpaConnection::infer(int dir, std::uint64_t frame, bool at_end) {
   }
 }
 
-void MpaConnection::feed_marked(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame, std::uint64_t acked) {
+void MpaConnection::start_fpdus(int dir, std::uint64_t at, bool markers) {
   Dir& s = d_[dir];
-  while (!data.empty() && s.state == State::fpdu) {
-    const std::uint64_t into = (offset - s.mk_base) % kMpaMarkerInterval;
-    if (into < kMpaMarker.size) {
-      const std::size_t n = std::min<std::size_t>(kMpaMarker.size - into, data.size());
-      if (into == 0) s.mk_frame = frame;
-      std::copy_n(data.begin(), n, s.mk_part + into);
-      offset += n;
-      data = data.subspan(n);
-      if (into + n == kMpaMarker.size) {
-        MarkerSeen m;
-        m.offset = offset - kMpaMarker.size;
-        m.frame = s.mk_frame;
-        const Header mh = *Header::decode(kMpaMarker, {s.mk_part, kMpaMarker.size});
-        m.rsvd = static_cast<std::uint16_t>(mh.get(MpaMarker::rsvd));
-        m.fpduptr = static_cast<std::uint16_t>(mh.get(MpaMarker::fpduptr));
-        s.mk_pending.push_back({m, s.logical});
-      }
-      continue;
-    }
-    const std::size_t n = std::min<std::size_t>(data.size(), kMpaMarkerInterval - into);
-    s.unmarking = true;
-    feed(dir, s.logical, data.first(n), frame, acked);
-    s.unmarking = false;
-    s.logical += n;
-    offset += n;
-    data = data.subspan(n);
-  }
+  s.state = State::fpdu;
+  s.markers = markers;
+  s.base = at;
+  s.framer.reset(markers, neg_.crc());
 }
 
-std::size_t MpaConnection::unit_size(int dir, Bytes b) const {
-  if (d_[dir].state == State::rr) return b.size() < kMpaRr.size ? 0 : kMpaRr.size + be16(b, 18);
-  return b.size() < 2 ? 0 : fpdu_size(be16(b, 0));
+std::size_t MpaConnection::rr_size(Bytes b) { return b.size() < kMpaRr.size ? 0 : kMpaRr.size + be16(b, 18); }
+
+void MpaConnection::feed_fpdus(int dir, Bytes data, std::uint64_t frame, std::uint64_t acked) {
+  Dir& s = d_[dir];
+  while (s.state == State::fpdu) {
+    const auto f = s.framer.next(data, {frame, acked});
+    if (!f) return;
+    const auto v = decode_fpdu(f->octets);  // (the framer sized it: this cannot fail)
+    if (!v) {
+      stop(dir, s.base + f->start, f->tag.frame, v.error().message());
+      return;
+    }
+    FpduEvent& e = s.event;
+    e.dir = dir;
+    e.from_initiator = from_initiator(dir);
+    e.first_frame = f->tag.frame;
+    e.last_frame = frame;
+    e.acked = f->tag.acked;
+    e.offset = s.base + f->start;
+    e.wire_size = f->wire_size;
+    e.markers.clear();
+    for (const auto& m : f->markers)
+      e.markers.push_back(MarkerSeen{s.base + m.pos, m.tag.frame, m.rsvd, m.fpduptr, m.expected_ptr});
+    e.fpdu = &*v;
+    e.crc_in_use = s.framer.crc();
+    e.crc_computed = f->crc;
+    const auto ddp = decode_ddp(v->ulpdu);
+    e.ddp = &ddp;
+    e.index = s.fpdus++;
+    s.judged += e.wire_size;
+    l_.on_fpdu(e);
+  }
 }
 
 void MpaConnection::feed(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame, std::uint64_t acked) {
   Dir& s = d_[dir];
   while (!data.empty()) {
-    if (s.state == State::wait_negotiation || s.state == State::rejected ||
-        (s.state == State::fpdu && s.markers && !s.unmarking)) {
+    if (s.state == State::wait_negotiation || s.state == State::rejected || s.state == State::fpdu) {
       route(dir, offset, data, frame, acked);
       return;
     }
-    if (s.state != State::probe && s.state != State::rr && s.state != State::fpdu) return;
+    if (s.state != State::probe && s.state != State::rr) return;
 
     if (s.state == State::probe) {
       // Recognise MPA by the key at the very start of a direction.
@@ -376,14 +383,13 @@ void MpaConnection::feed(int dir, std::uint64_t offset, Bytes data, std::uint64_
     }
 
     if (!s.buf.empty()) {
-      const std::size_t header = s.state == State::rr ? kMpaRr.size : 2;
-      std::size_t need = unit_size(dir, {s.buf.data(), s.buf.size()});
+      std::size_t need = rr_size({s.buf.data(), s.buf.size()});
       if (need == 0) {
-        const std::size_t take = std::min(header - s.buf.size(), data.size());
+        const std::size_t take = std::min(kMpaRr.size - s.buf.size(), data.size());
         s.buf.insert(s.buf.end(), data.begin(), data.begin() + static_cast<std::ptrdiff_t>(take));
         data = data.subspan(take);
         offset += take;
-        need = unit_size(dir, {s.buf.data(), s.buf.size()});
+        need = rr_size({s.buf.data(), s.buf.size()});
         if (need == 0) return;
       }
       const std::size_t take = std::min(need - s.buf.size(), data.size());
@@ -392,14 +398,14 @@ void MpaConnection::feed(int dir, std::uint64_t offset, Bytes data, std::uint64_
       offset += take;
       if (s.buf.size() < need) return;
       s.unit.swap(s.buf);  // s.buf takes the empty vector and its capacity
-      unit(dir, {s.unit.data(), s.unit.size()}, s.buf_off, s.buf_frame, frame, s.buf_acked);
+      on_rr(dir, {s.unit.data(), s.unit.size()}, s.buf_off, s.buf_frame, frame, s.buf_acked);
       s.unit.clear();
       continue;
     }
 
-    const std::size_t n = unit_size(dir, data);
+    const std::size_t n = rr_size(data);
     if (n != 0 && n <= data.size()) {
-      unit(dir, data.first(n), offset, frame, frame, acked);
+      on_rr(dir, data.first(n), offset, frame, frame, acked);
       data = data.subspan(n);
       offset += n;
       continue;
@@ -410,65 +416,6 @@ void MpaConnection::feed(int dir, std::uint64_t offset, Bytes data, std::uint64_
     s.buf_acked = acked;
     return;
   }
-}
-
-void MpaConnection::unit(int dir, Bytes b, std::uint64_t offset, std::uint64_t first_frame, std::uint64_t last_frame,
-                         std::uint64_t acked) {
-  Dir& s = d_[dir];
-  if (s.state == State::rr) {
-    on_rr(dir, b, offset, first_frame, last_frame, acked);
-    return;
-  }
-  auto f = decode_fpdu(b);
-  if (!f) {  // cannot happen: unit_size sized it
-    stop(dir, offset, first_frame, f.error().message());
-    return;
-  }
-  FpduEvent& e = s.event;
-  e.dir = dir;
-  e.from_initiator = from_initiator(dir);
-  e.first_frame = first_frame;
-  e.last_frame = last_frame;
-  e.acked = acked;
-  e.offset = offset + kMpaMarker.size * s.mk_done;
-  e.markers.clear();
-  // Markers inside this FPDU: those taken out before its last octet.
-  const std::uint64_t end = offset + b.size();
-  std::size_t n = 0;
-  while (n < s.mk_pending.size() && s.mk_pending[n].logical < end) ++n;
-  for (std::size_t i = 0; i < n; ++i) {
-    MarkerSeen m = s.mk_pending[i].m;
-    m.expected_ptr = static_cast<std::uint16_t>(m.offset - e.offset);
-    e.markers.push_back(m);
-    if (m.frame < e.first_frame) e.first_frame = m.frame;
-  }
-  e.wire_size = b.size() + kMpaMarker.size * n;
-  e.fpdu = &*f;
-  e.crc_in_use = neg_.crc();
-  if (e.crc_in_use) {
-    // The CRC covers the FPDU as sent: length, ULPDU, pad and the markers among them.
-    const std::size_t covered = b.size() - kMpaCrcSize;
-    std::uint32_t st = crc::kCrc32cInit;
-    std::size_t pos = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::size_t at = static_cast<std::size_t>(s.mk_pending[i].logical - offset);
-      if (at > covered) break;
-      st = crc::crc32c_update(st, b.subspan(pos, at - pos));
-      Header mk(kMpaMarker);
-      mk.set(MpaMarker::rsvd, s.mk_pending[i].m.rsvd);
-      mk.set(MpaMarker::fpduptr, s.mk_pending[i].m.fpduptr);
-      st = crc::crc32c_update(st, mk.bytes());
-      pos = at;
-    }
-    e.crc_computed = crc::crc32c_final(crc::crc32c_update(st, b.subspan(pos, covered - pos)));
-  }
-  s.mk_pending.erase(s.mk_pending.begin(), s.mk_pending.begin() + static_cast<std::ptrdiff_t>(n));
-  s.mk_done += n;
-  const auto ddp = decode_ddp(f->ulpdu);
-  e.ddp = &ddp;
-  e.index = s.fpdus++;
-  s.judged += e.wire_size;
-  l_.on_fpdu(e);
 }
 
 void MpaConnection::on_rr(int dir, Bytes b, std::uint64_t offset, std::uint64_t first_frame, std::uint64_t last_frame,
@@ -521,11 +468,7 @@ void MpaConnection::negotiation_done(std::uint64_t frame) {
       if (!held.empty()) route(dir, held[0].offset, {held[0].bytes.data(), held[0].bytes.size()}, held[0].frame, held[0].acked);
       continue;
     }
-    s.state = State::fpdu;
-    if (markers) {
-      s.markers = true;
-      s.mk_base = s.logical = s.next_off;
-    }
+    start_fpdus(dir, s.next_off, markers);
     for (auto& h : held) route(dir, h.offset, {h.bytes.data(), h.bytes.size()}, h.frame, h.acked);
   }
 }
@@ -570,18 +513,26 @@ void MpaConnection::close(std::uint64_t frame) {
     if (d_[dir].state == State::infer) infer(dir, frame, true);
   for (int dir = 0; dir < 2; ++dir) {
     Dir& s = d_[dir];
-    if (s.state == State::rr || s.state == State::fpdu) {
-      if (!s.buf.empty()) {
-        const std::size_t need = unit_size(dir, {s.buf.data(), s.buf.size()});
-        // With the FIN in the capture and no gap before it (the reassembler
-        // reports a gap for any octet the FIN proves missing), the sender
-        // itself stopped there.
-        const bool fin = info_.fin[dir] && !s.gap_seen && s.state == State::fpdu;
-        const std::string where = need ? fmt::format("inside a frame: {} of {} octets present", s.buf.size(), need)
-                                       : fmt::format("inside a frame header: {} octets present", s.buf.size());
-        stop(dir, s.buf_off + kMpaMarker.size * s.mk_done, frame,
-             fin ? "the sender's FIN ends its stream " + where : "stream ends " + where, !fin, fin);
-      }
+    // A frame begun and not finished: where, how much of it is here, and its size if known.
+    std::optional<std::uint64_t> at;
+    std::size_t have = 0, need = 0;
+    if (s.state == State::rr && !s.buf.empty()) {
+      at = s.buf_off;
+      have = s.buf.size();
+      need = rr_size({s.buf.data(), s.buf.size()});
+    } else if (const auto p = s.framer.partial(); s.state == State::fpdu && p && p->have) {
+      at = s.base + p->start;  // (markers alone, with no FPDU octet after them, are no FPDU)
+      have = p->have;
+      need = p->need;
+    }
+    if (at) {
+      // With the FIN in the capture and no gap before it (the reassembler
+      // reports a gap for any octet the FIN proves missing), the sender
+      // itself stopped there.
+      const bool fin = info_.fin[dir] && !s.gap_seen && s.state == State::fpdu;
+      const std::string where = need ? fmt::format("inside a frame: {} of {} octets present", have, need)
+                                     : fmt::format("inside a frame header: {} octets present", have);
+      stop(dir, *at, frame, fin ? "the sender's FIN ends its stream " + where : "stream ends " + where, !fin, fin);
     } else if (s.state == State::wait_negotiation && !s.held.empty()) {
       // The other side sent nothing at all (no malformed frame, no gap): it never answered.
       if (!d_[1 - dir].sent_any && !d_[1 - dir].gap_seen) {

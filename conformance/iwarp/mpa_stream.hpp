@@ -5,10 +5,10 @@
 // then the rest); "need more octets" is a state. FPDUs a direction sends
 // before the negotiation is known are held and decoded once it is.
 //
-// Markers: where a direction carries them, the octets at every 512th stream
-// position counted from its first FPDU are taken out before framing and
-// reported with the FPDU they sit in; the CRC is computed over the FPDU as
-// sent, markers included.
+// FPDUs are framed by the shared MPA framer (protocols/iwarp/framer.hpp),
+// the one the engine uses: markers, where a direction carries them, are taken
+// out and reported with the FPDU they sit in; the CRC is computed over the
+// FPDU as sent, markers included.
 //
 // Mid-stream start: when the capture lacks a connection's SYN and a direction
 // does not start with an MPA key, the decoder looks for FPDU boundaries in its
@@ -21,6 +21,7 @@
 
 #include "captures/io/tcp_reassembly.hpp"
 #include "protocols/iwarp/codec.hpp"
+#include "protocols/iwarp/framer.hpp"
 
 namespace rdmaconf::conformance::iwarp {
 
@@ -189,8 +190,8 @@ class MpaConnection {
   };
   struct Dir {
     State state = State::probe;
-    std::vector<std::byte> buf;   // a partial unit
-    std::vector<std::byte> unit;  // a completed unit being decoded (keeps its capacity)
+    std::vector<std::byte> buf;   // a partial MPA key, Request or Reply
+    std::vector<std::byte> unit;  // a completed Request or Reply being decoded
     std::uint64_t buf_off = 0;
     std::uint64_t buf_frame = 0;  // frame of buf's first octet
     std::uint64_t buf_acked = 0;  // acknowledgement carried with buf's first octet
@@ -211,32 +212,24 @@ class MpaConnection {
     std::uint64_t not_mpa_off = 0, not_mpa_frame = 0;
     bool gap_seen = false;
     bool sent_any = false;  // this direction carried at least one octet
-    // Markers: stream offsets are raw (as sent); framing works on the octets
-    // with markers removed ("logical" offsets, equal to raw ones before the
-    // first marker).
     bool markers = false;
-    bool unmarking = false;          // feed_marked is handing marker-free octets to feed
-    std::uint64_t mk_base = 0;       // raw offset of the first FPDU
-    std::uint64_t raw = 0;           // raw offset of the next octet to take in
-    std::uint64_t logical = 0;       // logical offset of that octet
-    std::byte mk_part[4] = {};
-    std::size_t mk_have = 0;
-    std::uint64_t mk_frame = 0;
-    struct Pending {
-      MarkerSeen m;
-      std::uint64_t logical;  // logical offset of the octet that followed it
+    // Framing from the direction's first FPDU, or from where it was found
+    // (mid-stream, after a gap): stream offset `base` is framer position 0.
+    struct Tag {
+      std::uint64_t frame = 0, acked = 0;
     };
-    std::vector<Pending> mk_pending;  // removed, not yet given to an FPDU
-    std::uint64_t mk_done = 0;        // markers already given to FPDUs
+    protocols::iwarp::MpaFramer<Tag> framer;
+    std::uint64_t base = 0;
     FpduEvent event;                  // reused so its marker list keeps its capacity
   };
   void feed(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame, std::uint64_t acked);
-  void feed_marked(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame, std::uint64_t acked);
+  void feed_fpdus(int dir, Bytes data, std::uint64_t frame, std::uint64_t acked);
   static bool first_fpdu_plausible(const Dir& s);
   void infer(int dir, std::uint64_t frame, bool at_end);
-  // Size of the unit at the front of `b` if it can be known, else 0.
-  std::size_t unit_size(int dir, Bytes b) const;
-  void unit(int dir, Bytes b, std::uint64_t offset, std::uint64_t first_frame, std::uint64_t last_frame, std::uint64_t acked);
+  // Frames FPDUs from stream offset `at` on.
+  void start_fpdus(int dir, std::uint64_t at, bool markers);
+  // Size of the MPA Request or Reply at the front of `b` if it can be known, else 0.
+  static std::size_t rr_size(Bytes b);
   void on_rr(int dir, Bytes b, std::uint64_t offset, std::uint64_t first_frame, std::uint64_t last_frame, std::uint64_t acked);
   void negotiation_done(std::uint64_t frame);
   // data() without counting the octets as captured (they are held ones, replayed).

@@ -50,7 +50,7 @@ QueuePair::QueuePair(ProtectionDomain& pd, CompletionQueue& send_cq, CompletionQ
   cfg_.mulpdu = std::clamp<std::size_t>(cfg_.mulpdu, 64, 0xffff);
   if (cfg_.revision != 2) cfg_.enhanced = false;
   if (!cfg_.enhanced) cfg_.p2p = false;
-  stage_.reserve(0x10000 + 16);
+  stage_.reserve(pi::kMpaRr.size + pi::kMpaMaxPrivateData);
 }
 
 // ------------------------------------------------------------------ setup
@@ -106,7 +106,8 @@ void QueuePair::on_rr(Bytes frame) {
     tx_markers_ = h.get(pi::MpaRr::m);
     ord_eff_ = cfg_.ord;
     ird_eff_ = cfg_.ird;
-    rx_ = Rx::fpdu_length;
+    framer_.reset(rx_markers_, crc_);
+    rx_ = Rx::fpdu;
     if (cfg_.enhanced && enhanced) {
       const Header& v = *f->v2;
       ord_eff_ = static_cast<std::uint16_t>(std::min<std::uint64_t>(cfg_.ord, v.get(pi::MpaV2::ird)));
@@ -171,7 +172,8 @@ void QueuePair::on_rr(Bytes frame) {
   crc_ = cfg_.crc || h.get(pi::MpaRr::c);
   tx_markers_ = h.get(pi::MpaRr::m);
   rx_markers_ = cfg_.markers;
-  rx_ = Rx::fpdu_length;
+  framer_.reset(rx_markers_, crc_);
+  rx_ = Rx::fpdu;
   established();
 }
 
@@ -472,75 +474,22 @@ void QueuePair::rx_bytes(Bytes in) {
         }
         rr_.swap(stage_);
         stage_.clear();
-        need_ = 2;
         on_rr(B(rr_));
         // Anything after a Request that we answered in this same call was sent before the
         // initiator could have seen our Reply: close without reading it as FPDUs.
-        if (!cfg_.initiator && !in.empty() && rx_ == Rx::fpdu_length)
+        if (!cfg_.initiator && !in.empty() && rx_ == Rx::fpdu)
           return fail("the initiator sent FPDU octets before it could have received our MPA Reply (RFC 5044 §7.1.2)");
         break;
       }
-      case Rx::fpdu_length:
-      case Rx::fpdu_body: {
-        if (rx_ == Rx::fpdu_length && stage_.empty() && marker_got_ == 0 && !fpdu_open_) {
-          fpdu_open_ = true;
-          fpdu_start_ = rx_pos_;
-          rx_crc_ = protocols::crc::kCrc32cInit;
-          // Fast path: a whole marker-free FPDU in the input, decoded in place.
-          if (!rx_markers_ && in.size() >= 2) {
-            const std::size_t total = pi::fpdu_size(protocols::be16(in, 0));
-            if (in.size() >= total) {
-              const Bytes f = in.first(total);
-              in = in.subspan(total);
-              rx_pos_ += total;
-              fpdu_open_ = false;
-              on_fpdu(f, crc_ ? pi::fpdu_crc(f.first(total - pi::kMpaCrcSize)) : 0);
-              break;
-            }
-          }
-        }
-        // A marker is due at every 512th octet of the peer's stream.
-        if (rx_markers_ && (marker_got_ > 0 || rx_pos_ % pi::kMpaMarkerInterval == 0)) {
-          const std::size_t n = std::min<std::size_t>(4 - marker_got_, in.size());
-          std::memcpy(marker_ + marker_got_, in.data(), n);
-          if (crc_) rx_crc_ = protocols::crc::crc32c_update(rx_crc_, in.first(n));
-          marker_got_ += n;
-          rx_pos_ += n;
-          in = in.subspan(n);
-          if (marker_got_ < 4) break;
-          marker_got_ = 0;
-          const std::uint64_t at = rx_pos_ - 4;
-          const std::uint16_t ptr = protocols::be16(Bytes(marker_, 4), 2);
-          if (ptr != at - fpdu_start_ || protocols::be16(Bytes(marker_, 4), 0) != 0) {
+      case Rx::fpdu: {
+        const auto f = framer_.next(in);
+        if (!f) break;
+        for (const auto& m : f->markers)
+          if (m.fpduptr != m.expected_ptr || m.rsvd != 0)
             return terminate(kTermLayerLlp, 0, 0x03,
-                             fmt::format("marker at stream offset {} points {} back; the FPDU started {} back", at,
-                                         ptr, at - fpdu_start_));
-          }
-          break;
-        }
-        std::size_t n = std::min(need_ - stage_.size(), in.size());
-        if (rx_markers_) n = std::min<std::size_t>(n, pi::kMpaMarkerInterval - rx_pos_ % pi::kMpaMarkerInterval);
-        const std::size_t before = stage_.size();
-        stage_.insert(stage_.end(), in.begin(), in.begin() + static_cast<std::ptrdiff_t>(n));
-        rx_pos_ += n;
-        in = in.subspan(n);
-        if (rx_ == Rx::fpdu_length) {
-          if (crc_) rx_crc_ = protocols::crc::crc32c_update(rx_crc_, Bytes(stage_).subspan(before));
-          if (stage_.size() < 2) break;
-          need_ = pi::fpdu_size(protocols::be16(B(stage_), 0));
-          rx_ = Rx::fpdu_body;
-          break;
-        }
-        // CRC over everything but the CRC field.
-        const std::size_t crc_end = need_ - pi::kMpaCrcSize;
-        if (crc_ && before < crc_end)
-          rx_crc_ = protocols::crc::crc32c_update(rx_crc_, Bytes(stage_).subspan(before, std::min(stage_.size(), crc_end) - before));
-        if (stage_.size() < need_) break;
-        fpdu_open_ = false;
-        rx_ = Rx::fpdu_length;
-        need_ = 2;
-        on_fpdu(B(stage_), protocols::crc::crc32c_final(rx_crc_));
-        stage_.clear();
+                             fmt::format("marker at stream offset {} points {} back; the FPDU started {} back", m.pos,
+                                         m.fpduptr, m.expected_ptr));
+        on_fpdu(f->octets, f->crc);
         break;
       }
     }

@@ -9,9 +9,9 @@
 // State:     state(), terminate_sent(), terminate_received(), error()
 //
 // The receive path is a resumable state machine (MPA frame header, private
-// data; then per FPDU: length, ULPDU with pad, CRC; markers are taken out
-// wherever they fall), so the same stream split at every octet gives the
-// same result. Violations by the peer end in a Terminate carrying the RFC's
+// data; then FPDUs through the shared framer, protocols/iwarp/framer.hpp,
+// which takes markers out wherever they fall), so the same stream split at
+// every octet gives the same result. Violations by the peer end in a Terminate carrying the RFC's
 // layer / type / code and the offending headers, then a clean close.
 // Deliberate misbehaviour for conformance testing is in Faults.
 #include <cstdint>
@@ -24,6 +24,7 @@
 #include "protocols/core/bits.hpp"
 #include "protocols/core/header.hpp"
 #include "protocols/iwarp/codec.hpp"
+#include "protocols/iwarp/framer.hpp"
 
 namespace rdmaconf::engine::iwarp {
 
@@ -198,16 +199,11 @@ class QueuePair {
   std::uint64_t tx_consumed_ = 0;
 
   // receive
-  enum class Rx { rr_header, rr_private, fpdu_length, fpdu_body, dead };
+  enum class Rx { rr_header, rr_private, fpdu, dead };
   Rx rx_ = Rx::rr_header;
-  std::vector<std::byte> stage_;
+  std::vector<std::byte> stage_;  // the MPA Request or Reply being received
   std::size_t need_ = 20;
-  std::uint64_t rx_pos_ = 0;  // stream position since the peer's first FPDU (markers)
-  std::uint64_t fpdu_start_ = 0;
-  bool fpdu_open_ = false;  // an FPDU (or its leading marker) has begun
-  std::uint32_t rx_crc_ = 0;
-  std::byte marker_[4];
-  std::size_t marker_got_ = 0;
+  protocols::iwarp::MpaFramer<> framer_;  // FPDUs from the peer's first one on
   std::vector<std::byte> rr_;
   std::uint64_t fpdus_received_ = 0;
   std::uint32_t expect_msn_[5] = {1, 1, 1, 1, 1};
