@@ -104,3 +104,16 @@ for cap in sorted(os.listdir(golden)):
                 rec = bytes([3 | 4 * (n == 0)]) + b"".join(bytes([n, len(body[k:k + 255])]) + body[k:k + 255]
                                                            for k in range(0, len(body), 255))
                 put("fuzz_mpa_stream", "%s-stream%d-%d" % (cap, n, cut), rec)
+
+# fuzz_control: the RoCE control messages as the interop tools send them
+for name, line in {
+    "hello": b'{"hello":{"scenario":"write","type":"rc","qpn":4660,"psn":7,"udp":"127.0.0.2:4791","mtu":1024,'
+             b'"size":64,"buffer":64,"recvs":0,"seed":1}}',
+    "ready": b'{"ready":{"qpn":77,"psn":1,"udp":"127.0.0.1:4791","rkey":5,"va":4096,"length":64,'
+             b'"atomic_rkey":6,"atomic_va":8192,"qkey":0}}',
+    "done": b'{"done":true,"packets_sent":12}',
+    "result": b'{"recv_count":1,"recv_digest":5,"counters":{"naks_sent":0},"refusals":[{"what":"x","why":"y","psn":3}],'
+              b'"recv_statuses":{"success":1},"immediates":[1],"state":"rts"}',
+    "error": b'{"error":"busy"}',
+}.items():
+    put("fuzz_control", name, line)

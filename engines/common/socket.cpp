@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -106,6 +107,25 @@ std::string endpoint_name(const sockaddr_storage& a) {
   const auto& s = reinterpret_cast<const sockaddr_in&>(a);
   ::inet_ntop(AF_INET, &s.sin_addr, buf, sizeof buf);
   return fmt::format("{}:{}", buf, ntohs(s.sin_port));
+}
+
+std::string remote_endpoint(int fd) {
+  sockaddr_storage a{};
+  socklen_t len = sizeof a;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) return {};
+  return endpoint_name(a);
+}
+
+std::uint64_t random_u64() {
+  std::uint64_t v = 0;
+  auto* p = reinterpret_cast<unsigned char*>(&v);
+  std::size_t got = 0;
+  while (got < sizeof v) {
+    const ssize_t n = ::getrandom(p + got, sizeof v - got, 0);
+    if (n > 0) got += static_cast<std::size_t>(n);
+    else if (errno != EINTR) break;  // (cannot happen for 8 octets on Linux >= 3.17)
+  }
+  return v;
 }
 
 Fd tcp_listen(std::string_view endpoint, std::string& err) {

@@ -33,6 +33,11 @@ class Fd {
 // addresses only (no name resolution: the lab and tests use literals).
 bool parse_endpoint(std::string_view text, sockaddr_storage& out, unsigned& len, std::string& err);
 std::string endpoint_name(const sockaddr_storage& a);
+// The other end of a connected socket ("" when it has none).
+std::string remote_endpoint(int fd);
+// 64 bits from the kernel's random source (getrandom): for values a remote
+// peer must not guess (QPNs, PSNs, STag keys).
+std::uint64_t random_u64();
 
 Fd tcp_listen(std::string_view endpoint, std::string& err);
 // The port a listening socket was bound to (useful with port 0).

@@ -120,8 +120,9 @@ bool UdpLink::open(std::string_view local, std::string& err) {
   return true;
 }
 
-bool UdpLink::set_peer(std::string_view peer, std::string& err) {
+bool UdpLink::set_peer(std::string_view peer, std::string& err, bool exact_port) {
   if (!udp_endpoint(peer, peer_, err)) return false;
+  exact_port_ = exact_port;
   if (peer_.ss_family != local_.ss_family) {
     err = fmt::format("{}: not of the local address's family ({})", peer, local_name());
     return false;
@@ -151,7 +152,7 @@ bool UdpLink::raw_receive(std::string& err) {
 bool UdpLink::from_peer(const sockaddr_storage& from) const {
   if (!have_peer_ || from.ss_family != peer_.ss_family) return false;
   const auto a = addr_of(from), b = addr_of(peer_);
-  return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  return std::equal(a.begin(), a.end(), b.begin(), b.end()) && (!exact_port_ || port_of(from) == port_of(peer_));
 }
 
 std::uint16_t UdpLink::port() const { return port_of(local_); }
@@ -240,7 +241,10 @@ std::size_t UdpLink::poll(QueuePair& qp) {
   if (r <= 0) return 0;
   std::size_t handed = 0;
   for (int i = 0; i < r; ++i) {
-    if (!from_peer(from[i])) continue;
+    if (!from_peer(from[i])) {
+      ++foreign_;
+      continue;
+    }
     const protocols::Bytes pkt{rx_[i].data(), msgs[i].msg_len};
     ++received_;
     tap(false, pkt);
@@ -252,6 +256,15 @@ std::size_t UdpLink::poll(QueuePair& qp) {
     ++handed;
   }
   return handed;
+}
+
+std::size_t UdpLink::discard_pending() {
+  std::size_t n = 0;
+  for (const Fd* fd : {&fd_, &raw_}) {
+    if (!*fd) continue;
+    while (::recv(fd->get(), rx_[0].data(), rx_[0].size(), MSG_DONTWAIT) >= 0) n += fd == &fd_;
+  }
+  return n;
 }
 
 std::size_t UdpLink::poll_raw(QueuePair& qp) {
@@ -266,6 +279,7 @@ std::size_t UdpLink::poll_raw(QueuePair& qp) {
     sockaddr_storage from{};
     from.ss_family = AF_INET;
     std::memcpy(&reinterpret_cast<sockaddr_in&>(from).sin_addr, l3.data() + 12, 4);
+    reinterpret_cast<sockaddr_in&>(from).sin_port = htons(protocols::be16(l3, ihl));
     if (!from_peer(from) || std::memcmp(l3.data() + 16, addr_of(local_).data(), 4) != 0 ||
         protocols::be16(l3, ihl + 2) != port_of(local_))
       continue;

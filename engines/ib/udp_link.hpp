@@ -38,7 +38,10 @@ class UdpLink {
   UdpLink();
   ~UdpLink();
   bool open(std::string_view local, std::string& err);
-  bool set_peer(std::string_view peer, std::string& err);
+  // With exact_port, datagrams count as the peer's only from its port too
+  // (a peer that sends from the port it named); else from any port of its
+  // address (RoCEv2 senders such as rxe spread flows over source ports).
+  bool set_peer(std::string_view peer, std::string& err, bool exact_port = false);
   // Receives through a raw IPv4 socket as well (root only), so the ICRC is
   // checked against the IP header as it arrived: a peer that numbers its
   // datagrams (rxe sets IPv4 identification) needs it. The UDP socket's own
@@ -53,8 +56,12 @@ class UdpLink {
 
   // Sends what qp has to send; false on a socket error (error() says which).
   bool flush(QueuePair& qp);
-  // Hands qp every datagram waiting (up to a batch); the count.
+  // Hands qp every datagram waiting (up to a batch) from the peer; the count.
+  // Datagrams from elsewhere are dropped and counted (foreign_datagrams).
   std::size_t poll(QueuePair& qp);
+  // Drops every datagram waiting, handing none to a QP (a new session must
+  // not read what was sent to the one before); the count.
+  std::size_t discard_pending();
   // Runs qp until done() holds (true), or the time runs out, the QP goes to
   // error or the socket fails (false).
   bool run_until(QueuePair& qp, const std::function<bool()>& done, int timeout_ms);
@@ -62,6 +69,7 @@ class UdpLink {
   std::uint64_t datagrams_sent() const { return sent_; }
   std::uint64_t datagrams_received() const { return received_; }
   std::uint64_t icrc_errors() const { return icrc_bad_; }
+  std::uint64_t foreign_datagrams() const { return foreign_; }
 
  private:
   void tap(bool outbound, protocols::Bytes pkt);
@@ -71,13 +79,13 @@ class UdpLink {
 
   Fd fd_, raw_;
   sockaddr_storage local_{}, peer_{};  // IPv4 or IPv6, both of one family
-  bool have_peer_ = false;
+  bool have_peer_ = false, exact_port_ = false;
   protocols::ib::RoceFlow out_flow_, in_flow_;
   std::vector<OutPacket> batch_;
   std::vector<std::vector<std::byte>> rx_;
   std::unique_ptr<captures::io::PcapWriter> pcap_;
   std::string error_;
-  std::uint64_t sent_ = 0, received_ = 0, icrc_bad_ = 0;
+  std::uint64_t sent_ = 0, received_ = 0, icrc_bad_ = 0, foreign_ = 0;
 };
 
 // Milliseconds on a monotonic clock (the queue pair's time base).

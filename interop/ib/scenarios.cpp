@@ -13,6 +13,7 @@
 
 #include "engines/common/socket.hpp"
 #include "engines/ib/udp_link.hpp"
+#include "interop/ib/control.hpp"
 #include "interop/ib/perftest.hpp"
 #include "interop/pattern.hpp"
 
@@ -49,13 +50,6 @@ const std::vector<ScenarioInfo> kScenarios = {
      "a responder with no receive posted answers RNR NAK and executes nothing (IBTA Vol.1 §9.7.5.2.8)"},
 };
 
-std::string_view type_name(QpType t) { return t == QpType::rc ? "rc" : t == QpType::uc ? "uc" : "ud"; }
-std::optional<QpType> type_of(std::string_view s) {
-  if (s == "rc") return QpType::rc;
-  if (s == "uc") return QpType::uc;
-  if (s == "ud") return QpType::ud;
-  return std::nullopt;
-}
 
 // ---- the control connection: one JSON object per line
 bool send_json(int fd, const json& j) {
@@ -109,18 +103,6 @@ struct LineReader {
     }
   }
 };
-
-template <class T>
-T get_or(const json& j, const char* k, T d) {
-  const auto it = j.find(k);
-  if (it == j.end()) return d;
-  try {
-    return it->get<T>();
-  } catch (const json::exception&) {
-    return d;
-  }
-}
-
 
 }  // namespace
 
@@ -213,19 +195,16 @@ RunResult run_initiator(std::string_view control_peer, const RunOptions& o) {
     r.message = "control connection: cannot send the hello";
     return r;
   }
-  auto ready = rd.read(o.timeout_ms, err);
-  if (!ready || ready->is_null() || !ready->contains("ready")) {
-    r.message = ready && ready->contains("error") ? fmt::format("the responder refused: {}", (*ready)["error"].dump())
-                : err.empty()                     ? "no ready from the responder"
-                                                  : err;
+  auto ready_msg = rd.read(o.timeout_ms, err);
+  const std::optional<Ready> ready = ready_msg && !ready_msg->is_null() ? read_ready(*ready_msg, control_peer, err) : std::nullopt;
+  if (!ready) {
+    r.message = err.empty() ? "no ready from the responder" : err;
     return r;
   }
-  const json& rdy = (*ready)["ready"];
-  cfg.dest_qpn = get_or<std::uint32_t>(rdy, "qpn", 0);
-  cfg.rq_psn = get_or<std::uint32_t>(rdy, "psn", 0);
-  const auto rkey = get_or<std::uint32_t>(rdy, "rkey", 0), akey = get_or<std::uint32_t>(rdy, "atomic_rkey", 0);
-  const auto qkey = get_or<std::uint32_t>(rdy, "qkey", 0);
-  if (!link.set_peer(get_or<std::string>(rdy, "udp", ""), err)) {
+  cfg.dest_qpn = ready->qpn;
+  cfg.rq_psn = ready->psn;
+  const auto rkey = ready->rkey, akey = ready->atomic_rkey, qkey = ready->qkey;
+  if (!link.set_peer(ready->udp, err, true)) {
     r.message = "ready: " + err;
     return r;
   }
@@ -359,6 +338,10 @@ RunResult run_initiator(std::string_view control_peer, const RunOptions& o) {
     r.message = err.empty() ? "no result from the responder" : err;
     return r;
   }
+  if (!check_result((*res)["result"], err)) {
+    r.message = err;
+    return r;
+  }
   r.peer = (*res)["result"];
   const json& pr = r.peer;
   const json pc = pr.value("counters", json::object());
@@ -422,40 +405,40 @@ json serve_one(int cfd, UdpLink& link, const PeerOptions& o, std::uint64_t index
   std::string err;
   LineReader rd{cfd, {}};
   auto hello_msg = rd.read(o.idle_timeout_ms, err);
-  if (!hello_msg || hello_msg->is_null() || !hello_msg->contains("hello")) {
-    rep["error"] = err.empty() ? "no hello" : err;
+  if (!hello_msg || hello_msg->is_null()) {
+    if (hello_msg) err = "no hello within the idle timeout";
+    send_json(cfd, {{"error", err}});
+    rep["error"] = err;
     return rep;
   }
-  const json& h = (*hello_msg)["hello"];
-  rep["scenario"] = get_or<std::string>(h, "scenario", "");
   auto refuse = [&](std::string why) {
     send_json(cfd, {{"error", why}});
     rep["error"] = why;
     return rep;
   };
-  const auto type = type_of(get_or<std::string>(h, "type", ""));
-  if (!type) return refuse("hello: type must be rc, uc or ud");
-  const auto size = get_or<std::uint64_t>(h, "size", 0), buffer = get_or<std::uint64_t>(h, "buffer", 0);
-  const auto recvs = get_or<std::uint64_t>(h, "recvs", 0);
-  if (buffer > o.max_size || size > o.max_size || recvs * size > o.max_size || recvs > (1u << 20))
-    return refuse(fmt::format("hello: buffers beyond --max-size {}", o.max_size));
+  const std::optional<Hello> h = read_hello(*hello_msg, o.max_size, remote_endpoint(cfd), err);
+  if (!h) return refuse(err);
+  rep["scenario"] = h->scenario;
   QpConfig cfg = o.qp;
-  cfg.type = *type;
-  cfg.qpn = 0x100 + static_cast<std::uint32_t>(index % 0x1000);
-  cfg.dest_qpn = get_or<std::uint32_t>(h, "qpn", 0);
-  cfg.rq_psn = get_or<std::uint32_t>(h, "psn", 0);
-  cfg.sq_psn = static_cast<std::uint32_t>(Clock::now().time_since_epoch().count() >> 10) & 0xffffff;
-  cfg.pmtu = get_or<unsigned>(h, "mtu", 1024);
+  cfg.type = h->type;
+  // QPN and PSN unguessable, so that nothing but this session's requester
+  // can aim datagrams at it (QPN 0 and 1 are the special QPs).
+  cfg.qpn = 2 + static_cast<std::uint32_t>(random_u64() % (kMaxQpn - 1));
+  cfg.dest_qpn = h->qpn;
+  cfg.rq_psn = h->psn;
+  cfg.sq_psn = static_cast<std::uint32_t>(random_u64() & kMaxPsn);
+  cfg.pmtu = h->mtu;
   if (const std::string bad = eng::validate(cfg); !bad.empty()) return refuse("hello: " + bad);
-  if (!link.set_peer(get_or<std::string>(h, "udp", ""), err)) return refuse("hello: " + err);
+  if (!link.set_peer(h->udp, err, true)) return refuse("hello: " + err);
   if (!o.pcap_dir.empty() &&
       !link.record((std::filesystem::path(o.pcap_dir) / fmt::format("peer-roce-{}.pcap", index)).string(), err))
     return refuse(err);
 
   ProtectionDomain pd;
   CompletionQueue scq, rcq;
-  std::vector<std::byte> data(buffer), recv(recvs * size), atom(8);
-  fill_pattern(data, get_or<std::uint64_t>(h, "seed", 0) + 1);
+  const std::uint64_t size = h->size, recvs = h->recvs;
+  std::vector<std::byte> data(h->buffer), recv(recvs * size), atom(8);
+  fill_pattern(data, h->seed + 1);
   const auto dkey = pd.register_mr(data, kRemoteRead | kRemoteWrite | kLocalWrite, kPeerVa);
   const auto akey = pd.register_mr(atom, kRemoteAtomic | kLocalWrite, kPeerAtomicVa);
   const auto rkey = pd.register_mr(recv, kLocalWrite);
@@ -467,10 +450,13 @@ json serve_one(int cfd, UdpLink& link, const PeerOptions& o, std::uint64_t index
                         {"udp", link.local_name()},
                         {"rkey", dkey},
                         {"va", kPeerVa},
-                        {"length", buffer},
+                        {"length", h->buffer},
                         {"atomic_rkey", akey},
                         {"atomic_va", kPeerAtomicVa},
                         {"qkey", cfg.qkey}}}};
+  // What reached the socket before this session's ready belongs to no session.
+  rep["stale_datagrams_dropped"] = link.discard_pending();
+  const std::uint64_t foreign_before = link.foreign_datagrams();
   if (!send_json(cfd, ready)) {
     rep["error"] = "control connection: cannot send ready";
     return rep;
@@ -511,11 +497,14 @@ json serve_one(int cfd, UdpLink& link, const PeerOptions& o, std::uint64_t index
     pollfd p{cfd, POLLIN, 0};
     if (::poll(&p, 1, 0) > 0) {
       auto m = rd.read(0, err);
-      if (!m || (!m->is_null() && m->value("done", false))) {
-        finished = m.has_value();
-        if (m) requester_sent = get_or<std::uint64_t>(*m, "packets_sent", 0);
+      if (!m) return true;
+      if (const auto d = read_done(*m, err)) {
+        finished = true;
+        requester_sent = d->packets_sent;
         return true;
       }
+      if (!err.empty()) return true;  // a done that does not fit its schema ends the session
+
     }
     return t - last_activity > static_cast<std::uint64_t>(o.idle_timeout_ms);
   }, o.idle_timeout_ms * 4);
@@ -523,9 +512,9 @@ json serve_one(int cfd, UdpLink& link, const PeerOptions& o, std::uint64_t index
     // After a fatal NAK our QP is in error; the requester still ends the
     // exchange with its done.
     auto m = rd.read(o.idle_timeout_ms, err);
-    if (m && !m->is_null() && m->value("done", false)) {
+    if (const auto d = m ? read_done(*m, err) : std::nullopt) {
       finished = true;
-      requester_sent = get_or<std::uint64_t>(*m, "packets_sent", 0);
+      requester_sent = d->packets_sent;
     }
   }
   // Datagrams still queued behind the "done" (UC and UD complete at the
@@ -552,6 +541,7 @@ json serve_one(int cfd, UdpLink& link, const PeerOptions& o, std::uint64_t index
                        {"state", qp.state() == QpState::rts ? "rts" : "error"},
                        {"error", qp.error()}};
   send_json(cfd, {{"result", result}});
+  rep["foreign_datagrams_dropped"] = link.foreign_datagrams() - foreign_before;
   link.stop_recording();
   rep["ok"] = finished;
   rep["result"] = result;

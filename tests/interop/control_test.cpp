@@ -1,0 +1,189 @@
+// The control messages of the RoCE interop exchange read through their
+// schemas, and the peer under hostile control clients: a message of the
+// wrong type, an overflowing size or a broadcast address gets a refusal and
+// the peer goes on serving; datagrams that arrive between sessions are
+// dropped, not read by the next session; QPNs are not guessable.
+#include <boost/test/unit_test.hpp>
+
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "engines/common/socket.hpp"
+#include "interop/control.hpp"
+#include "interop/ib/control.hpp"
+#include "interop/ib/scenarios.hpp"
+
+namespace ib = rdmaconf::interop::ib;
+using nlohmann::json;
+using rdmaconf::engine::Fd;
+
+namespace {
+
+using Changes = std::vector<std::pair<std::string, json>>;
+
+json hello(const Changes& changes = {}) {
+  json h = {{"scenario", "write"}, {"type", "rc"}, {"qpn", 0x1234}, {"psn", 7}, {"udp", "127.0.0.2:4791"},
+            {"mtu", 1024},         {"size", 64},   {"buffer", 64},   {"recvs", 0}, {"seed", 1}};
+  for (const auto& [k, v] : changes) h[k] = v;
+  return {{"hello", h}};
+}
+
+std::string hello_error(const Changes& changes) {
+  std::string err;
+  const auto h = ib::read_hello(hello(changes), 1 << 20, "127.0.0.1:5000", err);
+  return h ? std::string() : err;
+}
+
+// One line from fd within 5 s ("" on timeout or close).
+std::string read_line(int fd) {
+  std::string line;
+  char c;
+  while (rdmaconf::engine::wait_fd(fd, POLLIN, 5000) && ::recv(fd, &c, 1, 0) == 1) {
+    if (c == '\n') return line;
+    line += c;
+  }
+  return line;
+}
+
+void send_line(int fd, const std::string& s) {
+  const std::string l = s + "\n";
+  BOOST_REQUIRE(::send(fd, l.data(), l.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(l.size()));
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(interop_control)
+
+BOOST_AUTO_TEST_CASE(hello_schema) {
+  BOOST_TEST(hello_error({}) == "");
+  // Types: a float, a string, a negative number, a boolean where integers go.
+  BOOST_TEST(hello_error({{"size", 1e30}}).find("hello: size: expected an integer in 0..1048576, got 1e+30") != std::string::npos);
+  BOOST_TEST(hello_error({{"size", "64"}}).find("size: expected an integer") != std::string::npos);
+  BOOST_TEST(hello_error({{"qpn", -1}}).find("qpn: expected an integer in 1..16777215") != std::string::npos);
+  BOOST_TEST(hello_error({{"psn", true}}).find("psn") != std::string::npos);
+  BOOST_TEST(hello_error({{"psn", 0x1000000}}).find("psn") != std::string::npos);
+  BOOST_TEST(hello_error({{"type", 3}}).find("type") != std::string::npos);
+  BOOST_TEST(hello_error({{"type", "xrc"}}).find("type: expected rc, uc or ud") != std::string::npos);
+  // Ranges across fields: all receive slots together within --max-size.
+  BOOST_TEST(hello_error({{"recvs", 1000}, {"size", 4096}}).find("beyond --max-size") != std::string::npos);
+  // Addresses: unicast, a port, and the client's own.
+  BOOST_TEST(hello_error({{"udp", "255.255.255.255:4791"}}).find("not a unicast address") != std::string::npos);
+  BOOST_TEST(hello_error({{"udp", "0.0.0.0:4791"}}).find("not a unicast address") != std::string::npos);
+  BOOST_TEST(hello_error({{"udp", "239.1.1.1:4791"}}).find("not a unicast address") != std::string::npos);
+  BOOST_TEST(hello_error({{"udp", "127.0.0.2:0"}}).find("port 0") != std::string::npos);
+  BOOST_TEST(hello_error({{"udp", "10.1.2.3:4791"}}).find("not the address the control connection came from") != std::string::npos);
+  BOOST_TEST(hello_error({{"udp", "localhost:4791"}}) != "");
+  BOOST_TEST(hello_error({{"udp", "[::1]:4791"}}) == "");  // loopback of either family is the client's own host
+  // Not a hello at all.
+  std::string err;
+  BOOST_TEST(!ib::read_hello(json::array(), 1 << 20, "", err));
+  BOOST_TEST(err.find("expected a JSON object") != std::string::npos);
+  BOOST_TEST(!ib::read_hello(json::object({{"hello", 5}}), 1 << 20, "", err));
+  BOOST_TEST(err.find("hello: expected an object") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(done_ready_result_schemas) {
+  std::string err;
+  BOOST_TEST(ib::read_done(json{{"done", true}, {"packets_sent", 5}}, err)->packets_sent == 5u);
+  BOOST_TEST(!ib::read_done(json::object({{"other", 1}}), err));
+  BOOST_TEST(err.empty());  // not a done: nothing wrong with it
+  for (const json& bad : {json::object({{"done", "yes"}}), json::object({{"done", 1}}), json::object({{"done", false}}),
+                         json{{"done", true}, {"packets_sent", 1.5}}}) {
+    err.clear();
+    BOOST_TEST(!ib::read_done(bad, err));
+    BOOST_TEST(!err.empty(), bad.dump());
+  }
+  const json ready = {{"ready", {{"qpn", 77}, {"psn", 1}, {"udp", "127.0.0.1:4791"}, {"rkey", 5}, {"va", 4096}}}};
+  BOOST_TEST(ib::read_ready(ready, "127.0.0.1:9000", err)->qpn == 77u);
+  json r2 = ready;
+  r2["ready"]["rkey"] = "5";
+  BOOST_TEST(!ib::read_ready(r2, "127.0.0.1:9000", err));
+  BOOST_TEST(err.find("rkey") != std::string::npos);
+  BOOST_TEST(!ib::read_ready(json::object({{"error", "busy"}}), "127.0.0.1:9000", err));
+  BOOST_TEST(err == "the responder refused: busy");
+  BOOST_TEST(ib::check_result(json{{"recv_count", 1}, {"counters", json::object({{"naks_sent", 0}})}, {"refusals", json::array()}}, err), err);
+  BOOST_TEST(!ib::check_result(json::object({{"counters", json::object({{"naks_sent", "0"}})}}), err));
+  BOOST_TEST(!ib::check_result(json::object({{"refusals", json::array({json::object({{"what", 5}})})}}), err));
+  BOOST_TEST(!ib::check_result(json::object({{"recv_count", -3}}), err));
+}
+
+BOOST_AUTO_TEST_CASE(peer_survives_hostile_control_clients) {
+  const auto port = static_cast<std::uint16_t>(21000 + getpid() % 20000);
+  std::string err;
+  Fd lfd = rdmaconf::engine::tcp_listen("127.0.0.1:0", err);
+  BOOST_REQUIRE_MESSAGE(lfd, err);
+  const std::string control = fmt::format("127.0.0.1:{}", rdmaconf::engine::local_port(lfd.get()));
+  ib::PeerOptions po;
+  po.udp_local = fmt::format("127.0.0.1:{}", port);
+  po.idle_timeout_ms = 2000;
+  std::mutex mu;
+  std::vector<json> reports;
+  std::jthread peer([&](std::stop_token st) {
+    ib::serve(lfd.get(), po, [&](const json& j) {
+      std::lock_guard g(mu);
+      reports.push_back(j);
+    }, st);
+  });
+  auto connect = [&] {
+    Fd c = rdmaconf::engine::tcp_connect(control, 2000, err);
+    BOOST_REQUIRE_MESSAGE(c, err);
+    return c;
+  };
+  const std::string our_udp = fmt::format("127.0.0.2:{}", port);
+  // An overflowing size, a broadcast address, a hello that is no object: refused, with the reason.
+  for (const json& h : {hello({{"size", 1e30}, {"udp", our_udp}}), hello({{"udp", "255.255.255.255:4791"}}), json::object({{"hello", "x"}})}) {
+    Fd c = connect();
+    send_line(c.get(), h.dump());
+    const json reply = json::parse(read_line(c.get()), nullptr, false);
+    BOOST_TEST(reply.contains("error"), reply.dump());
+  }
+  // A done of the wrong type, twice: the session ends, the peer stays.
+  std::uint32_t qpns[2] = {};
+  for (int i = 0; i < 2; ++i) {
+    Fd c = connect();
+    send_line(c.get(), hello({{"udp", our_udp}}).dump());
+    const json ready = json::parse(read_line(c.get()), nullptr, false);
+    BOOST_REQUIRE_MESSAGE(ready.contains("ready"), ready.dump());
+    qpns[i] = ready["ready"]["qpn"].get<std::uint32_t>();
+    send_line(c.get(), i == 0 ? R"({"done":"yes"})" : R"({"done":1})");
+    read_line(c.get());
+  }
+  // QPNs are not the connection's number plus a constant, nor equal.
+  BOOST_TEST(qpns[0] != qpns[1]);
+  BOOST_TEST(qpns[1] - qpns[0] != 1u);
+  // Stale datagrams queued between sessions are not read by the next one:
+  // a flood of junk at the peer's port from our address, then a good run.
+  Fd junk(::socket(AF_INET, SOCK_DGRAM, 0));
+  sockaddr_in from{}, to{};
+  from.sin_family = to.sin_family = AF_INET;
+  from.sin_port = to.sin_port = htons(port);
+  from.sin_addr.s_addr = htonl(0x7f000002);
+  to.sin_addr.s_addr = htonl(0x7f000001);
+  const int one = 1;
+  ::setsockopt(junk.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  BOOST_REQUIRE(::bind(junk.get(), reinterpret_cast<sockaddr*>(&from), sizeof from) == 0);
+  const char payload[64] = {0x0A};  // a WRITE FIRST-looking BTH opcode, junk otherwise
+  for (int i = 0; i < 200; ++i) ::sendto(junk.get(), payload, sizeof payload, 0, reinterpret_cast<sockaddr*>(&to), sizeof to);
+  junk = Fd();
+  ib::RunOptions ro;
+  ro.scenario = "write";
+  ro.udp_local = our_udp;
+  ro.timeout_ms = 5000;
+  const auto r = ib::run_initiator(control, ro);
+  BOOST_TEST(r.ok, r.message);
+  peer.request_stop();
+  peer.join();
+  std::lock_guard g(mu);
+  BOOST_REQUIRE(reports.size() >= 6u);
+  BOOST_TEST(reports.back().value("ok", false));
+  BOOST_TEST(reports.back().value("stale_datagrams_dropped", 0u) > 0u, reports.back().dump());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
