@@ -154,6 +154,19 @@ void QueuePair::on_rr(Bytes frame) {
       p.send_rtr = rtr_ == Rtr::send;
       p.write_rtr = rtr_ == Rtr::write;
       p.read_rtr = rtr_ == Rtr::read;
+      // RFC 6581 §9.2: the Reply selects one of the RTR types offered; a
+      // Request that offers none leaves nothing to select, and a P2P Reply
+      // without a type would announce an RTR no one can send. We refuse the
+      // connection instead (a rejecting Reply, RFC 5044 §7.1.1).
+      if (rtr_ == Rtr::none && !cfg_.reject) {
+        p.reject = true;
+        pi::encode_mpa_rr(tx_, p);
+        state_ = QpState::closed;
+        error_ = "rejected a peer-to-peer Request that offers no RTR type (RFC 6581 §9.2)";
+        close_after_flush_ = true;
+        rx_ = Rx::dead;
+        return;
+      }
     }
     ord_eff_ = static_cast<std::uint16_t>(std::min<std::uint64_t>(cfg_.ord, v.get(pi::MpaV2::ird)));
     p.ird = cfg_.ird;
@@ -376,6 +389,7 @@ bool QueuePair::start_wr(const SendWr& wr) {
         rr.set(pi::ReadRequest::size, wr.local.length);
         rr.set(pi::ReadRequest::src_stag, wr.remote_stag);
         rr.set(pi::ReadRequest::src_to, wr.remote_to);
+        if (cfg_.faults.skip_read_msn && cfg_.faults.skip_read_msn == ++read_requests_) ++next_msn_[1];
         send_untagged(pi::kOpReadRequest, next_msn_[1]++, rr.bytes(), {}, 0, 0);
         reads_.push_back({wr.wr_id, wr.local.stag, mr->base_to + wr.local.offset, wr.local.length, 0, false,
                           WcOpcode::rdma_read, 0, false});
@@ -598,11 +612,14 @@ void QueuePair::on_untagged(const Header& h, Bytes u, Bytes rest) {
   const auto& info = pi::rdmap_op(op);
   const int want_q = info.valid && !info.tagged ? info.queue : -1;
   if (want_q < 0) return terminate(kTermLayerRdma, kTermRdmaOperation, 0x06, fmt::format("opcode 0x{:x} untagged", op), u);
+  // A Terminate for a Read Request carries its RDMAP header (R) whatever the error.
+  const bool read_request = info.kind == pi::RdmapKind::read_request;
   if (qn != static_cast<std::uint64_t>(want_q))
-    return terminate(kTermLayerDdp, kTermDdpUntagged, 0x01, fmt::format("QN {} for opcode 0x{:x}", qn, op), u);
+    return terminate(kTermLayerDdp, kTermDdpUntagged, 0x01, fmt::format("QN {} for opcode 0x{:x}", qn, op), u, read_request);
   if (info.kind == pi::RdmapKind::terminate) return on_terminate(rest);
   if (msn != expect_msn_[qn])
-    return terminate(kTermLayerDdp, kTermDdpUntagged, 0x03, fmt::format("MSN {} on queue {}, expected {}", msn, qn, expect_msn_[qn]), u);
+    return terminate(kTermLayerDdp, kTermDdpUntagged, 0x03, fmt::format("MSN {} on queue {}, expected {}", msn, qn, expect_msn_[qn]),
+                     u, read_request);
   if (info.kind == pi::RdmapKind::read_request) return on_read_request(h, u, rest);
   if (info.kind == pi::RdmapKind::atomic_request) return on_atomic_request(h, u, rest);
   if (info.kind == pi::RdmapKind::atomic_response) {
@@ -682,7 +699,7 @@ void QueuePair::on_read_request(const Header& h, Bytes u, Bytes body) {
     return terminate(kTermLayerRdma, kTermRdmaOperation, 0xff, "malformed RDMA Read Request", u, true);
   if (inbound_reads_ >= ird_eff_ && !(awaiting_rtr_ && rtr_ == Rtr::read))
     return terminate(kTermLayerDdp, kTermDdpUntagged, 0x02,
-                     fmt::format("Read Request beyond our IRD {} (no Read Request buffer)", ird_eff_), u);
+                     fmt::format("Read Request beyond our IRD {} (no Read Request buffer)", ird_eff_), u, true);
   ++expect_msn_[1];
   OwedResponse o;
   o.sink_stag = static_cast<std::uint32_t>(rr->get(pi::ReadRequest::sink_stag));
@@ -747,6 +764,8 @@ void QueuePair::on_terminate(Bytes body) {
     info.layer = static_cast<unsigned>(t->get(pi::Terminate::layer));
     info.etype = static_cast<unsigned>(t->get(pi::Terminate::etype));
     info.code = static_cast<unsigned>(t->get(pi::Terminate::ecode));
+    info.ddp_copied = t->get(pi::Terminate::d);
+    info.rdmap_copied = t->get(pi::Terminate::r);
   }
   info.reason = "received from the peer";
   term_received_ = info;
@@ -788,7 +807,7 @@ void QueuePair::terminate(unsigned layer, unsigned etype, unsigned code, std::st
     if (with_rdmap) pi::append(body, offending.subspan(ddp_len, pi::kReadRequest.size));
   }
   send_untagged(pi::kOpTerminate, next_msn_[2]++, B(body), {}, 0, 0);
-  term_sent_ = TerminateInfo{layer, etype, code, reason};
+  term_sent_ = TerminateInfo{layer, etype, code, reason, ddp_len != 0, with_rdmap};
   error_ = fmt::format("sent Terminate layer {} type {} code 0x{:02x}: {}", layer, etype, code, reason);
   state_ = QpState::terminated;
   rx_ = Rx::dead;

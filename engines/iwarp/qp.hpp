@@ -44,6 +44,7 @@ struct Faults {
   bool ignore_ord = false;                 // send Read Requests beyond the negotiated ORD
   bool fpdu_before_reply = false;          // the initiator sends an FPDU right behind its Request
   std::uint64_t oversize_length_fpdu = 0;  // the Nth FPDU's length field claims 64 octets more than sent
+  std::uint64_t skip_read_msn = 0;         // the Nth RDMA Read Request skips one MSN on its queue
 };
 
 struct QpConfig {
@@ -68,6 +69,7 @@ std::string_view qp_state_name(QpState s);
 struct TerminateInfo {
   unsigned layer = 0, etype = 0, code = 0;
   std::string reason;  // our words: what the peer did
+  bool ddp_copied = false, rdmap_copied = false;  // the D and R bits: the offending headers it carries
 };
 
 class QueuePair {
@@ -165,6 +167,7 @@ class QueuePair {
   std::vector<std::byte> scratch_;
   protocols::iwarp::MarkerStream ms_;  // our marker positions, from our first FPDU
   std::uint64_t fpdus_sent_ = 0;
+  std::uint64_t read_requests_ = 0;  // RDMA Read Requests posted (for Faults::skip_read_msn)
   std::uint32_t next_msn_[5] = {1, 1, 1, 1, 1};  // per untagged queue
   std::uint64_t send_messages_ = 0;
   struct PendingWr {

@@ -319,6 +319,7 @@ BOOST_AUTO_TEST_CASE(faults_draw_the_terminate_the_rfcs_require) {
       {"out of bounds (Read)", [](QpConfig&, QpConfig&) {}, read_from(0, 99500, 1), 0, 1, 0x01},
       {"Read Requests beyond ORD", [](QpConfig& i, QpConfig& r) { i.faults.ignore_ord = true; i.ord = 2; r.ird = 2; },
        read_from(0, 0, 3), 1, 2, 0x02},
+      {"skipped Read Request MSN", [](QpConfig& i, QpConfig&) { i.faults.skip_read_msn = 1; }, read_from(0, 0, 1), 1, 2, 0x03},
       {"FPDU before the Reply", [](QpConfig& i, QpConfig&) { i.faults.fpdu_before_reply = true; }, sends(1), -1, 0, 0},
   };
   for (const auto& fc : cases) {
@@ -343,6 +344,10 @@ BOOST_AUTO_TEST_CASE(faults_draw_the_terminate_the_rfcs_require) {
       BOOST_TEST(static_cast<int>(t.layer) == fc.layer, t.reason);
       BOOST_TEST(static_cast<int>(t.etype) == fc.etype, t.reason);
       BOOST_TEST(static_cast<int>(t.code) == fc.code, t.reason);
+      // Every Terminate for a Read Request carries its RDMAP header (R), as
+      // docs/engine.md says; every DDP or RDMAP one here carries the DDP header (D).
+      BOOST_TEST(t.ddp_copied == (fc.layer != static_cast<int>(rdmaconf::protocols::iwarp::kTermLayerLlp)), t.reason);
+      BOOST_TEST(t.rdmap_copied == (fc.name.find("Read") != std::string::npos), t.reason);
       BOOST_TEST(b.qp.wants_close());
       // The faulty side hears the same Terminate and stops.
       BOOST_REQUIRE(a.qp.terminate_received());
@@ -364,6 +369,21 @@ BOOST_AUTO_TEST_CASE(rejection_and_setup_errors) {
   BOOST_TEST(a.qp.error().find("rejected") != std::string::npos, a.qp.error());
   BOOST_TEST(a.qp.peer_private_data() == rc.private_data);
   BOOST_TEST(b.qp.wants_close());
+  // A peer-to-peer Request that offers no RTR type leaves nothing to select
+  // (RFC 6581 §9.2): the responder rejects it rather than agreeing to an RTR
+  // no one can send.
+  {
+    QpConfig ic = config(true, 2, true, false, Rtr::send);
+    ic.rtr = Rtr::none;
+    Side i(ic), r(config(false, 2, true, false, Rtr::none));
+    i.qp.connect();
+    r.qp.connect();
+    shuttle(i, r);
+    BOOST_TEST((r.qp.state() == QpState::closed), r.qp.error());
+    BOOST_TEST(r.qp.error().find("offers no RTR type") != std::string::npos, r.qp.error());
+    BOOST_TEST((i.qp.state() == QpState::closed));
+    BOOST_TEST(i.qp.error().find("rejected") != std::string::npos, i.qp.error());
+  }
   // Not MPA at all, and a setup that never completes.
   Side c(config(false, 2, true, false, Rtr::none));
   c.qp.connect();
