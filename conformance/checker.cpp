@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 
 #include <fmt/format.h>
@@ -121,9 +122,22 @@ InputResult Checker::check_file(const std::string& path) const {
   TcpReassembler tcp(fan);
   RunContext capture_ctx(out, opt_.family_options, {});
   std::uint64_t last = 0;
+  std::int64_t latest_ts = std::numeric_limits<std::int64_t>::min();
+  std::uint64_t latest_frame = 0;
   while (auto f = reader->next()) {
     last = f->number;
     ++out.stats.frames;
+    // File-level sanity: warned with the frame number, never silent.
+    if (f->caplen > f->orig_len)
+      capture_ctx.anomaly(fmt::format("frame {}: captured length {} is greater than the original length {} (an "
+                                      "inconsistent record; judged as captured)",
+                                      f->number, f->caplen, f->orig_len));
+    if (const std::int64_t ts = f->ts_sec * 1000000 + f->ts_usec; ts < latest_ts)
+      capture_ctx.anomaly(fmt::format("frame {}: timestamp {} us earlier than frame {}'s", f->number, latest_ts - ts, latest_frame));
+    else {
+      latest_ts = ts;
+      latest_frame = f->number;
+    }
     out.stats.octets += f->data.size();
     if (opt_.progress && (f->number & 0xfff) == 0) opt_.progress(reader->bytes_read(), reader->file_size());
     if (whole_link) {

@@ -19,6 +19,12 @@ void RunContext::undecodable(const std::string& message) {
   ++out_.warnings_total;
 }
 
+void RunContext::anomaly(const std::string& message) {
+  ++out_.stats.capture_anomalies;
+  if (out_.warnings.size() < kMaxWarnings) out_.warnings.push_back(out_.path + ": " + message);
+  ++out_.warnings_total;
+}
+
 void Registry::add(const ProtocolFamily& f) {
   if (std::find(families_.begin(), families_.end(), &f) == families_.end()) families_.push_back(&f);
 }

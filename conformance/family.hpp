@@ -60,6 +60,8 @@ class RunContext {
   // A frame the family claimed but could not decode: counted and, the first
   // few times, reported with the input's name.
   void undecodable(const std::string& message);
+  // A file-level oddity of one frame (warned, counted; the frame is still judged).
+  void anomaly(const std::string& message);
   // Set by `rdmaconf <listing>`: called with every decoded unit as JSON.
   std::function<void(const nlohmann::json&)> on_unit;
 

@@ -50,6 +50,9 @@ struct InputStats {
   std::uint64_t octets = 0;
   std::uint64_t tcp_connections = 0;
   std::uint64_t undecodable_frames = 0;
+  // Frames the file itself describes oddly (captured length above the
+  // original length, a timestamp earlier than one before it).
+  std::uint64_t capture_anomalies = 0;
   std::vector<FamilyCount> families;  // in registration order
 };
 

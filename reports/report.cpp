@@ -100,7 +100,8 @@ nlohmann::json to_json(const RunInfo& run, const std::vector<InputResult>& input
     ji["stats"] = {{"frames", in.stats.frames},
                    {"octets", in.stats.octets},
                    {"tcp_connections", in.stats.tcp_connections},
-                   {"undecodable_frames", in.stats.undecodable_frames}};
+                   {"undecodable_frames", in.stats.undecodable_frames},
+                   {"capture_anomalies", in.stats.capture_anomalies}};
     for (const auto& c : in.stats.families) ji["stats"][c.key] = c.value;
     ji["warnings"] = in.warnings;
     ji["warnings_total"] = in.warnings_total;
@@ -188,8 +189,11 @@ void write_summary(std::ostream& os, const std::vector<InputResult>& inputs, boo
     for (const auto& c : in.stats.families) fmt::print(os, ", {} {}", c.value, c.label);
     fmt::print(os, "\n");
     if (!in.error.empty()) fmt::print(os, "  error: {}\n", in.error);
-    if (in.warnings_total)
-      fmt::print(os, "  {} frame(s) could not be decoded; first: {}\n", in.warnings_total, in.warnings.front());
+    if (in.stats.undecodable_frames)
+      fmt::print(os, "  {} frame(s) could not be decoded\n", in.stats.undecodable_frames);
+    if (in.stats.capture_anomalies)
+      fmt::print(os, "  {} frame(s) with capture anomalies (length or timestamp)\n", in.stats.capture_anomalies);
+    if (in.warnings_total) fmt::print(os, "  {} warning(s); first: {}\n", in.warnings_total, in.warnings.front());
     for (const auto& s : in.scopes) {
       std::map<Verdict, int> n;
       for (const auto& o : s.outcomes) ++n[o.tally.verdict()];

@@ -278,6 +278,7 @@ class PcapRecords {
     f.ts_sec = sec;
     f.ts_usec = nsec_ ? frac / 1000 : frac;
     f.orig_len = orig;
+    f.caplen = incl;
     f.data = protocols::as_bytes(d + kRecordHeader, std::min(incl, snapshot_));
     consume(kRecordHeader + incl);
     return true;
@@ -432,6 +433,7 @@ std::optional<Frame> PcapReader::next() {
     f.ts_sec = h->ts.tv_sec;
     f.ts_usec = h->ts.tv_usec;
     f.orig_len = h->len;
+    f.caplen = h->caplen;
     f.data = protocols::as_bytes(data, h->caplen);
     return f;
   }

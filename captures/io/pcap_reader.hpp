@@ -15,6 +15,7 @@ struct Frame {
   std::int64_t ts_sec = 0;
   std::int64_t ts_usec = 0;
   std::uint32_t orig_len = 0;
+  std::uint32_t caplen = 0;  // as the record says (data may hold fewer: the file's snapshot length)
   protocols::Bytes data;     // valid until the next call to next()
 };
 

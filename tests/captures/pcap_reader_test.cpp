@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "captures/io/pcap_reader.hpp"
+#include "conformance/checker.hpp"
 
 namespace fs = std::filesystem;
 using rdmaconf::captures::io::PcapReader;
@@ -222,6 +223,33 @@ BOOST_AUTO_TEST_CASE(cut_files_and_impossible_lengths) {
   const Read r = ours(t.dir / "huge.pcap", false);
   BOOST_TEST(r.message.find("frame 3") != std::string::npos, r.message);
   BOOST_TEST(r.message.find(fmt::format("file offset {}", recs[2])) != std::string::npos, r.message);
+}
+
+// A record whose captured length exceeds its original length, and a
+// timestamp earlier than the one before it: the check warns about each with
+// its frame number (and counts them), where it used to stay silent.
+BOOST_AUTO_TEST_CASE(file_level_anomalies_are_warned) {
+  TempDir t;
+  std::string b = slurp(kBase);
+  const auto recs = records(b);
+  BOOST_REQUIRE(recs.size() > 6);
+  put32(b, recs[2] + 12, get32(b, recs[2] + 8) - 4);  // frame 3: orig_len below caplen
+  put32(b, recs[4], get32(b, recs[3]) - 2);           // frame 5 (at +50 us): 2 s before frame 4 (at +40 us)
+  spit(t.dir / "odd.pcap", b);
+  const Read r = ours(t.dir / "odd.pcap", false);
+  BOOST_TEST(!r.error);
+  rdmaconf::conformance::CheckOptions o;
+  o.hash = false;
+  const auto res = rdmaconf::conformance::Checker(o).check_file((t.dir / "odd.pcap").string());
+  BOOST_TEST(res.error.empty(), res.error);
+  BOOST_TEST(res.stats.capture_anomalies == 2u);
+  std::string all;
+  for (const auto& w : res.warnings) all += w + "\n";
+  BOOST_TEST(all.find("frame 3: captured length") != std::string::npos, all);
+  BOOST_TEST(all.find("frame 5: timestamp 1999990 us earlier than frame 4's") != std::string::npos, all);
+  // The untouched file has none.
+  const auto clean = rdmaconf::conformance::Checker(o).check_file(kBase.string());
+  BOOST_TEST(clean.stats.capture_anomalies == 0u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
