@@ -2,11 +2,15 @@
 
 #include <cstring>
 
+#include "engines/common/socket.hpp"
+
 namespace rdmaconf::engine {
 
 std::uint32_t ProtectionDomain::register_mr(std::span<std::byte> buf, unsigned access, std::uint64_t base_to) {
-  const std::uint32_t stag = (next_index_++ << 8) | key_;
-  key_ = static_cast<std::uint8_t>(key_ * 37 + 11);
+  // The index counts up; the key is drawn afresh for every registration, as
+  // an RNIC varies it, so that a remote peer cannot guess a valid STag.
+  const std::uint64_t key = seeded_ ? (seed_ = seed_ * 6364136223846793005ull + 1442695040888963407ull) >> 56 : random_u64();
+  const std::uint32_t stag = (next_index_++ << 8) | static_cast<std::uint8_t>(key);
   mrs_[stag] = MemoryRegion{stag, buf, base_to, access, true};
   return stag;
 }

@@ -42,7 +42,12 @@ struct MemoryRegion {
 
 class ProtectionDomain {
  public:
-  // Registers `buf` and returns its STag (24-bit index, 8-bit key).
+  ProtectionDomain() = default;
+  // Keys from a fixed sequence instead: for replaying a recorded stream
+  // into a fresh domain (tests), never for a peer on a network.
+  explicit ProtectionDomain(std::uint64_t key_seed) : seeded_(true), seed_(key_seed) {}
+  // Registers `buf` and returns its STag (24-bit index counting from 1, 8-bit
+  // key drawn at random for each registration).
   std::uint32_t register_mr(std::span<std::byte> buf, unsigned access, std::uint64_t base_to = 0);
   bool deregister(std::uint32_t stag);
   // Remote or local invalidation: the STag stops working until re-registered.
@@ -57,7 +62,8 @@ class ProtectionDomain {
  private:
   std::unordered_map<std::uint32_t, MemoryRegion> mrs_;
   std::uint32_t next_index_ = 1;
-  std::uint8_t key_ = 0x5a;
+  bool seeded_ = false;
+  std::uint64_t seed_ = 0;
 };
 
 enum class WcStatus {

@@ -67,15 +67,16 @@ struct Initiator {
   bool rping() {
     auto& start = s.buffer(size);
     auto& rdma = s.buffer(size);
-    const auto start_stag = s.pd.register_mr(start, kRemoteRead, address_of(start));
-    const auto rdma_stag = s.pd.register_mr(rdma, kRemoteWrite | kLocalWrite, address_of(rdma));
+    const std::uint64_t start_to = random_to(), rdma_to = random_to();
+    const auto start_stag = s.pd.register_mr(start, kRemoteRead, start_to);
+    const auto rdma_stag = s.pd.register_mr(rdma, kRemoteWrite | kLocalWrite, rdma_to);
     const auto t0 = Clock::now();
     for (std::uint64_t n = 0; n < iters; ++n) {
       fill_rping(start, n);
       std::fill(rdma.begin(), rdma.end(), std::byte{0});
-      if (!s.send(encode_rping({address_of(start), start_stag, size}))) return fail("advertising the source buffer");
+      if (!s.send(encode_rping({start_to, start_stag, size}))) return fail("advertising the source buffer");
       if (!s.receive()) return fail(fmt::format("ping {}: waiting for the RDMA Read to complete", n));
-      if (!s.send(encode_rping({address_of(rdma), rdma_stag, size}))) return fail("advertising the sink buffer");
+      if (!s.send(encode_rping({rdma_to, rdma_stag, size}))) return fail("advertising the sink buffer");
       if (!s.receive()) return fail(fmt::format("ping {}: waiting for the RDMA Write to complete", n));
       if (start != rdma) {
         const auto at = std::mismatch(start.begin(), start.end(), rdma.begin()).first - start.begin();
@@ -197,10 +198,11 @@ struct Initiator {
 
   bool write_lat() {
     auto& mine = s.buffer(size);
-    const auto mine_stag = s.pd.register_mr(mine, kRemoteWrite | kLocalWrite, address_of(mine));
+    const std::uint64_t mine_to = random_to();
+    const auto mine_stag = s.pd.register_mr(mine, kRemoteWrite | kLocalWrite, mine_to);
     Ctl h;
     h.stag = mine_stag;
-    h.to = address_of(mine);
+    h.to = mine_to;
     h.len = size;
     const auto c = hello(h);
     if (!c) return false;

@@ -55,13 +55,14 @@ struct PerftestBuffer {
 PerftestBuffer perftest_buffer(Session& test, std::vector<std::byte>& buf, unsigned access, unsigned out_reads) {
   fill_pattern(buf, 18515);
   PerftestBuffer b;
-  b.stag = test.pd.register_mr(buf, access, address_of(buf));
+  const std::uint64_t to = random_to();
+  b.stag = test.pd.register_mr(buf, access, to);
   PerftestRecord mine;
   mine.out_reads = out_reads;
   mine.qpn = 2;
   mine.psn = static_cast<std::uint32_t>(Clock::now().time_since_epoch().count()) & 0xffffff;
   mine.rkey = b.stag;
-  mine.vaddr = address_of(buf);
+  mine.vaddr = to;
   b.record = encode_record(mine);
   return b;
 }

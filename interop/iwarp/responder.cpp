@@ -1,4 +1,7 @@
-// Our engine as the responder: one connection at a time, the scenario named by the initiator's hello.
+// Our engine as the responder: each connection in its own thread, the
+// scenario named by the initiator's hello.
+#include <mutex>
+
 #include "interop/iwarp/session.hpp"
 
 namespace rdmaconf::interop::iwarp {
@@ -13,6 +16,7 @@ struct Responder {
   Session& s;
   const PeerOptions& o;
   nlohmann::json& rep;
+  Reservation& mem;
 
   bool fail(std::string_view step) {
     rep["message"] = s.why(step);
@@ -42,8 +46,21 @@ struct Responder {
   // rping's server: Read the advertised buffer, say so, Write it back to the
   // next advertised buffer, say so; until the client closes.
   bool rping(Bytes first) {
-    auto& sink = s.buffer(o.max_size);
-    const auto stag = s.pd.register_mr(sink, kLocalWrite, address_of(sink));
+    // The sink grows to the largest buffer advertised (up to --max-size and
+    // the peer's memory budget), not beyond; null when the budget says no.
+    std::vector<std::byte>* sink_p = nullptr;
+    std::uint32_t stag = 0;
+    auto sink_for = [&](std::uint32_t len) -> std::vector<std::byte>* {
+      if (sink_p && sink_p->size() >= len) return sink_p;
+      if (!mem.add(len - (sink_p ? sink_p->size() : 0))) return nullptr;
+      if (sink_p) {
+        s.pd.deregister(stag);
+        s.release(*sink_p);
+      }
+      sink_p = &s.buffer(len);
+      stag = s.pd.register_mr(*sink_p, kLocalWrite, random_to());
+      return sink_p;
+    };
     const std::array<std::byte, kRpingInfo> go{};
     std::vector<std::byte> m(first.begin(), first.end());
     std::uint64_t pings = 0;
@@ -54,10 +71,15 @@ struct Responder {
       }
       const std::uint64_t addr = protocols::be64(m, 0);
       const std::uint32_t rkey = protocols::be32(m, 8), len = protocols::be32(m, 12);
-      if (len > sink.size()) {
-        rep["message"] = fmt::format("ping {}: buffer of {} octets exceeds our limit {}", pings, len, sink.size());
+      if (len > o.max_size) {
+        rep["message"] = fmt::format("ping {}: buffer of {} octets exceeds our limit {}", pings, len, o.max_size);
         return false;
       }
+      if (!sink_for(len)) {
+        rep["message"] = fmt::format("ping {}: a buffer of {} octets is beyond the peer's memory budget", pings, len);
+        return false;
+      }
+      auto& sink = *sink_p;
       SendWr rd{kDataBase, WrOpcode::read, {stag, 0, len}};
       rd.remote_stag = rkey;
       rd.remote_to = addr;
@@ -105,25 +127,38 @@ struct Responder {
     rep["iterations"] = h.iterations;
     const bool term = info->expect.has_value();
     const std::uint32_t size = h.size;
-    // Receive slots for what follows (none when the scenario wants "no buffer").
-    s.setup_slots(info->code == kSendLat ? size : kMinSlot, info->code == kTermNoBuffer ? 0 : kSlots);
-    ready.credits = info->code == kTermNoBuffer ? 0 : kSlots;
-    ready.recv_size = static_cast<std::uint32_t>(s.slot_size);
+    // Receive slots for what follows (none when the scenario wants "no
+    // buffer"); the send-lat pings, one at a time, need two slots of their
+    // size; we send only control messages from our own slots.
+    const bool send_lat = info->code == kSendLat;
+    const unsigned count = send_lat ? 2 : kSlots;
+    ready.credits = static_cast<std::uint16_t>(info->code == kTermNoBuffer ? 0 : count);
     ready.ird = s.qp.effective_ird();
     const std::uint32_t slots = bw_slots(size, h.iterations);
     // The write target and the read-only source.
-    const std::size_t rw_len = info->code == kWriteBw ? std::size_t(size) * slots : term ? 4096 : size;
+    const std::size_t rw_len = info->code == kWriteBw ? std::size_t(size) * slots : term ? 4096 : send_lat ? 0 : size;
     const std::size_t ro_len = info->code == kReadBw ? std::size_t(size) * slots : term ? 256 * 1024 : 0;
+    // All this session will hold (the latency tests add a message and its
+    // reference copy), taken from the peer's budget before anything is allocated.
+    const std::size_t lat = send_lat || info->code == kWriteLat ? 2 * std::size_t(size) : 0;
+    if (!mem.add(rw_len + ro_len + lat + std::max<std::size_t>(send_lat ? size : 0, kMinSlot) * count + kMinSlot * kSlots)) {
+      ready.status = kRefused;
+      s.send(ready.encode());
+      rep["message"] = fmt::format("refused scenario {} size {}: beyond the peer's memory budget", h.scenario, h.size);
+      return false;
+    }
+    s.setup_slots(send_lat ? size : kMinSlot, info->code == kTermNoBuffer ? 0 : count, count, kMinSlot);
+    ready.recv_size = static_cast<std::uint32_t>(s.slot_size);
     auto& rw = s.buffer(rw_len);
     auto& ro = s.buffer(ro_len);
     for (std::uint32_t k = 0; info->code == kReadBw && k < slots; ++k)
       fill_pattern(std::span(ro).subspan(std::size_t(k) * size, size), k + 1);
-    ready.stag = s.pd.register_mr(rw, kRemoteWrite | kLocalWrite, address_of(rw));
-    ready.to = address_of(rw);
+    ready.to = random_to();
+    ready.stag = s.pd.register_mr(rw, kRemoteWrite | kLocalWrite, ready.to);
     ready.len = static_cast<std::uint32_t>(rw_len);
     if (ro_len) {
-      ready.stag_ro = s.pd.register_mr(ro, kRemoteRead, address_of(ro));
-      ready.to_ro = address_of(ro);
+      ready.to_ro = random_to();
+      ready.stag_ro = s.pd.register_mr(ro, kRemoteRead, ready.to_ro);
       ready.len_ro = static_cast<std::uint32_t>(ro_len);
     }
     if (!s.send(ready.encode())) return fail("sending ready");
@@ -187,7 +222,7 @@ struct Responder {
 
 namespace detail {
 
-nlohmann::json serve_one(Fd fd, const PeerOptions& o, const std::string& pcap) {
+nlohmann::json serve_one(Fd fd, const PeerOptions& o, const std::string& pcap, MemoryBudget* budget) {
   nlohmann::json rep = {{"scenario", nullptr}, {"ok", false}};
   QpConfig cfg = o.qp;
   cfg.initiator = false;
@@ -201,7 +236,8 @@ nlohmann::json serve_one(Fd fd, const PeerOptions& o, const std::string& pcap) {
   if (!pcap.empty()) rep["pcap"] = pcap;
   s.setup_slots(kMinSlot, 1);
   s.qp.connect();
-  Responder resp{s, o, rep};
+  Reservation mem(budget);
+  Responder resp{s, o, rep, mem};
   bool ok = false;
   if (!s.wait([&] { return s.qp.state() == QpState::connected; })) {
     ok = resp.fail("MPA setup");
@@ -232,16 +268,75 @@ nlohmann::json serve_one(Fd fd, const PeerOptions& o, const std::string& pcap) {
 
 }  // namespace detail
 
+namespace {
+
+// A connection beyond max_sessions: a rejecting MPA Reply that says why,
+// within a short deadline, then close.
+nlohmann::json refuse_busy(Fd fd, const PeerOptions& o) {
+  QpConfig cfg = o.qp;
+  cfg.initiator = false;
+  cfg.reject = true;
+  const std::string busy = fmt::format("busy: {} sessions in progress", o.max_sessions);
+  cfg.private_data.assign(reinterpret_cast<const std::byte*>(busy.data()), reinterpret_cast<const std::byte*>(busy.data()) + busy.size());
+  Session s(cfg, std::move(fd), WaitMode::block, 2000);
+  nlohmann::json rep = {{"scenario", nullptr}, {"ok", false}, {"refused", true}, {"peer", engine::remote_endpoint(s.link->fd())},
+                        {"message", busy}};
+  s.qp.connect();
+  s.wait([&] { return s.qp.state() != QpState::connecting && s.qp.state() != QpState::idle; });
+  s.link->close(500);
+  return rep;
+}
+
+}  // namespace
+
 void serve(int listen_fd, const PeerOptions& o, const std::function<void(const nlohmann::json&)>& on_connection,
            std::stop_token stop) {
+  std::mutex report_mu;
+  auto report = [&](const nlohmann::json& j) {
+    std::lock_guard g(report_mu);
+    on_connection(j);
+  };
+  MemoryBudget budget(o.memory_budget);
+  std::atomic<unsigned> active{0}, refusing{0};
+  struct Worker {
+    std::shared_ptr<std::atomic<bool>> done;
+    std::jthread thread;
+  };
+  std::list<Worker> workers;
+  auto spawn = [&](std::function<void()> job) {
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    workers.push_back({done, std::jthread([job = std::move(job), done] {
+                         job();
+                         *done = true;
+                       })});
+  };
   for (std::uint64_t n = 0; (o.connections == 0 || n < o.connections) && !stop.stop_requested();) {
+    workers.remove_if([](Worker& w) { return w.done->load(); });  // (a finished jthread joins at once)
     std::string err;
     Fd fd = tcp_accept(listen_fd, 200, err);
     if (!fd) continue;
     ++n;
+    if (active.load() >= std::max(1u, o.max_sessions)) {
+      // (A few refusals run at once; beyond that the connection is just closed.)
+      if (refusing.load() >= 4) {
+        report({{"scenario", nullptr}, {"ok", false}, {"refused", true}, {"message", "busy; closed without an MPA Reply"}});
+        continue;
+      }
+      ++refusing;
+      spawn([&, f = std::make_shared<Fd>(std::move(fd))] {
+        report(refuse_busy(std::move(*f), o));
+        --refusing;
+      });
+      continue;
+    }
+    ++active;
     const std::string pcap = o.pcap_dir.empty() ? "" : fmt::format("{}/peer-{}.pcap", o.pcap_dir, n);
-    on_connection(serve_one(std::move(fd), o, pcap));
+    spawn([&, f = std::make_shared<Fd>(std::move(fd)), pcap] {
+      report(serve_one(std::move(*f), o, pcap, &budget));
+      --active;
+    });
   }
+  workers.clear();  // (joins every session still going)
 }
 
 }  // namespace rdmaconf::interop::iwarp

@@ -103,11 +103,16 @@ struct PeerOptions {
   int idle_timeout_ms = 30000;     // a connection silent this long is dropped
   std::uint32_t max_size = 64u << 20;  // largest buffer a hello may ask for
   std::string pcap_dir;            // record connection N as DIR/peer-N.pcap
+  unsigned max_sessions = 16;      // served at once; beyond, a connection is refused (a rejecting MPA Reply)
+  std::uint64_t memory_budget = 1ull << 30;  // buffers of all sessions together; a hello beyond it is refused
 };
 
-// Serves connections on a listening socket, one at a time, until `stop` or
-// the connection count is reached. Each finished connection is reported
-// through on_connection (what was run, how it ended).
+// Serves connections on a listening socket, each in its own thread (at most
+// max_sessions at once, so that a slow or silent client delays no other),
+// until `stop` or the connection count is reached. Each finished connection
+// is reported through on_connection (what was run, how it ended), one call
+// at a time. Connections beyond max_sessions are answered with a rejecting
+// MPA Reply whose private data says "busy", and reported as refused.
 void serve(int listen_fd, const PeerOptions& o, const std::function<void(const nlohmann::json&)>& on_connection,
            std::stop_token stop = {});
 

@@ -10,12 +10,14 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <atomic>
 #include <list>
 #include <span>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "engines/common/socket.hpp"
 #include "engines/iwarp/device.hpp"
 #include "interop/iwarp/scenarios.hpp"
 #include "protocols/core/bits.hpp"
@@ -147,7 +149,10 @@ inline void fill_rping(std::span<std::byte> b, std::uint64_t n) {
   if (!b.empty()) b.back() = std::byte{0};
 }
 
-inline std::uint64_t address_of(const std::vector<std::byte>& v) { return reinterpret_cast<std::uintptr_t>(v.data()); }
+// The tagged offset a buffer is registered at and advertised with: drawn at
+// random (page aligned, with room for 4 GiB above it), so that nothing of
+// our address space goes on the wire.
+inline std::uint64_t random_to() { return (engine::random_u64() & 0x00007FFFFFFFF000ull) + 0x1000; }
 
 // --------------------------------------------------------------- sessions
 
@@ -162,7 +167,7 @@ struct Session {
   std::list<std::vector<std::byte>> storage;  // every buffer ever registered (stable addresses)
   std::byte* rslots = nullptr;
   std::uint32_t rslot_stag = 0;
-  std::size_t slot_size = 0;
+  std::size_t slot_size = 0, sslot_size = 0;
   std::byte* sslots = nullptr;
   std::uint32_t sslot_stag = 0;
   std::array<bool, kSlots> sbusy{};
@@ -176,18 +181,23 @@ struct Session {
       : qp(pd, scq, rcq, std::move(c)), link(std::make_unique<TcpLink>(std::move(fd), qp, w)), timeout_ms(timeout) {}
 
   std::vector<std::byte>& buffer(std::size_t n) { return storage.emplace_back(n); }
+  // Frees a buffer from buffer() (deregister it first).
+  void release(const std::vector<std::byte>& b) { storage.remove_if([&](const auto& v) { return &v == &b; }); }
 
-  // Registers kSlots receive and send slots of `size` octets; posts `post` receives.
-  void setup_slots(std::size_t size, unsigned post) {
+  // Registers `count` (at most kSlots) receive slots of `size` octets and
+  // kSlots send slots of `send_size` (0: `size`); posts `post` receives.
+  void setup_slots(std::size_t size, unsigned post, unsigned count = kSlots, std::size_t send_size = 0) {
     slot_size = std::max(size, kMinSlot);
-    auto& r = buffer(slot_size * kSlots);
-    auto& s = buffer(slot_size * kSlots);
+    sslot_size = send_size ? std::max(send_size, kMinSlot) : slot_size;
+    count = std::min(count, kSlots);
+    auto& r = buffer(slot_size * count);
+    auto& s = buffer(sslot_size * kSlots);
     rslots = r.data();
     sslots = s.data();
     rslot_stag = pd.register_mr(r, kLocalWrite);
     sslot_stag = pd.register_mr(s, 0);
     sbusy.fill(false);
-    for (unsigned i = 0; i < post && i < kSlots; ++i) repost(i);
+    for (unsigned i = 0; i < post && i < count; ++i) repost(i);
   }
   void repost(std::size_t i) {
     qp.post_recv({kRecvBase + i, {rslot_stag, i * slot_size, static_cast<std::uint32_t>(slot_size)}});
@@ -245,10 +255,10 @@ struct Session {
     while (sbusy[snext]) snext = (snext + 1) % kSlots;
     const unsigned i = snext;
     snext = (snext + 1) % kSlots;
-    const std::size_t n = std::min(data.size(), slot_size);
-    if (n) std::memcpy(sslots + i * slot_size, data.data(), n);
+    const std::size_t n = std::min(data.size(), sslot_size);
+    if (n) std::memcpy(sslots + i * sslot_size, data.data(), n);
     sbusy[i] = true;
-    SendWr w{kSendBase + i, op, {sslot_stag, i * slot_size, static_cast<std::uint32_t>(n)}};
+    SendWr w{kSendBase + i, op, {sslot_stag, i * sslot_size, static_cast<std::uint32_t>(n)}};
     w.invalidate_stag = inv;
     return qp.post_send(w);
   }
@@ -317,6 +327,42 @@ inline std::uint32_t bw_slots(std::uint32_t size, std::uint64_t iterations) {
 }
 
 // Serves one connection as the responder (responder.cpp).
-nlohmann::json serve_one(Fd fd, const PeerOptions& o, const std::string& pcap);
+// What the peer's sessions may allocate together (PeerOptions::memory_budget).
+class MemoryBudget {
+ public:
+  explicit MemoryBudget(std::uint64_t limit) : limit_(limit) {}
+  bool take(std::uint64_t n) {
+    std::uint64_t cur = used_.load();
+    do {
+      if (n > limit_ - std::min(cur, limit_)) return false;
+    } while (!used_.compare_exchange_weak(cur, cur + n));
+    return true;
+  }
+  void give(std::uint64_t n) { used_ -= n; }
+  std::uint64_t used() const { return used_.load(); }
+
+ private:
+  std::uint64_t limit_;
+  std::atomic<std::uint64_t> used_{0};
+};
+// One session's share, given back when it ends.
+struct Reservation {
+  MemoryBudget* budget = nullptr;
+  std::uint64_t held = 0;
+  Reservation() = default;
+  explicit Reservation(MemoryBudget* b) : budget(b) {}
+  Reservation(const Reservation&) = delete;
+  Reservation& operator=(const Reservation&) = delete;
+  ~Reservation() {
+    if (budget) budget->give(held);
+  }
+  bool add(std::uint64_t n) {
+    if (budget && !budget->take(n)) return false;
+    held += n;
+    return true;
+  }
+};
+
+nlohmann::json serve_one(Fd fd, const PeerOptions& o, const std::string& pcap, MemoryBudget* budget = nullptr);
 
 }  // namespace rdmaconf::interop::iwarp::detail

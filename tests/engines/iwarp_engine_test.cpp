@@ -26,7 +26,7 @@ std::vector<std::byte> pattern(std::size_t n, unsigned seed) {
 }
 
 struct Side {
-  ProtectionDomain pd;
+  ProtectionDomain pd{7};  // the same STags in every Side: a recorded stream replays into a fresh one
   CompletionQueue scq, rcq;
   std::vector<std::byte> src, dst, recv, atom;
   std::uint32_t src_stag, dst_stag, recv_stag, atom_stag;

@@ -10,7 +10,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -19,6 +21,7 @@
 #include "interop/control.hpp"
 #include "interop/ib/control.hpp"
 #include "interop/ib/scenarios.hpp"
+#include "interop/iwarp/scenarios.hpp"
 
 namespace ib = rdmaconf::interop::ib;
 using nlohmann::json;
@@ -184,6 +187,110 @@ BOOST_AUTO_TEST_CASE(peer_survives_hostile_control_clients) {
   BOOST_REQUIRE(reports.size() >= 6u);
   BOOST_TEST(reports.back().value("ok", false));
   BOOST_TEST(reports.back().value("stale_datagrams_dropped", 0u) > 0u, reports.back().dump());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// The iWARP peer under clients that hold connections, ask too much or come
+// too many: a silent connection delays no other, connections beyond the
+// session limit get a rejecting MPA Reply that says "busy", a scenario
+// beyond the memory budget is refused, and STag keys differ between
+// registrations.
+BOOST_AUTO_TEST_SUITE(iwarp_peer_hardening)
+
+namespace {
+
+namespace ii = rdmaconf::interop::iwarp;
+
+struct Peer {
+  Fd lfd;
+  std::string addr;
+  std::mutex mu;
+  std::vector<json> reports;
+  std::jthread thread;
+  explicit Peer(ii::PeerOptions po) {
+    std::string err;
+    lfd = rdmaconf::engine::tcp_listen("127.0.0.1:0", err);
+    BOOST_REQUIRE_MESSAGE(lfd, err);
+    addr = fmt::format("tcp://127.0.0.1:{}", rdmaconf::engine::local_port(lfd.get()));
+    thread = std::jthread([this, po](std::stop_token st) {
+      ii::serve(lfd.get(), po, [this](const json& j) {
+        std::lock_guard g(mu);
+        reports.push_back(j);
+      }, st);
+    });
+  }
+  ~Peer() {
+    thread.request_stop();
+    thread.join();
+  }
+  std::vector<json> snapshot() {
+    std::lock_guard g(mu);
+    return reports;
+  }
+};
+
+Fd silent_client(const std::string& addr) {
+  std::string err;
+  Fd c = rdmaconf::engine::tcp_connect(addr, 2000, err);
+  BOOST_REQUIRE_MESSAGE(c, err);
+  return c;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(silent_clients_busy_refusal_and_budget) {
+  ii::PeerOptions po;
+  po.idle_timeout_ms = 6000;
+  po.max_sessions = 2;
+  po.memory_budget = 1u << 20;
+  Peer peer(po);
+  ii::RunOptions ro;
+  ro.scenario = "write-bw";
+  ro.size = 4096;
+  ro.iterations = 100;
+  ro.timeout_ms = 5000;
+  {
+    // One silent connection holds one session; a good client still runs at once.
+    Fd quiet = silent_client(peer.addr);
+    const auto r = ii::run_initiator(peer.addr, ro);
+    BOOST_TEST(r.ok, r.message);
+    for (int i = 0; i < 40 && peer.snapshot().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const auto reps = peer.snapshot();
+    BOOST_TEST_REQUIRE(reps.size() == 1u);  // the good one, while the silent one still waits (6 s)
+    BOOST_TEST(reps[0].value("ok", false), reps[0].dump());
+    // Two silent connections fill the sessions: the next client is refused with "busy".
+    Fd quiet2 = silent_client(peer.addr);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const auto busy = ii::run_initiator(peer.addr, ro);
+    BOOST_TEST(!busy.ok);
+    BOOST_TEST(busy.message.find("reject") != std::string::npos, busy.message);
+  }
+  // The silent ones time out; sessions are free again. A scenario beyond
+  // the 1 MiB budget is refused; one within it runs.
+  for (int i = 0; i < 100 && peer.snapshot().size() < 4u; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ro.scenario = "send-lat";
+  ro.size = 1u << 20;
+  ro.iterations = 2;
+  const auto big = ii::run_initiator(peer.addr, ro);
+  BOOST_TEST(!big.ok);
+  BOOST_TEST(big.message.find("refused") != std::string::npos, big.message);
+  ro.size = 4096;
+  const auto small = ii::run_initiator(peer.addr, ro);
+  BOOST_TEST(small.ok, small.message);
+  bool saw_busy = false;
+  for (const auto& j : peer.snapshot()) saw_busy |= j.value("refused", false) && j.value("message", "").find("busy") != std::string::npos;
+  BOOST_TEST(saw_busy);
+}
+
+BOOST_AUTO_TEST_CASE(stag_keys_vary) {
+  std::vector<std::byte> buf(64);
+  std::set<std::uint32_t> keys;
+  for (int i = 0; i < 8; ++i) {
+    rdmaconf::engine::ProtectionDomain pd;
+    keys.insert(pd.register_mr(buf, 0) & 0xff);  // the first registration of each domain: same index, key drawn
+  }
+  BOOST_TEST(keys.size() > 1u);  // eight equal keys by chance: 2^-56
 }
 
 BOOST_AUTO_TEST_SUITE_END()
