@@ -59,6 +59,8 @@ struct LiveOptions {
   std::uint64_t connections = 0;
   std::string pcap_dir;
   std::uint32_t max_size = 64u << 20;
+  unsigned max_sessions = 16;
+  std::uint64_t memory_budget = 1ull << 30;
 
   eng::QpConfig qp(bool initiator) const {
     eng::QpConfig c;
@@ -278,6 +280,10 @@ LiveCommands::LiveCommands(CLI::App& app) : o_(std::make_unique<LiveOptions>()) 
   peer_->add_option("--pcap-dir", o.pcap_dir, "record connection N as DIR/peer-N.pcap");
   peer_->add_flag("--reject", o.reject, "reject every MPA Request");
   peer_->add_option("--max-size", o.max_size, "largest buffer a client may ask for");
+  peer_->add_option("--max-sessions", o.max_sessions, "iwarp: connections served at once; beyond, a rejecting MPA Reply says busy")
+      ->check(CLI::Range(1u, 4096u));
+  peer_->add_option("--memory-budget", o.memory_budget,
+                    "iwarp: octets all sessions' buffers may take together; a scenario beyond is refused");
   peer_->add_flag("--perftest", o.perftest,
                   "serve perftest clients instead of our exchange: roce, ib_{write,read,send,atomic}_bw SERVER "
                   "without -R (perftest's TCP exchange); iwarp, ib_{write,read,send}_bw -R SERVER (rdma_cm)");
@@ -347,6 +353,8 @@ int LiveCommands::run() {
   po.wait = wait;
   po.idle_timeout_ms = o.timeout_ms;
   po.max_size = o.max_size;
+  po.max_sessions = o.max_sessions;
+  po.memory_budget = o.memory_budget;
   po.pcap_dir = o.pcap_dir;
   if (!po.pcap_dir.empty()) std::filesystem::create_directories(po.pcap_dir);
   bool all_ok = true;
