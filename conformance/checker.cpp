@@ -77,12 +77,20 @@ FamilyRun* owner(const std::vector<std::pair<Key, FamilyRun*>>& claims, Key k) {
 }  // namespace
 
 InputResult Checker::check_file(const std::string& path) const {
+  std::string err;
+  return check(path, PcapReader::open(path, err, opt_.hash), err);
+}
+
+InputResult Checker::check_memory(const std::string& name, protocols::Bytes data) const {
+  std::string err;
+  return check(name, PcapReader::open_memory(name, data, err, opt_.hash), err);
+}
+
+InputResult Checker::check(const std::string& path, std::unique_ptr<PcapReader> reader, const std::string& open_error) const {
   InputResult out;
   out.path = path;
-  std::string err;
-  auto reader = PcapReader::open(path, err, opt_.hash);
   if (!reader) {
-    out.error = err;
+    out.error = open_error;
     return out;
   }
   const int linktype = reader->linktype();

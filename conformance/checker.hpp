@@ -4,9 +4,11 @@
 // layer, TCP is reassembled per connection, and each family gets what it
 // claims (TCP streams, UDP ports, EtherTypes, link types).
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "captures/io/pcap_reader.hpp"
 #include "conformance/family.hpp"
 #include "conformance/result.hpp"
 
@@ -33,8 +35,11 @@ class Checker {
   // The cases that will run (pattern and level applied), in catalog order.
   std::vector<const CaseInfo*> active_cases() const;
   InputResult check_file(const std::string& path) const;
+  // A capture held in memory (`name` stands for its path in the result).
+  InputResult check_memory(const std::string& name, protocols::Bytes data) const;
 
  private:
+  InputResult check(const std::string& path, std::unique_ptr<captures::io::PcapReader> reader, const std::string& open_error) const;
   struct Active {
     const ProtocolFamily* family;
     std::vector<std::size_t> cases;  // indices into family->cases()

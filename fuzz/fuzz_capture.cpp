@@ -1,8 +1,7 @@
-// The whole path: capture file bytes -> libpcap -> link/IP/TCP/UDP ->
-// reassembly -> MPA and RoCE decoding -> every case -> JSON report.
-#include <unistd.h>
-
-#include <cstdio>
+// The whole path: capture bytes -> our pcap walker or libpcap -> link/IP/TCP/UDP ->
+// reassembly -> MPA and RoCE decoding -> every case -> JSON report. The
+// capture is read from memory (no file, no reader thread), as the check of a
+// file reads it.
 #include <string>
 
 #include "conformance/checker.hpp"
@@ -11,18 +10,18 @@
 using namespace rdmaconf;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const std::string path = "/tmp/rdmaconf-fuzz-" + std::to_string(getpid()) + ".pcap";
   static const conformance::Checker checker([] {
     conformance::CheckOptions o;
     o.strict = true;  // every case, SHOULD level included
     return o;
   }());
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) return 0;
-  std::fwrite(data, 1, size, f);
-  std::fclose(f);
-  std::vector<conformance::InputResult> r{checker.check_file(path)};
-  reports::RunInfo run{"fuzz", {}, true, {}, checker.active_cases()};
-  (void)reports::to_json(run, r).dump();
+  std::vector<conformance::InputResult> r{checker.check_memory("fuzz.pcap", protocols::as_bytes(data, size))};
+  // The JSON report costs 15 times the check itself: it is built for one
+  // input in eight (chosen by length, so the same input always takes the
+  // same path), which keeps the writer under fuzzing without slowing the rest.
+  if (size % 8 == 0) {
+    reports::RunInfo run{"fuzz", {}, true, {}, checker.active_cases()};
+    (void)reports::to_json(run, r).dump();
+  }
   return 0;
 }

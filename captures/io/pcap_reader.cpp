@@ -110,14 +110,19 @@ class ChunkRing {
 // the hashing thread measured slower). Without, the second thread reads
 // ahead. Either way the file is read from the kernel once, and system calls
 // and hashing cost no decoding time when a second core is free.
+//
+// From memory instead (fuzzing, tests): one chunk, the whole buffer; no
+// thread, no ring; the hash, if asked for, is taken at the end.
 class ChunkedSource {
  public:
   ChunkedSource(int fd, bool hash)
-      : fd_(fd), hash_(hash), worker_([this](std::stop_token st) { hash_ ? hash_chunks(st) : read_ahead(st); }) {}
+      : fd_(fd), hash_(hash), ring_(std::make_unique<ChunkRing>()),
+        worker_([this](std::stop_token st) { hash_ ? hash_chunks(st) : read_ahead(st); }) {}
+  ChunkedSource(protocols::Bytes memory, bool hash) : hash_(hash), memory_(memory), in_memory_(true) {}
   ~ChunkedSource() {
     worker_.request_stop();  // wakes any wait through the stop token
     if (worker_.joinable()) worker_.join();
-    ::close(fd_);
+    if (fd_ >= 0) ::close(fd_);
   }
   ChunkedSource(const ChunkedSource&) = delete;
   ChunkedSource& operator=(const ChunkedSource&) = delete;
@@ -148,6 +153,14 @@ class ChunkedSource {
   // hashing or when the file could not be read to its end.
   std::string finish() {
     if (!hash_) return {};
+    if (in_memory_) {
+      sha256_ctx md;
+      sha256_init(&md);
+      sha256_update(&md, memory_.size(), reinterpret_cast<const std::uint8_t*>(memory_.data()));
+      unsigned char out[SHA256_DIGEST_SIZE];
+      sha256_digest(&md, sizeof out, out);
+      return to_hex(out, sizeof out);
+    }
     while (next_chunk()) {
     }
     if (worker_.joinable()) worker_.join();
@@ -157,7 +170,7 @@ class ChunkedSource {
  private:
   // Reads one chunk into a free slot and publishes it; empty at the end.
   protocols::Bytes produce(const std::stop_token& stop) {
-    char* slot = ring_.free_slot(stop);
+    char* slot = ring_->free_slot(stop);
     if (!slot) return {};
     std::size_t got = 0;
     while (got < ChunkRing::kChunk) {
@@ -167,17 +180,20 @@ class ChunkedSource {
       if (r <= 0) break;
       got += static_cast<std::size_t>(r);
     }
-    ring_.publish(got, got < ChunkRing::kChunk);
+    ring_->publish(got, got < ChunkRing::kChunk);
     return protocols::as_bytes(slot, got);
   }
 
   bool next_chunk() {
-    if (hash_) {
+    if (in_memory_) {
+      chunk_ = memory_done_ ? protocols::Bytes{} : memory_;
+      memory_done_ = true;
+    } else if (hash_) {
       if (at_end_) return false;
       chunk_ = produce({});
       at_end_ = chunk_.size() < ChunkRing::kChunk;
     } else {
-      chunk_ = ring_.next({});
+      chunk_ = ring_->next({});
     }
     pos_ = 0;
     return !chunk_.empty();
@@ -191,16 +207,18 @@ class ChunkedSource {
   void hash_chunks(const std::stop_token& stop) {
     sha256_ctx md;
     sha256_init(&md);
-    for (protocols::Bytes c; !(c = ring_.next(stop)).empty();)
+    for (protocols::Bytes c; !(c = ring_->next(stop)).empty();)
       sha256_update(&md, c.size(), reinterpret_cast<const std::uint8_t*>(c.data()));
     unsigned char out[SHA256_DIGEST_SIZE];
     sha256_digest(&md, sizeof out, out);
     hex_ = to_hex(out, sizeof out);
   }
 
-  int fd_;
+  int fd_ = -1;
   bool hash_;
-  ChunkRing ring_;
+  protocols::Bytes memory_;
+  bool in_memory_ = false, memory_done_ = false;
+  std::unique_ptr<ChunkRing> ring_;
   protocols::Bytes chunk_;  // the decoder's current chunk
   std::size_t pos_ = 0;
   std::uint64_t consumed_ = 0;
@@ -368,16 +386,11 @@ struct PcapReader::Impl {
 };
 
 std::unique_ptr<PcapReader> PcapReader::open(const std::string& path, std::string& error, bool hash) {
-  std::unique_ptr<PcapReader> r(new PcapReader);
-  r->path_ = path;
-  r->impl_ = std::make_unique<Impl>();
-  Impl& im = *r->impl_;
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
     error = fmt::format("{}: cannot open: not a readable file", path);
     return nullptr;
   }
-  r->file_size_ = static_cast<std::uint64_t>(st.st_size);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     error = fmt::format("{}: cannot open: {}", path, std::strerror(errno));
@@ -386,8 +399,30 @@ std::unique_ptr<PcapReader> PcapReader::open(const std::string& path, std::strin
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   unsigned char head[PcapRecords::kHeader] = {};
   const ssize_t got = ::pread(fd, head, sizeof head, 0);
-  im.source = std::make_unique<ChunkedSource>(fd, hash);
-  if (const auto lt = PcapRecords::eligible(head, got > 0 ? static_cast<std::size_t>(got) : 0)) {
+  auto impl = std::make_unique<Impl>();
+  impl->source = std::make_unique<ChunkedSource>(fd, hash);
+  return start(path, static_cast<std::uint64_t>(st.st_size), std::move(impl), head, got > 0 ? static_cast<std::size_t>(got) : 0,
+               error);
+}
+
+std::unique_ptr<PcapReader> PcapReader::open_memory(const std::string& name, protocols::Bytes data, std::string& error,
+                                                    bool hash) {
+  unsigned char head[PcapRecords::kHeader] = {};
+  const std::size_t got = std::min(data.size(), sizeof head);
+  std::memcpy(head, data.data(), got);
+  auto impl = std::make_unique<Impl>();
+  impl->source = std::make_unique<ChunkedSource>(data, hash);
+  return start(name, data.size(), std::move(impl), head, got, error);
+}
+
+std::unique_ptr<PcapReader> PcapReader::start(const std::string& path, std::uint64_t size, std::unique_ptr<Impl> impl,
+                                              const unsigned char* head, std::size_t head_len, std::string& error) {
+  std::unique_ptr<PcapReader> r(new PcapReader);
+  r->path_ = path;
+  r->impl_ = std::move(impl);
+  Impl& im = *r->impl_;
+  r->file_size_ = size;
+  if (const auto lt = PcapRecords::eligible(head, head_len)) {
     im.records = std::make_unique<PcapRecords>(*im.source, head);
     r->linktype_ = *lt;
     return r;

@@ -24,6 +24,10 @@ class PcapReader {
   // Opens `path`; on failure returns nullptr and sets `error`. With `hash`
   // false, sha256() is empty and no second thread runs.
   static std::unique_ptr<PcapReader> open(const std::string& path, std::string& error, bool hash = true);
+  // The same from a buffer in memory (which must outlive the reader);
+  // `name` stands for the path in messages.
+  static std::unique_ptr<PcapReader> open_memory(const std::string& name, protocols::Bytes data, std::string& error,
+                                                 bool hash = true);
   ~PcapReader();
   PcapReader(const PcapReader&) = delete;
   PcapReader& operator=(const PcapReader&) = delete;
@@ -43,6 +47,9 @@ class PcapReader {
 
  private:
   PcapReader() = default;
+  // Opens over `impl` (its source set; the rest is filled in here).
+  static std::unique_ptr<PcapReader> start(const std::string& path, std::uint64_t size, std::unique_ptr<Impl> impl,
+                                           const unsigned char* head, std::size_t head_len, std::string& error);
   std::unique_ptr<Impl> impl_;
   int linktype_ = 0;
   std::uint64_t frame_no_ = 0;

@@ -225,6 +225,32 @@ BOOST_AUTO_TEST_CASE(cut_files_and_impossible_lengths) {
   BOOST_TEST(r.message.find(fmt::format("file offset {}", recs[2])) != std::string::npos, r.message);
 }
 
+// A capture checked from memory gives the result the file gives (the
+// fuzz target and any embedding read captures that way), hash included.
+BOOST_AUTO_TEST_CASE(memory_and_file_agree) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(kSource / "captures" / "golden")) {
+    if (e.path().extension() != ".pcap" && e.path().extension() != ".pcapng") continue;
+    const std::string bytes = slurp(e.path());
+    rdmaconf::conformance::CheckOptions o;
+    o.strict = true;
+    const rdmaconf::conformance::Checker c(o);
+    const auto f = c.check_file(e.path().string());
+    const auto m = c.check_memory(e.path().string(), rdmaconf::protocols::as_bytes(bytes.data(), bytes.size()));
+    BOOST_TEST_CONTEXT(e.path().filename()) {
+      BOOST_TEST(m.sha256 == f.sha256);
+      BOOST_TEST(m.error == f.error);
+      BOOST_TEST(m.stats.frames == f.stats.frames);
+      BOOST_TEST(m.scopes.size() == f.scopes.size());
+      for (std::size_t i = 0; i < std::min(m.scopes.size(), f.scopes.size()); ++i)
+        for (std::size_t k = 0; k < std::min(m.scopes[i].outcomes.size(), f.scopes[i].outcomes.size()); ++k)
+          BOOST_TEST((m.scopes[i].outcomes[k].tally.verdict() == f.scopes[i].outcomes[k].tally.verdict()));
+    }
+    ++n;
+  }
+  BOOST_TEST(n > 10);
+}
+
 // A record whose captured length exceeds its original length, and a
 // timestamp earlier than the one before it: the check warns about each with
 // its frame number (and counts them), where it used to stay silent.
