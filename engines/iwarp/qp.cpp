@@ -141,6 +141,7 @@ void QueuePair::on_rr(Bytes frame) {
   p.crc = cfg_.crc;
   p.private_data = cfg_.private_data;
   p.enhanced = p.revision == 2 && cfg_.enhanced && enhanced;
+  const char* refusal = nullptr;  // why we reject the Request, if we do
   ord_eff_ = cfg_.ord;
   ird_eff_ = cfg_.ird;
   if (p.enhanced) {
@@ -158,25 +159,18 @@ void QueuePair::on_rr(Bytes frame) {
       // Request that offers none leaves nothing to select, and a P2P Reply
       // without a type would announce an RTR no one can send. We refuse the
       // connection instead (a rejecting Reply, RFC 5044 §7.1.1).
-      if (rtr_ == Rtr::none && !cfg_.reject) {
-        p.reject = true;
-        pi::encode_mpa_rr(tx_, p);
-        state_ = QpState::closed;
-        error_ = "rejected a peer-to-peer Request that offers no RTR type (RFC 6581 §9.2)";
-        close_after_flush_ = true;
-        rx_ = Rx::dead;
-        return;
-      }
+      if (rtr_ == Rtr::none) refusal = "rejected a peer-to-peer Request that offers no RTR type (RFC 6581 §9.2)";
     }
     ord_eff_ = static_cast<std::uint16_t>(std::min<std::uint64_t>(cfg_.ord, v.get(pi::MpaV2::ird)));
     p.ird = cfg_.ird;
     p.ord = ord_eff_;
   }
-  if (cfg_.reject) {
+  if (cfg_.reject) refusal = "rejected the Request (configured to)";
+  if (refusal) {
     p.reject = true;
     pi::encode_mpa_rr(tx_, p);
     state_ = QpState::closed;
-    error_ = "rejected the Request (configured to)";
+    error_ = refusal;
     close_after_flush_ = true;
     rx_ = Rx::dead;
     return;

@@ -22,6 +22,7 @@
 #include "interop/ib/control.hpp"
 #include "interop/ib/scenarios.hpp"
 #include "interop/iwarp/scenarios.hpp"
+#include "tests/interop/serving_peer.hpp"
 
 namespace ib = rdmaconf::interop::ib;
 using nlohmann::json;
@@ -120,20 +121,11 @@ BOOST_AUTO_TEST_CASE(done_ready_result_schemas) {
 BOOST_AUTO_TEST_CASE(peer_survives_hostile_control_clients) {
   const auto port = static_cast<std::uint16_t>(21000 + getpid() % 20000);
   std::string err;
-  Fd lfd = rdmaconf::engine::tcp_listen("127.0.0.1:0", err);
-  BOOST_REQUIRE_MESSAGE(lfd, err);
-  const std::string control = fmt::format("127.0.0.1:{}", rdmaconf::engine::local_port(lfd.get()));
   ib::PeerOptions po;
   po.udp_local = fmt::format("127.0.0.1:{}", port);
   po.idle_timeout_ms = 2000;
-  std::mutex mu;
-  std::vector<json> reports;
-  std::jthread peer([&](std::stop_token st) {
-    ib::serve(lfd.get(), po, [&](const json& j) {
-      std::lock_guard g(mu);
-      reports.push_back(j);
-    }, st);
-  });
+  rdmaconf::test::ServingPeer peer([po](int fd, const auto& on, std::stop_token st) { ib::serve(fd, po, on, st); });
+  const std::string control = peer.endpoint();
   auto connect = [&] {
     Fd c = rdmaconf::engine::tcp_connect(control, 2000, err);
     BOOST_REQUIRE_MESSAGE(c, err);
@@ -181,9 +173,8 @@ BOOST_AUTO_TEST_CASE(peer_survives_hostile_control_clients) {
   ro.timeout_ms = 5000;
   const auto r = ib::run_initiator(control, ro);
   BOOST_TEST(r.ok, r.message);
-  peer.request_stop();
-  peer.join();
-  std::lock_guard g(mu);
+  peer.stop();
+  const auto reports = peer.reports();
   BOOST_REQUIRE(reports.size() >= 6u);
   BOOST_TEST(reports.back().value("ok", false));
   BOOST_TEST(reports.back().value("stale_datagrams_dropped", 0u) > 0u, reports.back().dump());
@@ -202,32 +193,11 @@ namespace {
 
 namespace ii = rdmaconf::interop::iwarp;
 
-struct Peer {
-  Fd lfd;
-  std::string addr;
-  std::mutex mu;
-  std::vector<json> reports;
-  std::jthread thread;
-  explicit Peer(ii::PeerOptions po) {
-    std::string err;
-    lfd = rdmaconf::engine::tcp_listen("127.0.0.1:0", err);
-    BOOST_REQUIRE_MESSAGE(lfd, err);
-    addr = fmt::format("tcp://127.0.0.1:{}", rdmaconf::engine::local_port(lfd.get()));
-    thread = std::jthread([this, po](std::stop_token st) {
-      ii::serve(lfd.get(), po, [this](const json& j) {
-        std::lock_guard g(mu);
-        reports.push_back(j);
-      }, st);
-    });
-  }
-  ~Peer() {
-    thread.request_stop();
-    thread.join();
-  }
-  std::vector<json> snapshot() {
-    std::lock_guard g(mu);
-    return reports;
-  }
+struct Peer : rdmaconf::test::ServingPeer {
+  std::string addr = fmt::format("tcp://{}", endpoint());
+  explicit Peer(ii::PeerOptions po)
+      : ServingPeer([po](int fd, const OnConnection& on, std::stop_token st) { ii::serve(fd, po, on, st); }) {}
+  std::vector<json> snapshot() { return reports(); }
 };
 
 Fd silent_client(const std::string& addr) {

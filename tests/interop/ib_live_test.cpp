@@ -19,6 +19,7 @@
 #include "conformance/checker.hpp"
 #include "engines/common/socket.hpp"
 #include "interop/ib/scenarios.hpp"
+#include "tests/interop/serving_peer.hpp"
 
 namespace ib = rdmaconf::interop::ib;
 namespace fs = std::filesystem;
@@ -58,22 +59,11 @@ void every_scenario(const char* theirs, const char* ours, bool two_ports) {
   const fs::path dir = fs::temp_directory_path() / fmt::format("rdmaconf-roce-live-{}-{}", getpid(), two_ports);
   fs::remove_all(dir);
   fs::create_directories(dir);
-  std::string err;
-  Fd lfd = rdmaconf::engine::tcp_listen("127.0.0.1:0", err);
-  BOOST_REQUIRE_MESSAGE(lfd, err);
-  const auto ctl = rdmaconf::engine::local_port(lfd.get());
   ib::PeerOptions po;
   po.udp_local = fmt::format("{}:{}", theirs, port);
   po.idle_timeout_ms = 10000;
   po.pcap_dir = dir.string();
-  std::mutex mu;
-  std::vector<nlohmann::json> reports;
-  std::jthread peer([&](std::stop_token st) {
-    ib::serve(lfd.get(), po, [&](const nlohmann::json& j) {
-      std::lock_guard g(mu);
-      reports.push_back(j);
-    }, st);
-  });
+  rdmaconf::test::ServingPeer peer([po](int fd, const auto& on, std::stop_token st) { ib::serve(fd, po, on, st); });
 
   std::size_t n = 0;
   for (const auto& s : ib::scenarios()) {
@@ -83,18 +73,10 @@ void every_scenario(const char* theirs, const char* ours, bool two_ports) {
       ro.udp_local = fmt::format("{}:{}", ours, our_port);
       ro.pcap = (dir / fmt::format("ours-{}.pcap", s.name)).string();
       ro.timeout_ms = 10000;
-      const auto r = ib::run_initiator(fmt::format("127.0.0.1:{}", ctl), ro);
+      const auto r = ib::run_initiator(peer.endpoint(), ro);
       BOOST_TEST(r.ok, r.message);
       // The responder's own account of the same connection.
-      nlohmann::json rep;
-      for (int i = 0; i < 500 && rep.is_null(); ++i) {
-        {
-          std::lock_guard g(mu);
-          if (reports.size() > n) rep = reports[n];
-        }
-        if (rep.is_null()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      }
-      ++n;
+      const nlohmann::json rep = peer.report(++n);
       BOOST_TEST(rep.value("ok", false), rep.dump());
       const std::set<std::string> want(s.failing_cases.begin(), s.failing_cases.end());
       for (const auto& f : {dir / fmt::format("ours-{}.pcap", s.name), dir / fmt::format("peer-roce-{}.pcap", n - 1)}) {
@@ -108,8 +90,7 @@ void every_scenario(const char* theirs, const char* ours, bool two_ports) {
       }
     }
   }
-  peer.request_stop();
-  peer.join();
+  peer.stop();
   fs::remove_all(dir);
 }
 

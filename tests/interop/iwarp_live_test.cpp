@@ -15,6 +15,7 @@
 
 #include "conformance/checker.hpp"
 #include "interop/iwarp/scenarios.hpp"
+#include "tests/interop/serving_peer.hpp"
 
 using namespace rdmaconf::engine::iwarp;
 namespace ii = rdmaconf::interop::iwarp;
@@ -42,51 +43,38 @@ CheckResult check(const fs::path& pcap) {
   return c;
 }
 
-// A responder (`rdmaconf peer`'s loop) on 127.0.0.1:<ephemeral> in a thread.
-struct Peer {
-  Fd lfd;
-  std::uint16_t port = 0;
-  fs::path dir;
-  std::mutex mu;
-  std::vector<nlohmann::json> reports;
-  std::jthread thread;
+// A responder (`rdmaconf peer`'s loop) on 127.0.0.1:<ephemeral> in a thread,
+// recording into a folder of its own.
+fs::path fresh_dir(const std::string& name) {
+  const fs::path d = fs::temp_directory_path() / fmt::format("rdmaconf-live-{}-{}", name, getpid());
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
 
-  Peer(QpConfig cfg, const std::string& name) {
-    std::string err;
-    lfd = tcp_listen("127.0.0.1:0", err);
-    BOOST_REQUIRE_MESSAGE(lfd, err);
-    port = local_port(lfd.get());
-    dir = fs::temp_directory_path() / fmt::format("rdmaconf-live-{}-{}", name, getpid());
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    ii::PeerOptions po;
-    po.qp = std::move(cfg);
-    po.idle_timeout_ms = 10000;
-    po.pcap_dir = dir.string();
-    thread = std::jthread([this, po](std::stop_token st) {
-      ii::serve(lfd.get(), po, [this](const nlohmann::json& j) {
-        std::lock_guard g(mu);
-        reports.push_back(j);
-      }, st);
-    });
-  }
+ii::PeerOptions peer_options(QpConfig cfg, const fs::path& dir) {
+  ii::PeerOptions po;
+  po.qp = std::move(cfg);
+  po.idle_timeout_ms = 10000;
+  po.pcap_dir = dir.string();
+  return po;
+}
+
+struct Peer {
+  fs::path dir;
+  rdmaconf::test::ServingPeer serving;
+
+  Peer(QpConfig cfg, const std::string& name)
+      : dir(fresh_dir(name)), serving([po = peer_options(std::move(cfg), dir)](int fd, const auto& on, std::stop_token st) {
+          ii::serve(fd, po, on, st);
+        }) {}
   ~Peer() {
-    thread.request_stop();
-    thread.join();
+    serving.stop();
     fs::remove_all(dir);
   }
-  std::string addr() const { return fmt::format("tcp://127.0.0.1:{}", port); }
-  // The report of the most recent connection (waits for it to be written).
-  nlohmann::json last(std::size_t count) {
-    for (int i = 0; i < 500; ++i) {
-      {
-        std::lock_guard g(mu);
-        if (reports.size() >= count) return reports[count - 1];
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return nullptr;
-  }
+  std::string addr() const { return "tcp://" + serving.endpoint(); }
+  // The report of the count-th connection (waits for it to be written).
+  nlohmann::json last(std::size_t count) { return serving.report(count); }
 };
 
 struct Config {

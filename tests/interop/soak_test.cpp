@@ -20,6 +20,7 @@
 #include "engines/common/socket.hpp"
 #include "interop/ib/scenarios.hpp"
 #include "interop/iwarp/scenarios.hpp"
+#include "tests/interop/serving_peer.hpp"
 
 using nlohmann::json;
 using rdmaconf::engine::Fd;
@@ -33,6 +34,16 @@ std::size_t open_fds() {
   std::size_t n = 0;
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
   return n;
+}
+
+// What they are, for a failure message.
+std::string fd_list() {
+  std::string s;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    s += fmt::format(" {}->{}", e.path().filename().string(), std::filesystem::read_symlink(e.path(), ec).string());
+  }
+  return s;
 }
 
 std::size_t rss_kib() {
@@ -66,23 +77,13 @@ bool eventually(P pred, std::chrono::milliseconds limit) {
 BOOST_AUTO_TEST_SUITE(peer_soak)
 
 BOOST_AUTO_TEST_CASE(iwarp_peer_under_hostile_rounds) {
-  std::string err;
-  Fd lfd = rdmaconf::engine::tcp_listen("127.0.0.1:0", err);
-  BOOST_REQUIRE_MESSAGE(lfd, err);
-  const std::string addr = fmt::format("tcp://127.0.0.1:{}", rdmaconf::engine::local_port(lfd.get()));
   ii::PeerOptions po;
   po.idle_timeout_ms = 800;
   po.max_sessions = 6;
   po.memory_budget = 64u << 20;
-  std::mutex mu;
-  std::size_t reports = 0;
   const std::size_t fds0 = open_fds();
-  std::jthread peer([&](std::stop_token st) {
-    ii::serve(lfd.get(), po, [&](const json&) {
-      std::lock_guard g(mu);
-      ++reports;
-    }, st);
-  });
+  rdmaconf::test::ServingPeer peer([po](int fd, const auto& on, std::stop_token st) { ii::serve(fd, po, on, st); });
+  const std::string addr = "tcp://" + peer.endpoint();
   ii::RunOptions good;
   good.scenario = "write-bw";
   good.size = 4096;
@@ -127,25 +128,21 @@ BOOST_AUTO_TEST_CASE(iwarp_peer_under_hostile_rounds) {
     }
   }
   // Every session ends; descriptors return to their baseline; memory did not grow with the rounds.
-  BOOST_TEST(eventually([&] { return open_fds() <= fds0 + 1; }, 5000ms), "open descriptors: " << open_fds() << ", at the start " << fds0);
+  // (The listening socket and the accept loop's epoll set are the two descriptors more.)
+  BOOST_TEST(eventually([&] { return open_fds() <= fds0 + 2; }, 5000ms), "open descriptors: " << open_fds() << ", at the start " << fds0 << ":" << fd_list());
   BOOST_TEST(rss_kib() <= rss_after_first + 32 * 1024, "RSS " << rss_kib() << " KiB after 4 rounds, " << rss_after_first << " after the first");
-  peer.request_stop();
-  peer.join();
-  std::lock_guard g(mu);
-  BOOST_TEST(reports >= 4u * 35u);  // every connection reported, hostile ones included
+  peer.stop();
+  BOOST_TEST(peer.reports().size() >= 4u * 35u);  // every connection reported, hostile ones included
 }
 
 BOOST_AUTO_TEST_CASE(roce_peer_under_hostile_rounds) {
   const auto port = static_cast<std::uint16_t>(23000 + getpid() % 20000);
-  std::string err;
-  Fd lfd = rdmaconf::engine::tcp_listen("127.0.0.1:0", err);
-  BOOST_REQUIRE_MESSAGE(lfd, err);
-  const std::string control = fmt::format("127.0.0.1:{}", rdmaconf::engine::local_port(lfd.get()));
   ib::PeerOptions po;
   po.udp_local = fmt::format("127.0.0.1:{}", port);
   po.idle_timeout_ms = 800;
   const std::size_t fds0 = open_fds();
-  std::jthread peer([&](std::stop_token st) { ib::serve(lfd.get(), po, [](const json&) {}, st); });
+  rdmaconf::test::ServingPeer peer([po](int fd, const auto& on, std::stop_token st) { ib::serve(fd, po, on, st); });
+  const std::string control = peer.endpoint();
   ib::RunOptions good;
   good.scenario = "write";
   good.udp_local = fmt::format("127.0.0.2:{}", port);
@@ -182,10 +179,10 @@ BOOST_AUTO_TEST_CASE(roce_peer_under_hostile_rounds) {
       if (round == 0) rss_after_first = rss_kib();
     }
   }
-  BOOST_TEST(eventually([&] { return open_fds() <= fds0 + 2; }, 3000ms), "open descriptors: " << open_fds() << ", at the start " << fds0);
+  // (The listening socket, the accept loop's epoll set and the peer's UDP socket are the three more.)
+  BOOST_TEST(eventually([&] { return open_fds() <= fds0 + 3; }, 3000ms), "open descriptors: " << open_fds() << ", at the start " << fds0 << ":" << fd_list());
   BOOST_TEST(rss_kib() <= rss_after_first + 32 * 1024, "RSS " << rss_kib() << " KiB after 4 rounds, " << rss_after_first << " after the first");
-  peer.request_stop();
-  peer.join();
+  peer.stop();
 }
 
 BOOST_AUTO_TEST_SUITE_END()
