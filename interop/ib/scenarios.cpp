@@ -50,7 +50,6 @@ const std::vector<ScenarioInfo> kScenarios = {
      "a responder with no receive posted answers RNR NAK and executes nothing (IBTA Vol.1 §9.7.5.2.8)"},
 };
 
-
 // ---- the control connection: one JSON object per line
 bool send_json(int fd, const json& j) {
   std::string s = j.dump() + "\n";
