@@ -73,23 +73,18 @@ std::string ControlFields::text(const char* key, std::size_t max_len, std::optio
   return v->get<std::string>();
 }
 
-const json* ControlFields::object(const char* key, bool optional) {
+const json* ControlFields::typed(const char* key, bool optional, bool (json::*is)() const noexcept, const char* kind) {
   const json* v = find(key, optional);
-  if (v && !v->is_object()) {
-    fail(fmt::format("{}: expected an object, got {}", key, shown(*v)));
+  if (v && !(v->*is)()) {
+    fail(fmt::format("{}: expected {}, got {}", key, kind, shown(*v)));
     return nullptr;
   }
   return v;
 }
 
-const json* ControlFields::array(const char* key, bool optional) {
-  const json* v = find(key, optional);
-  if (v && !v->is_array()) {
-    fail(fmt::format("{}: expected an array, got {}", key, shown(*v)));
-    return nullptr;
-  }
-  return v;
-}
+const json* ControlFields::object(const char* key, bool optional) { return typed(key, optional, &json::is_object, "an object"); }
+
+const json* ControlFields::array(const char* key, bool optional) { return typed(key, optional, &json::is_array, "an array"); }
 
 std::string check_unicast_endpoint(std::string_view endpoint, std::string_view same_host) {
   sockaddr_storage a{};

@@ -38,6 +38,7 @@ class ControlFields {
 
  private:
   const nlohmann::json* find(const char* key, bool optional);
+  const nlohmann::json* typed(const char* key, bool optional, bool (nlohmann::json::*is)() const noexcept, const char* kind);
   const nlohmann::json& m_;
   std::string what_, error_;
 };

@@ -23,6 +23,22 @@ namespace {
 constexpr std::size_t kMaxText = 256;
 constexpr std::uint64_t kAny = ~0ull;
 
+// The object a message carries under `key` ({"hello": {...}}), or null with `err` set.
+const json* body_of(const json& msg, const char* key, std::string& err) {
+  ControlFields top(msg, "control message");
+  const json* body = top.object(key);
+  if (!body) err = top.error();
+  return body;
+}
+
+// An endpoint field, which must also pass check_unicast_endpoint against `host`.
+std::string endpoint(ControlFields& f, std::string_view host) {
+  std::string e = f.text("udp", kMaxText);
+  if (f.ok())
+    if (std::string bad = check_unicast_endpoint(e, host); !bad.empty()) f.fail("udp: " + bad);
+  return e;
+}
+
 template <class T>
 std::optional<T> done_reading(ControlFields& f, T value, std::string& err) {
   if (f.ok()) return value;
@@ -33,12 +49,8 @@ std::optional<T> done_reading(ControlFields& f, T value, std::string& err) {
 }  // namespace
 
 std::optional<Hello> read_hello(const json& msg, std::uint64_t max_size, std::string_view client, std::string& err) {
-  ControlFields top(msg, "control message");
-  const json* body = top.object("hello");
-  if (!body) {
-    err = top.ok() ? "control message: hello is missing" : top.error();
-    return std::nullopt;
-  }
+  const json* body = body_of(msg, "hello", err);
+  if (!body) return std::nullopt;
   ControlFields f(*body, "hello");
   Hello h;
   h.scenario = f.text("scenario", kMaxText, "");
@@ -47,9 +59,7 @@ std::optional<Hello> read_hello(const json& msg, std::uint64_t max_size, std::st
   h.type = type_of(type).value_or(QpType::rc);
   h.qpn = static_cast<std::uint32_t>(f.integer("qpn", 1, kMaxQpn));
   h.psn = static_cast<std::uint32_t>(f.integer("psn", 0, kMaxPsn));
-  h.udp = f.text("udp", kMaxText);
-  if (f.ok())
-    if (std::string bad = check_unicast_endpoint(h.udp, client); !bad.empty()) f.fail("udp: " + bad);
+  h.udp = endpoint(f, client);
   h.mtu = static_cast<unsigned>(f.integer("mtu", 256, 4096, 1024));
   h.size = f.integer("size", 0, max_size, 0);
   h.buffer = f.integer("buffer", 0, max_size, 0);
@@ -61,23 +71,17 @@ std::optional<Hello> read_hello(const json& msg, std::uint64_t max_size, std::st
 }
 
 std::optional<Ready> read_ready(const json& msg, std::string_view peer, std::string& err) {
-  ControlFields top(msg, "control message");
-  if (top.ok() && msg.contains("error") && msg["error"].is_string()) {
+  if (msg.is_object() && msg.contains("error") && msg["error"].is_string()) {
     err = fmt::format("the responder refused: {:.300}", msg["error"].get<std::string>());
     return std::nullopt;
   }
-  const json* body = top.object("ready");
-  if (!body) {
-    err = top.ok() ? "control message: ready is missing" : top.error();
-    return std::nullopt;
-  }
+  const json* body = body_of(msg, "ready", err);
+  if (!body) return std::nullopt;
   ControlFields f(*body, "ready");
   Ready r;
   r.qpn = static_cast<std::uint32_t>(f.integer("qpn", 1, kMaxQpn));
   r.psn = static_cast<std::uint32_t>(f.integer("psn", 0, kMaxPsn));
-  r.udp = f.text("udp", kMaxText);
-  if (f.ok())
-    if (std::string bad = check_unicast_endpoint(r.udp, peer); !bad.empty()) f.fail("udp: " + bad);
+  r.udp = endpoint(f, peer);
   r.rkey = static_cast<std::uint32_t>(f.integer("rkey", 0, 0xFFFFFFFF, 0));
   r.va = f.integer("va", 0, kAny, 0);
   r.length = f.integer("length", 0, kAny, 0);

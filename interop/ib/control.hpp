@@ -11,13 +11,16 @@
 #include <nlohmann/json.hpp>
 
 #include "engines/ib/qp.hpp"
+#include "protocols/ib/headers.hpp"
 
 namespace rdmaconf::interop::ib {
 
 std::string_view type_name(engine::ib::QpType t);
 std::optional<engine::ib::QpType> type_of(std::string_view s);
 
-inline constexpr std::uint64_t kMaxQpn = 0xFFFFFF, kMaxPsn = 0xFFFFFF;
+// The largest QPN and PSN: what the BTH's fields hold (protocols/ib's table).
+inline constexpr std::uint64_t kMaxQpn = (1ull << protocols::ib::kBth.fields[protocols::ib::Bth::destqp].bit_width) - 1;
+inline constexpr std::uint64_t kMaxPsn = (1ull << protocols::ib::kBth.fields[protocols::ib::Bth::psn].bit_width) - 1;
 inline constexpr std::uint64_t kMaxRecvs = 1u << 20;
 
 struct Hello {
