@@ -173,6 +173,7 @@ int main(int argc, char** argv) {
   lab_run->add_flag("--sweep", lab_opt.sweep, "every siw knob combination (CRC off/required/strict x MPA v1/v2/p2p)");
   lab_run->add_option("--out", lab_opt.out_dir, "folder for the report, captures and logs (default out/lab)");
   lab_run->add_option("--lab-dir", lab_opt.lab_dir, "the lab scripts (default: $RDMACONF_LAB_DIR, else share/rdmaconf/lab beside the installed binary, else interop/lab of the source tree)");
+  lab_run->add_option("--cells", lab_opt.cells_file, "the table of cells (default: cells.json in the lab scripts' folder; format in docs/lab.md)");
   lab_run->add_flag("--list", lab_list, "list the cells and exit");
   lab_run->add_option("--export", lab_opt.export_dir, "copy the captures of the --export-cell cells here, with manifests");
   lab_run->add_option("--export-cell", lab_opt.export_cells, "a cell whose capture --export copies (repeatable)");
@@ -188,8 +189,15 @@ int main(int argc, char** argv) {
 
   if (*lab_run) {
     if (lab_list) {
-      for (const auto& c : interop::lab::siw_matrix(lab_opt.sweep, lab_opt.scenarios))
-        std::cout << fmt::format("{:<64} expect {:<9} {}\n", c.id, interop::lab::expect_name(c.expect), c.why);
+      try {
+        const auto file = lab_opt.cells_file.empty() ? interop::lab::default_cells_file(lab_opt.lab_dir)
+                                                     : fs::path(lab_opt.cells_file);
+        for (const auto& c : interop::lab::select_cells(interop::lab::read_cells(file), lab_opt.sweep, lab_opt.scenarios))
+          std::cout << fmt::format("{:<64} expect {:<9} {}\n", c.id, interop::lab::expect_name(c.expect), c.why);
+      } catch (const interop::lab::CellsError& e) {
+        std::cerr << "rdmaconf lab: " << e.what() << "\n";
+        return kExitUsage;
+      }
       return 0;
     }
     return interop::lab::run(lab_opt, std::cerr);

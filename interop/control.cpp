@@ -3,9 +3,11 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "engines/common/socket.hpp"
 
@@ -85,6 +87,27 @@ const json* ControlFields::typed(const char* key, bool optional, bool (json::*is
 const json* ControlFields::object(const char* key, bool optional) { return typed(key, optional, &json::is_object, "an object"); }
 
 const json* ControlFields::array(const char* key, bool optional) { return typed(key, optional, &json::is_array, "an array"); }
+
+std::vector<std::string> ControlFields::strings(const char* key, std::size_t max_len, bool optional) {
+  std::vector<std::string> out;
+  const json* v = array(key, optional);
+  if (!v) return out;
+  for (const auto& e : *v) {
+    if (!e.is_string() || e.get_ref<const std::string&>().size() > max_len) {
+      fail(fmt::format("{}: expected strings of at most {} octets, got {}", key, max_len, shown(e)));
+      return {};
+    }
+    out.push_back(e.get<std::string>());
+  }
+  return out;
+}
+
+void ControlFields::only(std::initializer_list<std::string_view> known) {
+  if (!ok()) return;
+  for (const auto& [key, value] : m_.items())
+    if (std::find(known.begin(), known.end(), key) == known.end())
+      return fail(fmt::format("unknown field \"{}\" (known: {})", key, fmt::join(known, ", ")));
+}
 
 std::string check_unicast_endpoint(std::string_view endpoint, std::string_view same_host) {
   sockaddr_storage a{};

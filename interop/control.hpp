@@ -6,9 +6,11 @@
 // exception or a silent conversion. The first problem is kept; reads after
 // it return their defaults, so a schema reads as a straight list of fields.
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -30,6 +32,11 @@ class ControlFields {
   const nlohmann::json* object(const char* key, bool optional = false);
   // A nested array (null when missing and optional).
   const nlohmann::json* array(const char* key, bool optional = false);
+  // An array of strings of at most max_len octets each (empty when missing and optional).
+  std::vector<std::string> strings(const char* key, std::size_t max_len, bool optional = false);
+  // A field not in `known` is an error (for files a person writes, where a
+  // misspelt field must not pass silently as its default).
+  void only(std::initializer_list<std::string_view> known);
   // Records a problem found by the caller (a cross-field rule).
   void fail(std::string why);
 

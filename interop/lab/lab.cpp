@@ -431,7 +431,14 @@ int run(const LabOptions& o, std::ostream& log) {
     log << fmt::format("lab: unknown peer '{}' (siw, rxe or all)\n", o.peer);
     return 2;
   }
-  auto cells = siw_matrix(o.sweep, o.scenarios);
+  std::vector<Cell> cells;
+  try {
+    cells = select_cells(read_cells(o.cells_file.empty() ? default_cells_file(o.lab_dir) : fs::path(o.cells_file)),
+                         o.sweep, o.scenarios);
+  } catch (const CellsError& e) {
+    log << "lab: " << e.what() << "\n";
+    return 2;
+  }
   if (o.peer != "all") std::erase_if(cells, [&](const Cell& c) { return c.kernel != o.peer; });
   if (cells.empty()) {
     log << "lab: no cell matches the requested scenarios\n";

@@ -7,9 +7,13 @@
 // device, and reads back each cell's capture, logs and our engine's result.
 // Every capture goes through `rdmaconf check`; each cell then gets a verdict
 // against what the RFCs require of that configuration.
+#include <filesystem>
 #include <iosfwd>
+#include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -24,6 +28,7 @@ struct SiwKnobs {
   bool peer_to_peer = false;
   bool try_gso = false;
   std::string label() const;      // "crc-off.v2", "crc-required.v2.p2p", ...
+  static std::optional<SiwKnobs> parse(std::string_view label);  // label()'s inverse
   std::string load_args() const;  // the arguments of the guest's siw_load
   nlohmann::json to_json() const;
   bool operator==(const SiwKnobs&) const = default;
@@ -36,6 +41,7 @@ enum class Expect {
   close,      // a conforming responder closes without a Terminate
 };
 const char* expect_name(Expect e);
+std::optional<Expect> parse_expect(std::string_view name);
 
 struct Cell {
   std::string id;          // stable; also the cell's folder name
@@ -63,15 +69,37 @@ struct Cell {
   // both programs must still succeed for the red to count as the finding.
   bool finding_capture_only = false;
   bool run_last = false;  // known to upset the guest kernel: run after every other cell
+  bool sweep = false;     // only in the sweep (`lab run --sweep`)
   unsigned port = 0;
   unsigned connections = 1;  // our-initiator cells: this many connections, one after the other
   unsigned iterations = 10;
   unsigned size = 64;
 };
 
-// The siw cells: a default set, or with `sweep` every knob combination.
-// `scenarios` (if not empty) keeps only cells whose scenario is listed.
-std::vector<Cell> siw_matrix(bool sweep, const std::vector<std::string>& scenarios);
+// The cells are data: interop/lab/cells.json (installed beside the lab
+// scripts) lists every cell with its configuration, what the RFCs and IBTA
+// require of it and the kernel peer's known findings. In a CellTable the
+// text fields (program, why, the kernel-against-kernel command lines) are
+// still templates; select_cells fills them in.
+struct CellTable {
+  std::vector<Cell> cells;                     // in file order
+  std::map<std::string, std::string> not_run;  // a fault scenario with no cell -> why
+};
+
+// A cells file that cannot be read, parsed or that breaks a rule: the
+// message names the file, the cell and the field.
+struct CellsError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+CellTable parse_cells(std::string_view text, std::string_view file_name);
+CellTable read_cells(const std::filesystem::path& file);
+std::filesystem::path default_cells_file(const std::filesystem::path& lab_dir);  // LAB_DIR/cells.json
+
+// The cells to run: without `sweep` those not marked sweep; `scenarios` (if
+// not empty) keeps only cells whose scenario is listed. run_last cells go
+// last, ports are assigned in order from kFirstPort, templates are filled.
+std::vector<Cell> select_cells(const CellTable& table, bool sweep, const std::vector<std::string>& scenarios);
 
 // The shell plan the guest runs.
 std::string guest_plan(const std::vector<Cell>& cells);
@@ -102,6 +130,7 @@ Verdict judge(const Cell& cell, const CellOutcome& out);
 
 struct LabOptions {
   std::string lab_dir;   // interop/lab of the source tree
+  std::string cells_file;  // empty: default_cells_file(lab_dir)
   std::string out_dir = "out/lab";
   std::string peer = "all";  // "siw", "rxe" or "all"
   std::vector<std::string> scenarios;

@@ -1,5 +1,5 @@
 #pragma once
-// The lab's network and timing, shared by the cell matrix (cells.cpp) and the
+// The lab's network and timing, shared by the table of cells (cells.cpp) and the
 // orchestration (lab.cpp): addresses of the guest's veth pairs, ports, budgets.
 namespace rdmaconf::interop::lab {
 

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "interop/iwarp/scenarios.hpp"
 #include "interop/lab/lab.hpp"
 
 namespace lab = rdmaconf::interop::lab;
@@ -17,6 +18,15 @@ const lab::Cell& find(const std::vector<lab::Cell>& cells, const std::string& id
   const auto it = std::find_if(cells.begin(), cells.end(), [&](const lab::Cell& c) { return c.id == id; });
   BOOST_REQUIRE_MESSAGE(it != cells.end(), "no cell " << id);
   return *it;
+}
+
+// The shipped table of cells, selected as `lab run` selects.
+const lab::CellTable& shipped() {
+  static const lab::CellTable t = lab::read_cells(lab::default_cells_file(RDMACONF_SOURCE_DIR "/interop/lab"));
+  return t;
+}
+std::vector<lab::Cell> matrix(bool sweep, const std::vector<std::string>& scenarios) {
+  return lab::select_cells(shipped(), sweep, scenarios);
 }
 
 lab::CellOutcome clean_initiator(bool crc) {
@@ -32,7 +42,7 @@ lab::CellOutcome clean_initiator(bool crc) {
 BOOST_AUTO_TEST_SUITE(lab_plan)
 
 BOOST_AUTO_TEST_CASE(matrix_has_unique_ids_and_ports_and_covers_the_sweep) {
-  const auto cells = lab::siw_matrix(true, {});
+  const auto cells = matrix(true, {});
   std::set<std::string> ids;
   std::set<unsigned> ports;
   std::set<std::string> configs;
@@ -52,11 +62,11 @@ BOOST_AUTO_TEST_CASE(matrix_has_unique_ids_and_ports_and_covers_the_sweep) {
     BOOST_CHECK(ids.count("siw.our-initiator.rping." + cfg + ".no-crc"));
     BOOST_CHECK(ids.count("siw.our-responder.rping." + cfg + ".crc"));
   }
-  BOOST_CHECK_LT(lab::siw_matrix(false, {}).size(), cells.size());
+  BOOST_CHECK_LT(matrix(false, {}).size(), cells.size());
 }
 
 BOOST_AUTO_TEST_CASE(expectations_follow_the_crc_rule) {
-  const auto cells = lab::siw_matrix(true, {});
+  const auto cells = matrix(true, {});
   // We ask for CRC and siw does not: CRC must be on.
   const auto& alone = find(cells, "siw.our-initiator.rping.crc-off.v2.crc");
   BOOST_CHECK(alone.expect == lab::Expect::data);
@@ -73,14 +83,14 @@ BOOST_AUTO_TEST_CASE(expectations_follow_the_crc_rule) {
 }
 
 BOOST_AUTO_TEST_CASE(cells_that_upset_the_kernel_run_last) {
-  const auto cells = lab::siw_matrix(true, {});
+  const auto cells = matrix(true, {});
   const auto first_last = std::find_if(cells.begin(), cells.end(), [](const lab::Cell& c) { return c.run_last; });
   BOOST_REQUIRE(first_last != cells.end());
   BOOST_CHECK(std::all_of(first_last, cells.end(), [](const lab::Cell& c) { return c.run_last; }));
 }
 
 BOOST_AUTO_TEST_CASE(scenario_filter_and_plan) {
-  const auto cells = lab::siw_matrix(false, {"terminate-crc", "rping"});
+  const auto cells = matrix(false, {"terminate-crc", "rping"});
   for (const auto& c : cells) BOOST_CHECK(c.scenario == "terminate-crc" || c.scenario == "rping");
   const auto plan = lab::guest_plan(cells);
   // siw is (re)loaded only where the configuration changes or after rxe
@@ -110,7 +120,7 @@ BOOST_AUTO_TEST_CASE(scenario_filter_and_plan) {
 // The "data right after the MPA Reply" cell opens twenty connections, each to
 // a server of its own, each with its own result file.
 BOOST_AUTO_TEST_CASE(early_data_cell_runs_twenty_connections) {
-  const auto cells = lab::siw_matrix(false, {"rping"});
+  const auto cells = matrix(false, {"rping"});
   const auto& e = find(cells, "siw.our-initiator.rping.crc-off.v2.early-data");
   BOOST_CHECK_EQUAL(e.connections, 20u);
   const auto plan = lab::guest_plan({e});
@@ -125,7 +135,7 @@ BOOST_AUTO_TEST_CASE(early_data_cell_runs_twenty_connections) {
 // perftest's side, --connection-type on ours); a UD message fits the MTU;
 // our server must have taken every SEND.
 BOOST_AUTO_TEST_CASE(rxe_connection_type_cells) {
-  const auto cells = lab::siw_matrix(false, {"ib_send_bw", "ib_write_bw"});
+  const auto cells = matrix(false, {"ib_send_bw", "ib_write_bw"});
   for (const char* id : {"rxe.rxe-our-initiator.ib_send_bw.ud", "rxe.rxe-our-responder.ib_send_bw.ud",
                          "rxe.rxe-our-initiator.ib_write_bw.uc", "rxe.rxe-our-responder.ib_send_bw.uc"}) {
     BOOST_TEST_CONTEXT(id) {
@@ -158,7 +168,7 @@ BOOST_AUTO_TEST_CASE(rxe_connection_type_cells) {
 // the cell's size and count, our client the same program; siw's short-FPDU
 // pad (perftest's 2-octet MTU message) is the known finding.
 BOOST_AUTO_TEST_CASE(siw_perftest_cells) {
-  const auto cells = lab::siw_matrix(false, {"ib_write_bw", "ib_read_bw", "ib_send_bw"});
+  const auto cells = matrix(false, {"ib_write_bw", "ib_read_bw", "ib_send_bw"});
   for (const char* prog : {"ib_write_bw", "ib_read_bw", "ib_send_bw"}) {
     BOOST_TEST_CONTEXT(prog) {
       const auto& c = find(cells, fmt::format("siw.our-initiator.{}.crc-off.v2.no-crc", prog));
@@ -193,7 +203,7 @@ BOOST_AUTO_TEST_CASE(siw_perftest_cells) {
 }
 
 BOOST_AUTO_TEST_CASE(data_cell_verdicts) {
-  const auto cells = lab::siw_matrix(true, {});
+  const auto cells = matrix(true, {});
   const auto& c = find(cells, "siw.our-initiator.rping.crc-off.v2.crc");
   BOOST_CHECK_EQUAL(lab::judge(c, clean_initiator(true)).color, "green");
 
@@ -240,7 +250,7 @@ BOOST_AUTO_TEST_CASE(data_cell_verdicts) {
 }
 
 BOOST_AUTO_TEST_CASE(reject_and_fault_verdicts) {
-  const auto cells = lab::siw_matrix(false, {});
+  const auto cells = matrix(false, {});
   const auto& m = find(cells, "siw.our-initiator.rping.crc-off.v2.markers");
   lab::CellOutcome o;
   o.finished = true;
@@ -287,6 +297,120 @@ BOOST_AUTO_TEST_CASE(reject_and_fault_verdicts) {
   s.finished = true;
   s.ours = {{"verdict", "SKIP"}, {"message", "not applicable"}};
   BOOST_CHECK_EQUAL(lab::judge(f, s).color, "skipped");
+}
+
+// The table's own rules: every fault scenario of our iWARP initiator meets
+// siw in a cell or is listed as not run, with a reason; never both.
+BOOST_AUTO_TEST_CASE(every_fault_scenario_has_a_cell_or_a_reason) {
+  std::set<std::string> with_cell;
+  for (const auto& c : shipped().cells)
+    if (c.kernel == "siw" && c.our_role == "initiator") with_cell.insert(c.scenario);
+  for (const auto& s : rdmaconf::interop::iwarp::scenarios()) {
+    if (!s.expect && !s.close_only) continue;
+    const std::string name(s.name);
+    const bool listed = shipped().not_run.count(name) > 0;
+    BOOST_CHECK_MESSAGE(with_cell.count(name) != listed, name << (listed ? " has a cell and a not_run reason"
+                                                                         : " has neither a cell nor a not_run reason"));
+  }
+}
+
+// Knob labels read back as the knobs they name; anything else is refused.
+BOOST_AUTO_TEST_CASE(siw_knob_labels_round_trip) {
+  for (unsigned bits = 0; bits < 32; ++bits) {
+    lab::SiwKnobs k{(bits & 1) != 0, (bits & 2) != 0, (bits & 4) ? 1u : 2u, (bits & 8) != 0, (bits & 16) != 0};
+    const auto back = lab::SiwKnobs::parse(k.label());
+    BOOST_REQUIRE_MESSAGE(back, k.label());
+    BOOST_CHECK(*back == k);
+  }
+  for (const char* bad : {"", "crc-off", "crc-off.v3", "crc-on.v2", "crc-off.v2.gso.p2p", "crc-off.v2.", "crc-off.v2.p2p.x"})
+    BOOST_CHECK_MESSAGE(!lab::SiwKnobs::parse(bad), bad);
+}
+
+// Placeholders come from the catalog and the cell: the Terminate a fault
+// cell requires, the rule the fault breaks, the port select_cells assigned.
+BOOST_AUTO_TEST_CASE(templates_are_filled_from_the_catalog_and_the_cell) {
+  const auto cells = matrix(true, {});
+  const auto& t = find(cells, "siw.our-initiator.terminate-crc.crc-off.v2");
+  const auto* s = rdmaconf::interop::iwarp::find_scenario("terminate-crc");
+  BOOST_REQUIRE(s && s->expect);
+  BOOST_CHECK_EQUAL(t.why, fmt::format("Terminate {}/{}/{:#04x}: {}", s->expect->layer, s->expect->etype, s->expect->code,
+                                       s->rule));
+  const auto& r = find(cells, "rxe.rxe-rxe.rping");
+  BOOST_CHECK_EQUAL(r.server_cmd, fmt::format("rping -s -a 192.0.2.3 -p {} -C {} -S {}", r.port, r.iterations, r.size));
+  for (const auto& c : cells)
+    for (const auto* text : {&c.why, &c.program, &c.server_cmd, &c.client_cmd})
+      BOOST_CHECK_MESSAGE(text->find('{') == std::string::npos, c.id << ": unfilled " << *text);
+}
+
+namespace {
+
+// A one-group table around `cell` (JSON object members), with `extra` at the top level.
+std::string table_with(const std::string& cell, const std::string& extra = "") {
+  return R"({"format": "rdmaconf lab cells 1", )" + extra +
+         R"("findings": {"f1": {"text": "a known finding", "cases": ["iwarp.mpa.fpdu.pad"]}},
+  "groups": [{"name": "g", "defaults": {"role": "initiator", "program": "rping -s", "scenario": "rping",
+  "why": "RFC 5044 §7.1"}, "cells": [{"id": "siw.one", )" +
+         cell + "}]}]}";
+}
+
+std::string swapped(std::string text, std::string_view from, std::string_view to) {
+  const auto at = text.find(from);
+  BOOST_REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    lab::parse_cells(text, "cells.json");
+  } catch (const lab::CellsError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_good_small_table_reads_with_defaults_and_overrides) {
+  const auto t = lab::parse_cells(table_with(R"("size": 128, "finding": "f1", "siw": "crc-required.v1")"), "cells.json");
+  BOOST_REQUIRE_EQUAL(t.cells.size(), 1u);
+  const auto& c = t.cells.front();
+  BOOST_CHECK_EQUAL(c.our_role, "initiator");
+  BOOST_CHECK_EQUAL(c.size, 128u);
+  BOOST_CHECK_EQUAL(c.iterations, 10u);
+  BOOST_CHECK(c.siw.crc_required && c.siw.mpa_version == 1);
+  BOOST_CHECK_EQUAL(c.known_finding, "a known finding");
+  BOOST_CHECK(c.finding_cases == std::vector<std::string>{"iwarp.mpa.fpdu.pad"});
+}
+
+// A broken table is refused with the file, the cell and the field named.
+BOOST_AUTO_TEST_CASE(a_broken_table_gets_a_precise_error) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"{\n  \"format\": \"rdmaconf lab cells 1\",\n  \"groups\": [,]\n}", "cells.json: not JSON at line 3, column 14"},
+      {table_with(R"("sise": 128)"), "cells.json: groups[0].cells[0] (siw.one): unknown field \"sise\""},
+      {table_with(R"("role": "observer")"), "(siw.one): role: expected initiator, responder or none, got \"observer\""},
+      {table_with(R"("size": 0)"), "(siw.one): size: expected an integer in 1..67108864, got 0"},
+      {table_with(R"("size": "64")"), "(siw.one): size: expected an integer"},
+      {table_with(R"("finding": "f2")"), "(siw.one): finding: \"f2\" is not in findings"},
+      {table_with(R"("siw": "crc-off.v3")"), "(siw.one): siw: \"crc-off.v3\" is not a configuration"},
+      {table_with(R"("why": "see {rfc}")"), "(siw.one): a template (program, why, server or client) does not fill"},
+      {table_with(R"("why": "{terminate}")"), "does not fill"},  // rping has no Terminate to require
+      {table_with(R"("why": "")"), "(siw.one): why: empty"},
+      {table_with(R"("expect": "terminate")"), "(siw.one): expect: terminate is for our iWARP initiator's terminate-*"},
+      {table_with(R"("scenario": "terminate-crc")"), "(siw.one): expect: scenario terminate-crc requires terminate, the cell says data"},
+      {table_with(R"("role": "none")"), "(siw.one): server, client: a kernel-against-kernel cell (role none) has both"},
+      {table_with(R"("connection": "UD")"), "(siw.one): connection: only cells of our RoCE engine against rxe"},
+      {table_with(R"("fault": "fault-icrc")"), "(siw.one): fault: \"fault-icrc\" is not a fault-* scenario of our RoCE initiator"},
+      {table_with(R"("id": "../x")"), "id: \"../x\" is not a folder name"},
+      {table_with(R"("iterations": 10)", R"("not_run": {"terminate-nope": "?"}, )"), "cells.json: not_run.terminate-nope: not a scenario"},
+      {swapped(table_with(R"("size": 64)"), "cells 1", "cells 2"), "cells.json: format: expected \"rdmaconf lab cells 1\", got \"rdmaconf lab cells 2\""},
+      {swapped(table_with(R"("size": 64)"), R"("size": 64})", R"("size": 64}, {"id": "siw.one"})"),
+       "cells.json: groups[0].cells[1] (siw.one): id: siw.one appears twice"},
+  };
+  for (const auto& [text, want] : cases) {
+    const std::string got = error_of(text);
+    BOOST_CHECK_MESSAGE(got.find(want) != std::string::npos, "expected \"" << want << "\", got \"" << got << "\"");
+  }
+  BOOST_CHECK_THROW(lab::read_cells("/nonexistent/cells.json"), lab::CellsError);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
