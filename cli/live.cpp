@@ -228,6 +228,8 @@ int run_roce_peer(const LiveOptions& o) {
   po.connections = o.connections;
   po.idle_timeout_ms = o.timeout_ms;
   po.max_size = o.max_size;
+  po.max_sessions = o.max_sessions;
+  po.memory_budget = o.memory_budget;
   po.pcap_dir = o.pcap_dir;
   po.raw_receive = o.raw_receive;
   if (is_perftest(o.peer_program)) po.perftest_program = o.peer_program;
@@ -280,10 +282,10 @@ LiveCommands::LiveCommands(CLI::App& app) : o_(std::make_unique<LiveOptions>()) 
   peer_->add_option("--pcap-dir", o.pcap_dir, "record connection N as DIR/peer-N.pcap");
   peer_->add_flag("--reject", o.reject, "reject every MPA Request");
   peer_->add_option("--max-size", o.max_size, "largest buffer a client may ask for");
-  peer_->add_option("--max-sessions", o.max_sessions, "iwarp: connections served at once; beyond, a rejecting MPA Reply says busy")
+  peer_->add_option("--max-sessions", o.max_sessions, "connections served at once; beyond, a refusal says busy (iwarp: a rejecting MPA Reply; roce: an error reply)")
       ->check(CLI::Range(1u, 4096u));
   peer_->add_option("--memory-budget", o.memory_budget,
-                    "iwarp: octets all sessions' buffers may take together; a scenario beyond is refused");
+                    "octets all sessions' buffers may take together; a scenario beyond is refused");
   peer_->add_flag("--perftest", o.perftest,
                   "serve perftest clients instead of our exchange: roce, ib_{write,read,send,atomic}_bw SERVER "
                   "without -R (perftest's TCP exchange); iwarp, ib_{write,read,send}_bw -R SERVER (rdma_cm)");

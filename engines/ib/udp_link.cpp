@@ -82,7 +82,7 @@ std::uint64_t now_ms() {
 UdpLink::UdpLink() : batch_(kBatch), rx_(kBatch, std::vector<std::byte>(kMaxDatagram)) {}
 UdpLink::~UdpLink() = default;
 
-bool UdpLink::open(std::string_view local, std::string& err) {
+bool UdpLink::open(std::string_view local, std::string& err, bool share_port) {
   if (!udp_endpoint(local, local_, err)) return false;
   if (unspecified(local_)) {
     err = fmt::format("{}: bind to one address (the ICRC covers it)", local);
@@ -110,6 +110,12 @@ bool UdpLink::open(std::string_view local, std::string& err) {
     ::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
   if (::setsockopt(fd_.get(), SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof big) != 0)
     ::setsockopt(fd_.get(), SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
+  const int one = 1;
+  if (share_port && ::setsockopt(fd_.get(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0) {
+    err = errno_text("SO_REUSEPORT");
+    fd_ = Fd();
+    return false;
+  }
   if (::bind(fd_.get(), reinterpret_cast<const sockaddr*>(&local_), size_of(local_)) != 0) {
     err = errno_text(fmt::format("bind {}", local).c_str());
     fd_ = Fd();
@@ -132,6 +138,20 @@ bool UdpLink::set_peer(std::string_view peer, std::string& err, bool exact_port)
   set_flow(in_flow_, peer_, local_);
   return true;
 }
+
+bool UdpLink::connect_peer(std::string& err) {
+  if (!have_peer_ || !exact_port_) {
+    err = "connect_peer: no exact peer set";
+    return false;
+  }
+  if (::connect(fd_.get(), reinterpret_cast<const sockaddr*>(&peer_), size_of(peer_)) != 0) {
+    err = errno_text(fmt::format("connect {}", peer_name()).c_str());
+    return false;
+  }
+  return true;
+}
+
+std::string UdpLink::peer_name() const { return have_peer_ ? endpoint_name(peer_) : std::string(); }
 
 bool UdpLink::raw_receive(std::string& err) {
   if (is_v6(local_)) {  // an IPv6 raw socket hands over no IP header: nothing to gain

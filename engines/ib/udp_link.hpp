@@ -37,11 +37,19 @@ class UdpLink {
  public:
   UdpLink();
   ~UdpLink();
-  bool open(std::string_view local, std::string& err);
+  // With share_port, other links may bind the same address and port
+  // (SO_REUSEPORT): one link per session, each connect_peer()ed to its
+  // client, beside one that takes what no session claims.
+  bool open(std::string_view local, std::string& err, bool share_port = false);
   // With exact_port, datagrams count as the peer's only from its port too
   // (a peer that sends from the port it named); else from any port of its
   // address (RoCEv2 senders such as rxe spread flows over source ports).
   bool set_peer(std::string_view peer, std::string& err, bool exact_port = false);
+  // Connects the socket to the peer (after set_peer with exact_port): the
+  // kernel then hands this link the peer's datagrams ahead of any other link
+  // sharing the port, and no one else's.
+  bool connect_peer(std::string& err);
+  std::string peer_name() const;
   // Receives through a raw IPv4 socket as well (root only), so the ICRC is
   // checked against the IP header as it arrived: a peer that numbers its
   // datagrams (rxe sets IPv4 identification) needs it. The UDP socket's own

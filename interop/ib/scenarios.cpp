@@ -4,10 +4,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -16,6 +19,7 @@
 #include "interop/ib/control.hpp"
 #include "interop/ib/perftest.hpp"
 #include "interop/pattern.hpp"
+#include "interop/sessions.hpp"
 
 namespace rdmaconf::interop::ib {
 
@@ -399,7 +403,38 @@ RunResult run_initiator(std::string_view control_peer, const RunOptions& o) {
 
 namespace {
 
-json serve_one(int cfd, UdpLink& link, const PeerOptions& o, std::uint64_t index, std::stop_token stop) {
+// What the sessions of one serve() share: the memory budget, and the client
+// UDP endpoints that live sessions have claimed (the kernel hands a
+// datagram to one connected socket only, so two sessions may not share one).
+struct Shared {
+  MemoryBudget budget;
+  std::mutex mu;
+  std::set<std::string> claimed;
+};
+
+// A client UDP endpoint held for the life of a session.
+class Claim {
+ public:
+  Claim(Shared& s, std::string endpoint) : s_(s), endpoint_(std::move(endpoint)) {
+    std::lock_guard g(s_.mu);
+    held_ = s_.claimed.insert(endpoint_).second;
+  }
+  ~Claim() {
+    if (!held_) return;
+    std::lock_guard g(s_.mu);
+    s_.claimed.erase(endpoint_);
+  }
+  Claim(const Claim&) = delete;
+  Claim& operator=(const Claim&) = delete;
+  bool held() const { return held_; }
+
+ private:
+  Shared& s_;
+  std::string endpoint_;
+  bool held_ = false;
+};
+
+json serve_one(int cfd, const PeerOptions& o, std::uint64_t index, std::stop_token stop, Shared& shared) {
   json rep = {{"connection", index}, {"ok", false}};
   std::string err;
   LineReader rd{cfd, {}};
@@ -428,14 +463,26 @@ json serve_one(int cfd, UdpLink& link, const PeerOptions& o, std::uint64_t index
   cfg.sq_psn = static_cast<std::uint32_t>(random_u64() & kMaxPsn);
   cfg.pmtu = h->mtu;
   if (const std::string bad = eng::validate(cfg); !bad.empty()) return refuse("hello: " + bad);
+  // This session's own socket on the peer's address and port, connected to
+  // the client's endpoint: the kernel hands it that endpoint's datagrams and
+  // no one else's, whatever other sessions run.
+  UdpLink link;
+  if (!link.open(o.udp_local, err, true) || (o.raw_receive && !link.raw_receive(err))) return refuse(err);
   if (!link.set_peer(h->udp, err, true)) return refuse("hello: " + err);
+  const Claim claim(shared, link.peer_name());
+  if (!claim.held()) return refuse(fmt::format("hello: udp {} is in use by another session", link.peer_name()));
+  if (!link.connect_peer(err)) return refuse(err);
+  const std::uint64_t size = h->size, recvs = h->recvs;
+  Reservation mem(&shared.budget);
+  if (!mem.add(h->buffer + recvs * size + 8))
+    return refuse(fmt::format("hello: {} octets of buffers are beyond the peer's memory budget ({} of {} in use)",
+                              h->buffer + recvs * size + 8, shared.budget.used(), shared.budget.limit()));
   if (!o.pcap_dir.empty() &&
       !link.record((std::filesystem::path(o.pcap_dir) / fmt::format("peer-roce-{}.pcap", index)).string(), err))
     return refuse(err);
 
   ProtectionDomain pd;
   CompletionQueue scq, rcq;
-  const std::uint64_t size = h->size, recvs = h->recvs;
   std::vector<std::byte> data(h->buffer), recv(recvs * size), atom(8);
   fill_pattern(data, h->seed + 1);
   const auto dkey = pd.register_mr(data, kRemoteRead | kRemoteWrite | kLocalWrite, kPeerVa);
@@ -552,16 +599,38 @@ json serve_one(int cfd, UdpLink& link, const PeerOptions& o, std::uint64_t index
 
 void serve(int listen_fd, const PeerOptions& o, const std::function<void(const json&)>& on_connection,
            std::stop_token stop) {
-  UdpLink link;
+  // Datagrams no live session claims reach this socket (it shares the port
+  // with the sessions' connected ones); they are dropped and counted.
+  UdpLink unclaimed;
   std::string err;
-  if (!link.open(o.udp_local, err) || (o.raw_receive && !link.raw_receive(err))) {
+  if (!unclaimed.open(o.udp_local, err, true)) {
     on_connection({{"ok", false}, {"error", err}});
     return;
   }
+  std::atomic<std::uint64_t> dropped{0};
+  std::mutex report_mu;
+  auto report = [&](json j) {
+    j["datagrams_for_no_session"] = dropped.load();
+    std::lock_guard g(report_mu);
+    on_connection(j);
+  };
+  Shared shared{MemoryBudget(o.memory_budget), {}, {}};
+  SessionPool pool(o.max_sessions);  // last: its sessions use the above
   for (std::uint64_t n = 0; !stop.stop_requested() && (o.connections == 0 || n < o.connections);) {
+    dropped += unclaimed.discard_pending();
     Fd c = tcp_accept(listen_fd, 200, err);
     if (!c) continue;
-    on_connection(serve_one(c.get(), link, o, n++, stop));
+    dropped += unclaimed.discard_pending();
+    const std::uint64_t index = n++;
+    const auto admitted = pool.admit(
+        std::move(c), [&, index](Fd f) { report(serve_one(f.get(), o, index, stop, shared)); },
+        [&, index](Fd f) {
+          const std::string busy = fmt::format("busy: {} sessions in progress", o.max_sessions);
+          send_json(f.get(), {{"error", busy}});
+          report({{"connection", index}, {"ok", false}, {"refused", true}, {"error", busy}});
+        });
+    if (admitted == SessionPool::Admission::closed)
+      report({{"connection", index}, {"ok", false}, {"refused", true}, {"error", "busy; closed without a reply"}});
   }
 }
 

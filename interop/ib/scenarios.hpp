@@ -89,12 +89,19 @@ struct PeerOptions {
   std::uint64_t connections = 0;    // stop after this many (0: until stopped)
   int idle_timeout_ms = 30000;
   std::uint32_t max_size = 64u << 20;  // largest buffer a hello may ask for
+  unsigned max_sessions = 16;          // serve(): sessions at once; beyond, a hello gets a "busy" error
+  std::uint64_t memory_budget = 1ull << 30;  // serve(): buffers of all sessions together; a hello beyond is refused
   std::string pcap_dir;             // record connection N as DIR/peer-roce-N.pcap
   bool raw_receive = false;
   std::string perftest_program = "ib_write_bw";  // serve_perftest: what its clients run (ib_read_bw is served alike)
 };
 
-// Serves control connections on a listening socket, one at a time.
+// Serves control connections on a listening socket, each session in a thread
+// of its own (at most max_sessions at once, so that a slow or silent client
+// delays no other). Each session has its own UDP socket on udp_local,
+// connected to the client's UDP endpoint, so that only that endpoint's
+// datagrams reach it; datagrams for no live session are dropped and counted
+// (datagrams_for_no_session in every report).
 void serve(int listen_fd, const PeerOptions& o, const std::function<void(const nlohmann::json&)>& on_connection,
            std::stop_token stop = {});
 

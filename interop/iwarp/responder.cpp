@@ -297,46 +297,19 @@ void serve(int listen_fd, const PeerOptions& o, const std::function<void(const n
     on_connection(j);
   };
   MemoryBudget budget(o.memory_budget);
-  std::atomic<unsigned> active{0}, refusing{0};
-  struct Worker {
-    std::shared_ptr<std::atomic<bool>> done;
-    std::jthread thread;
-  };
-  std::list<Worker> workers;
-  auto spawn = [&](std::function<void()> job) {
-    auto done = std::make_shared<std::atomic<bool>>(false);
-    workers.push_back({done, std::jthread([job = std::move(job), done] {
-                         job();
-                         *done = true;
-                       })});
-  };
+  SessionPool pool(o.max_sessions);  // last: its sessions use the above
   for (std::uint64_t n = 0; (o.connections == 0 || n < o.connections) && !stop.stop_requested();) {
-    workers.remove_if([](Worker& w) { return w.done->load(); });  // (a finished jthread joins at once)
     std::string err;
     Fd fd = tcp_accept(listen_fd, 200, err);
     if (!fd) continue;
     ++n;
-    if (active.load() >= std::max(1u, o.max_sessions)) {
-      // (A few refusals run at once; beyond that the connection is just closed.)
-      if (refusing.load() >= 4) {
-        report({{"scenario", nullptr}, {"ok", false}, {"refused", true}, {"message", "busy; closed without an MPA Reply"}});
-        continue;
-      }
-      ++refusing;
-      spawn([&, f = std::make_shared<Fd>(std::move(fd))] {
-        report(refuse_busy(std::move(*f), o));
-        --refusing;
-      });
-      continue;
-    }
-    ++active;
     const std::string pcap = o.pcap_dir.empty() ? "" : fmt::format("{}/peer-{}.pcap", o.pcap_dir, n);
-    spawn([&, f = std::make_shared<Fd>(std::move(fd)), pcap] {
-      report(serve_one(std::move(*f), o, pcap, &budget));
-      --active;
-    });
+    const auto admitted = pool.admit(
+        std::move(fd), [&, pcap](Fd f) { report(serve_one(std::move(f), o, pcap, &budget)); },
+        [&](Fd f) { report(refuse_busy(std::move(f), o)); });
+    if (admitted == SessionPool::Admission::closed)
+      report({{"scenario", nullptr}, {"ok", false}, {"refused", true}, {"message", "busy; closed without an MPA Reply"}});
   }
-  workers.clear();  // (joins every session still going)
 }
 
 }  // namespace rdmaconf::interop::iwarp

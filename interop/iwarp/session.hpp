@@ -10,8 +10,6 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
-#include <atomic>
-#include <list>
 #include <span>
 #include <thread>
 
@@ -20,6 +18,7 @@
 #include "engines/common/socket.hpp"
 #include "engines/iwarp/device.hpp"
 #include "interop/iwarp/scenarios.hpp"
+#include "interop/sessions.hpp"
 #include "protocols/core/bits.hpp"
 #include "protocols/iwarp/headers.hpp"
 
@@ -327,42 +326,6 @@ inline std::uint32_t bw_slots(std::uint32_t size, std::uint64_t iterations) {
 }
 
 // Serves one connection as the responder (responder.cpp).
-// What the peer's sessions may allocate together (PeerOptions::memory_budget).
-class MemoryBudget {
- public:
-  explicit MemoryBudget(std::uint64_t limit) : limit_(limit) {}
-  bool take(std::uint64_t n) {
-    std::uint64_t cur = used_.load();
-    do {
-      if (n > limit_ - std::min(cur, limit_)) return false;
-    } while (!used_.compare_exchange_weak(cur, cur + n));
-    return true;
-  }
-  void give(std::uint64_t n) { used_ -= n; }
-  std::uint64_t used() const { return used_.load(); }
-
- private:
-  std::uint64_t limit_;
-  std::atomic<std::uint64_t> used_{0};
-};
-// One session's share, given back when it ends.
-struct Reservation {
-  MemoryBudget* budget = nullptr;
-  std::uint64_t held = 0;
-  Reservation() = default;
-  explicit Reservation(MemoryBudget* b) : budget(b) {}
-  Reservation(const Reservation&) = delete;
-  Reservation& operator=(const Reservation&) = delete;
-  ~Reservation() {
-    if (budget) budget->give(held);
-  }
-  bool add(std::uint64_t n) {
-    if (budget && !budget->take(n)) return false;
-    held += n;
-    return true;
-  }
-};
-
 nlohmann::json serve_one(Fd fd, const PeerOptions& o, const std::string& pcap, MemoryBudget* budget = nullptr);
 
 }  // namespace rdmaconf::interop::iwarp::detail
