@@ -224,11 +224,12 @@ bool UdpLink::flush(QueuePair& qp) {
     }
     std::size_t done = 0;
     while (done < n) {
-      const int r = ::sendmmsg(fd_.get(), msgs + done, static_cast<unsigned>(n - done), 0);
+      const int out = send_fd_ >= 0 ? send_fd_ : fd_.get();
+      const int r = ::sendmmsg(out, msgs + done, static_cast<unsigned>(n - done), 0);
       if (r < 0) {
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) {
-          pollfd p{fd_.get(), POLLOUT, 0};
+          pollfd p{out, POLLOUT, 0};
           ::poll(&p, 1, 10);
           continue;
         }

@@ -48,7 +48,13 @@ class UdpLink {
   // Connects the socket to the peer (after set_peer with exact_port): the
   // kernel then hands this link the peer's datagrams ahead of any other link
   // sharing the port, and no one else's.
+  // (A connected socket's IPv4 datagrams carry a counting identification,
+  // which the ICRC covers and the engine cannot know: send through an
+  // unconnected socket bound to the same address and port, send_through.)
   bool connect_peer(std::string& err);
+  // Sends through `fd` (an unconnected socket on the same local address and
+  // port, which outlives this link) instead of this link's own socket.
+  void send_through(int fd) { send_fd_ = fd; }
   std::string peer_name() const;
   // Receives through a raw IPv4 socket as well (root only), so the ICRC is
   // checked against the IP header as it arrived: a peer that numbers its
@@ -86,6 +92,7 @@ class UdpLink {
   bool from_peer(const sockaddr_storage& from) const;
 
   Fd fd_, raw_;
+  int send_fd_ = -1;
   sockaddr_storage local_{}, peer_{};  // IPv4 or IPv6, both of one family
   bool have_peer_ = false, exact_port_ = false;
   protocols::ib::RoceFlow out_flow_, in_flow_;

@@ -407,6 +407,7 @@ namespace {
 // UDP endpoints that live sessions have claimed (the kernel hands a
 // datagram to one connected socket only, so two sessions may not share one).
 struct Shared {
+  int send_fd;  // the unconnected socket on the peer's port: every session sends through it
   MemoryBudget budget;
   std::mutex mu;
   std::set<std::string> claimed;
@@ -472,6 +473,7 @@ json serve_one(int cfd, const PeerOptions& o, std::uint64_t index, std::stop_tok
   const Claim claim(shared, link.peer_name());
   if (!claim.held()) return refuse(fmt::format("hello: udp {} is in use by another session", link.peer_name()));
   if (!link.connect_peer(err)) return refuse(err);
+  link.send_through(shared.send_fd);
   const std::uint64_t size = h->size, recvs = h->recvs;
   Reservation mem(&shared.budget);
   if (!mem.add(h->buffer + recvs * size + 8))
@@ -614,7 +616,7 @@ void serve(int listen_fd, const PeerOptions& o, const std::function<void(const j
     std::lock_guard g(report_mu);
     on_connection(j);
   };
-  Shared shared{MemoryBudget(o.memory_budget), {}, {}};
+  Shared shared{unclaimed.fd(), MemoryBudget(o.memory_budget), {}, {}};
   SessionPool pool(o.max_sessions);  // last: its sessions use the above
   for (std::uint64_t n = 0; !stop.stop_requested() && (o.connections == 0 || n < o.connections);) {
     dropped += unclaimed.discard_pending();
