@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <list>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -68,16 +69,13 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& paths, st
   return out;
 }
 
-bool write_file(const std::string& path, const std::string& what, const std::function<void(std::ostream&)>& f) {
+// A report's file, its folder made if needed; a message when it cannot be opened.
+bool open_report(std::ofstream& os, const std::string& path, const std::string& what) {
   std::error_code ec;
   const fs::path parent = fs::path(path).parent_path();
   if (!parent.empty()) fs::create_directories(parent, ec);
-  std::ofstream os(path);
-  if (!os) {
-    std::cerr << fmt::format("rdmaconf: cannot write {} report to {}\n", what, path);
-    return false;
-  }
-  f(os);
+  os.open(path, std::ios::binary);
+  if (!os) std::cerr << fmt::format("rdmaconf: cannot write {} report to {}\n", what, path);
   return static_cast<bool>(os);
 }
 
@@ -261,29 +259,56 @@ int main(int argc, char** argv) {
                 << (done >= total ? "\n" : "") << std::flush;
     };
   }
+  // The reports are written as the check goes, each scope as it ends, so
+  // that memory follows the open connections and not the capture's history.
+  // They run on a thread of their own, so that writing overlaps checking.
+  std::list<std::pair<std::ofstream, std::string>> files;  // each report's stream (writers hold it), and what it is
+  std::unique_ptr<reports::ReportWriter> report;
+  opt.on_scope = [&](const std::string&, conformance::ScopeResult&& s) {
+    if (report) report->take(std::move(s));
+  };
   conformance::Checker checker(opt);
   if (checker.active_cases().empty()) {
     std::cerr << "rdmaconf: no case matches --cases " << fmt::format("{}", fmt::join(opt.case_patterns, ",")) << "\n";
     return kExitUsage;
   }
 
-  std::vector<conformance::InputResult> results;
-  for (const auto& in : inputs) {
-    current = in;
-    results.push_back(checker.check_file(in));
-    if (!results.back().error.empty()) std::cerr << "rdmaconf: " << results.back().error << "\n";
+  const reports::RunInfo run{RDMACONF_VERSION, std::vector<std::string>(argv + 1, argv + argc), strict,
+                             opt.case_patterns, checker.active_cases()};
+  std::vector<std::unique_ptr<reports::ReportWriter>> writers;
+  for (const auto& [path, what] : {std::pair{json_out, "JSON"}, std::pair{junit_out, "JUnit"}}) {
+    if (path.empty()) continue;
+    files.emplace_back(std::ofstream(), fmt::format("{} report {}", what, path));
+    if (!open_report(files.back().first, path, what)) return kExitUsage;
+    writers.push_back(what == std::string_view("JSON") ? reports::json_writer(files.back().first, run)
+                                                      : reports::junit_writer(files.back().first, run));
   }
+  if (!quiet) writers.push_back(reports::summary_writer(std::cout, verbose));
+  if (!writers.empty()) report = reports::in_background(std::move(writers));
 
-  reports::RunInfo run{RDMACONF_VERSION, std::vector<std::string>(argv + 1, argv + argc), strict, opt.case_patterns,
-                       checker.active_cases()};
+  reports::Totals t;
+  try {
+    for (const auto& in : inputs) {
+      current = in;
+      if (report) report->begin_input(in);
+      const auto r = checker.check_file(in);
+      if (!r.error.empty()) std::cerr << "rdmaconf: " << r.error << "\n";
+      if (report) report->end_input(r);
+      t.add(r);
+    }
+    if (report) report->end(t);
+  } catch (const std::exception& e) {  // a report's temporary file could not be made
+    std::cerr << "rdmaconf: " << e.what() << "\n";
+    return kExitUsage;
+  }
   bool ok = true;
-  if (!json_out.empty())
-    ok &= write_file(json_out, "JSON", [&](std::ostream& os) { os << reports::to_json(run, results).dump(2) << "\n"; });
-  if (!junit_out.empty())
-    ok &= write_file(junit_out, "JUnit", [&](std::ostream& os) { reports::write_junit(os, run, results); });
-  if (!quiet) reports::write_summary(std::cout, results, verbose);
-
-  const auto t = reports::totals(results);
+  for (auto& [f, what] : files) {
+    f.flush();
+    if (!f) {
+      std::cerr << fmt::format("rdmaconf: writing the {} failed\n", what);
+      ok = false;
+    }
+  }
   if (t.input_errors || !ok) return kExitUsage;
   return t.fail ? kExitFail : 0;
 }

@@ -96,6 +96,12 @@ InputResult Checker::check(const std::string& path, std::unique_ptr<PcapReader> 
   const int linktype = reader->linktype();
   out.linktype = linktype_name(linktype);
 
+  // Where ended scopes go: counted, then streamed out or kept.
+  auto sink = [&](ScopeResult&& r) {
+    for (const auto& o : r.outcomes) out.verdicts.add(o.tally.verdict());
+    if (opt_.on_scope) opt_.on_scope(path, std::move(r));
+    else out.scopes.push_back(std::move(r));
+  };
   // Each family's run on this input, and who gets what.
   std::vector<std::unique_ptr<RunContext>> contexts;
   std::vector<std::unique_ptr<FamilyRun>> runs;
@@ -103,7 +109,7 @@ InputResult Checker::check(const std::string& path, std::unique_ptr<PcapReader> 
   std::vector<std::pair<std::uint16_t, FamilyRun*>> by_port, by_ethertype;
   FamilyRun* whole_link = nullptr;  // a family that owns the input's link type
   for (const auto& a : families_) {
-    contexts.push_back(std::make_unique<RunContext>(out, opt_.family_options, a.cases));
+    contexts.push_back(std::make_unique<RunContext>(out, opt_.family_options, a.cases, sink));
     if (!opt_.listing_family.empty() && a.family->name() == opt_.listing_family) contexts.back()->on_unit = opt_.on_unit;
     runs.push_back(a.family->start(*contexts.back()));
     FamilyRun* run = runs.back().get();
@@ -178,7 +184,21 @@ InputResult Checker::check(const std::string& path, std::unique_ptr<PcapReader> 
   }
   if (!reader->error().empty()) out.error = reader->error();
   tcp.finish(last);
-  for (auto& r : runs) r->finish(out.scopes, out.stats.families);
+  for (auto& r : runs) {
+    std::vector<ScopeResult> open;
+    r->finish(open, out.stats.families);
+    for (auto& s : open) sink(std::move(s));
+  }
+  // Kept scopes: each family's, in the family's order, families in turn.
+  auto rank = [&](const ScopeResult& s) {
+    std::size_t f = 0;
+    while (f < families_.size() && families_[f].family->name() != s.family) ++f;
+    return f;
+  };
+  std::stable_sort(out.scopes.begin(), out.scopes.end(), [&](const ScopeResult& x, const ScopeResult& y) {
+    const auto fx = rank(x), fy = rank(y);
+    return fx != fy ? fx < fy : x.order < y.order;
+  });
   out.sha256 = reader->sha256();
   if (opt_.progress) opt_.progress(reader->file_size(), reader->file_size());
   return out;

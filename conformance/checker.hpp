@@ -27,6 +27,10 @@ struct CheckOptions {
   bool hash = true;
   // The families to run; empty: every registered one.
   std::vector<const ProtocolFamily*> families;
+  // When set, each scope goes here as soon as it ends, with the input's
+  // path, and InputResult::scopes stays empty: memory follows the open
+  // connections, not the capture's history (a streamed report).
+  std::function<void(const std::string& path, ScopeResult&&)> on_scope;
 };
 
 class Checker {

@@ -49,8 +49,9 @@ struct Claims {
 // What a family's run may use of the checker.
 class RunContext {
  public:
-  RunContext(InputResult& out, const FamilyOptions& options, std::vector<std::size_t> active)
-      : out_(out), options_(options), active_(std::move(active)) {}
+  using ScopeSink = std::function<void(ScopeResult&&)>;
+  RunContext(InputResult& out, const FamilyOptions& options, std::vector<std::size_t> active, ScopeSink sink = {})
+      : out_(out), options_(options), active_(std::move(active)), sink_(std::move(sink)) {}
   // The family's cases that run (indices into ProtocolFamily::cases()).
   const std::vector<std::size_t>& active() const { return active_; }
   // The values of one of the family's options, or `fallback` when it was not given.
@@ -62,6 +63,9 @@ class RunContext {
   void undecodable(const std::string& message);
   // A file-level oddity of one frame (warned, counted; the frame is still judged).
   void anomaly(const std::string& message);
+  // A scope that has ended (its connection closed, its conversation went
+  // idle): handed on at once, so that the family keeps only open state.
+  void scope_done(ScopeResult&& r) { sink_(std::move(r)); }
   // Set by `rdmaconf <listing>`: called with every decoded unit as JSON.
   std::function<void(const nlohmann::json&)> on_unit;
 
@@ -69,6 +73,7 @@ class RunContext {
   InputResult& out_;
   const FamilyOptions& options_;
   std::vector<std::size_t> active_;
+  ScopeSink sink_;
 };
 
 // The run's share of a family's case objects: those ctx.active() names, and their infos.
@@ -89,7 +94,8 @@ class FamilyRun {
   virtual void packet(const captures::io::Packet&) {}
   // Claimed TCP streams arrive here (families with Claims::tcp_streams).
   virtual captures::io::TcpSink* streams() { return nullptr; }
-  // End of input: the scopes, in a stable order, and the family's counters.
+  // End of input: the scopes still open (those that ended went to
+  // RunContext::scope_done), in a stable order, and the family's counters.
   virtual void finish(std::vector<ScopeResult>& scopes, std::vector<FamilyCount>& counts) = 0;
 };
 

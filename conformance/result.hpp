@@ -30,6 +30,9 @@ struct Coverage {
 struct ScopeResult {
   std::string_view family;  // the family's name, as in its cases' CaseInfo
   std::string id;      // "tcp/3" or "ib/1": unique within the input
+  // The family's stable order of its scopes (a report that keeps them lists
+  // each family's by this; a streamed report lists them as they end).
+  std::uint64_t order = 0;
   std::string label;   // "10.0.0.1:40000 -> 10.0.0.2:4791"
   nlohmann::json params = nlohmann::json::object();  // negotiated or observed parameters
   std::uint64_t first_frame = 0, last_frame = 0;
@@ -56,13 +59,28 @@ struct InputStats {
   std::vector<FamilyCount> families;  // in registration order
 };
 
+// Results by verdict, over every scope of an input (whether the scopes are
+// kept in InputResult::scopes or streamed out as they end).
+struct VerdictCounts {
+  std::uint64_t pass = 0, fail = 0, not_applicable = 0, inconclusive = 0;
+  void add(Verdict v) {
+    switch (v) {
+      case Verdict::pass: ++pass; break;
+      case Verdict::fail: ++fail; break;
+      case Verdict::not_applicable: ++not_applicable; break;
+      case Verdict::inconclusive: ++inconclusive; break;
+    }
+  }
+};
+
 struct InputResult {
   std::string path;
   std::string sha256;
   std::string linktype;
   std::string error;  // non-empty: the input could not be read (completely)
   InputStats stats;
-  std::vector<ScopeResult> scopes;
+  std::vector<ScopeResult> scopes;  // empty when CheckOptions::on_scope took them
+  VerdictCounts verdicts;
   std::vector<std::string> warnings;  // first few undecodable frames and capture problems
   std::uint64_t warnings_total = 0;
 };

@@ -1,7 +1,17 @@
 #include "reports/report.hpp"
 
+#include <algorithm>
+#include <charconv>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <iterator>
 #include <map>
 #include <ostream>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
@@ -10,20 +20,17 @@ namespace rdmaconf::reports {
 
 using namespace conformance;
 
+void Totals::add(const InputResult& in) {
+  if (!in.error.empty()) ++input_errors;
+  pass += in.verdicts.pass;
+  fail += in.verdicts.fail;
+  not_applicable += in.verdicts.not_applicable;
+  inconclusive += in.verdicts.inconclusive;
+}
+
 Totals totals(const std::vector<InputResult>& inputs) {
   Totals t;
-  for (const auto& in : inputs) {
-    if (!in.error.empty()) ++t.input_errors;
-    for (const auto& s : in.scopes)
-      for (const auto& o : s.outcomes) {
-        switch (o.tally.verdict()) {
-          case Verdict::pass: ++t.pass; break;
-          case Verdict::fail: ++t.fail; break;
-          case Verdict::not_applicable: ++t.not_applicable; break;
-          case Verdict::inconclusive: ++t.inconclusive; break;
-        }
-      }
-  }
+  for (const auto& in : inputs) t.add(in);
   return t;
 }
 
@@ -37,17 +44,6 @@ nlohmann::json case_json(const CaseInfo& c) {
 }
 
 namespace {
-
-nlohmann::json evidence_json(const Evidence& e) {
-  nlohmann::json j;
-  j["frames"] = e.frames;
-  if (e.stream_offset) j["stream_offset"] = *e.stream_offset;
-  if (!e.side.empty()) j["side"] = e.side;
-  if (!e.expected.empty()) j["expected"] = e.expected;
-  if (!e.actual.empty()) j["actual"] = e.actual;
-  if (!e.detail.empty()) j["detail"] = e.detail;
-  return j;
-}
 
 std::string xml_escape(std::string_view s) {
   std::string o;
@@ -82,7 +78,10 @@ std::string evidence_text(const Evidence& e) {
 
 }  // namespace
 
-nlohmann::json to_json(const RunInfo& run, const std::vector<InputResult>& inputs) {
+namespace {
+
+// The report's pieces, shared by the whole document and the streamed one.
+nlohmann::json run_json(const RunInfo& run) {
   nlohmann::json j;
   j["$schema"] = kSchemaId;
   j["schema_version"] = kSchemaVersion;
@@ -90,138 +89,431 @@ nlohmann::json to_json(const RunInfo& run, const std::vector<InputResult>& input
   j["options"] = {{"strict", run.strict}, {"cases", run.case_patterns}, {"arguments", run.arguments}};
   j["catalog"] = nlohmann::json::array();
   for (const auto* c : run.cases) j["catalog"].push_back(case_json(*c));
+  return j;
+}
+
+// Everything of an input but its path and scopes.
+nlohmann::json input_json(const InputResult& in) {
+  nlohmann::json ji;
+  ji["sha256"] = in.sha256;
+  ji["linktype"] = in.linktype;
+  if (!in.error.empty()) ji["error"] = in.error;
+  ji["stats"] = {{"frames", in.stats.frames},
+                 {"octets", in.stats.octets},
+                 {"tcp_connections", in.stats.tcp_connections},
+                 {"undecodable_frames", in.stats.undecodable_frames},
+                 {"capture_anomalies", in.stats.capture_anomalies}};
+  for (const auto& c : in.stats.families) ji["stats"][c.key] = c.value;
+  ji["warnings"] = in.warnings;
+  ji["warnings_total"] = in.warnings_total;
+  return ji;
+}
+
+// A scope as JSON text, written directly: a large capture has millions of
+// scopes, and building each as a nlohmann::json document first cost seven
+// times the check itself (measured on 100 000 connections). The document
+// form (to_json) parses this text, so the two cannot differ.
+void put_string(std::string& out, std::string_view s) {
+  out += '"';
+  // The common case, nothing to escape, in one append.
+  if (std::all_of(s.begin(), s.end(), [](char ch) {
+        const auto c = static_cast<unsigned char>(ch);
+        return c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
+      })) {
+    out += s;
+    out += '"';
+    return;
+  }
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      fmt::format_to(std::back_inserter(out), "\\u{:04x}", c);
+    } else if (c < 0x80) {
+      out += static_cast<char>(c);
+    } else {
+      // UTF-8 passes through; a byte that does not start a valid sequence
+      // becomes U+FFFD, so that the report is always valid JSON.
+      const std::size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
+      bool ok = n && i + n <= s.size();
+      for (std::size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+      if (ok) {
+        out.append(s.substr(i, n));
+        i += n - 1;
+      } else {
+        out += "\\ufffd";
+      }
+    }
+  }
+  out += '"';
+}
+
+void put_number(std::string& out, std::uint64_t v) {
+  char buf[24];
+  out.append(buf, static_cast<std::size_t>(std::to_chars(buf, buf + sizeof buf, v).ptr - buf));
+}
+// `"key":` and the number.
+void put_field(std::string& out, std::string_view key_colon, std::uint64_t v) {
+  out += key_colon;
+  put_number(out, v);
+}
+
+void put_evidence(std::string& out, const Evidence& e) {
+  out += "{\"frames\":[";
+  for (std::size_t i = 0; i < e.frames.size(); ++i) {
+    if (i) out += ',';
+    put_number(out, e.frames[i]);
+  }
+  out += ']';
+  if (e.stream_offset) {
+    out += ",\"stream_offset\":";
+    put_number(out, *e.stream_offset);
+  }
+  for (const auto& [key, value] : {std::pair{"side", &e.side}, std::pair{"expected", &e.expected},
+                                   std::pair{"actual", &e.actual}, std::pair{"detail", &e.detail}})
+    if (!value->empty()) {
+      out += ",\"";
+      out += key;
+      out += "\":";
+      put_string(out, *value);
+    }
+  out += '}';
+}
+
+void put_scope(std::string& out, const ScopeResult& s) {
+  out += "{\"id\":";
+  put_string(out, s.id);
+  out += ",\"family\":";
+  put_string(out, s.family);
+  out += ",\"label\":";
+  put_string(out, s.label);
+  put_field(out, ",\"frames\":[", s.first_frame);
+  put_field(out, ",", s.last_frame);
+  out += "],\"parameters\":";
+  out += s.params.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  out += ",\"coverage\":[";
+  for (std::size_t i = 0; i < s.coverage.size(); ++i) {
+    const auto& c = s.coverage[i];
+    out += i ? ",{\"side\":" : "{\"side\":";
+    put_string(out, c.side);
+    out += ",\"unit\":";
+    put_string(out, c.unit);
+    put_field(out, ",\"captured\":", c.captured);
+    put_field(out, ",\"judged\":", c.judged);
+    put_field(out, ",\"skipped\":", c.skipped());
+    put_field(out, ",\"missing\":", c.missing);
+    out += ",\"why\":[";
+    for (std::size_t k = 0; k < c.why.size(); ++k) {
+      if (k) out += ',';
+      put_string(out, c.why[k]);
+    }
+    out += "]}";
+  }
+  out += "],\"results\":[";
+  for (std::size_t i = 0; i < s.outcomes.size(); ++i) {
+    const auto& o = s.outcomes[i];
+    out += i ? ",{\"case\":" : "{\"case\":";
+    put_string(out, o.info->id);
+    out += ",\"verdict\":\"";
+    out += verdict_name(o.tally.verdict());
+    put_field(out, "\",\"checked\":", o.tally.checked());
+    put_field(out, ",\"failed\":", o.tally.failed());
+    put_field(out, ",\"inconclusive\":", o.tally.inconclusive_count());
+    out += ",\"evidence\":[";
+    for (std::size_t k = 0; k < o.tally.evidence().size(); ++k) {
+      if (k) out += ',';
+      put_evidence(out, o.tally.evidence()[k]);
+    }
+    out += "]}";
+  }
+  out += "]}";
+}
+
+nlohmann::json summary_json(const Totals& t) {
+  return {{"pass", t.pass},
+          {"fail", t.fail},
+          {"not_applicable", t.not_applicable},
+          {"inconclusive", t.inconclusive},
+          {"input_errors", t.input_errors}};
+}
+
+// An object's members as JSON text without the braces ("" for {}).
+std::string members(const nlohmann::json& object) {
+  const std::string s = object.dump();
+  return s.substr(1, s.size() - 2);
+}
+
+class JsonWriter final : public ReportWriter {
+ public:
+  JsonWriter(std::ostream& os, const RunInfo& run) : os_(os) { os_ << '{' << members(run_json(run)) << ",\"inputs\":["; }
+  void begin_input(const std::string& path) override {
+    os_ << (inputs_++ ? ",\n" : "\n") << "{\"path\":" << nlohmann::json(path).dump() << ",\"scopes\":[";
+    scopes_ = 0;
+  }
+  void scope(const ScopeResult& s) override {
+    text_.clear();
+    text_ += scopes_++ ? ",\n" : "\n";
+    put_scope(text_, s);
+    os_ << text_;
+  }
+  void end_input(const InputResult& in) override { os_ << "],\n" << members(input_json(in)) << '}'; }
+  void end(const Totals& t) override { os_ << "\n],\"summary\":" << summary_json(t).dump() << "}\n"; }
+
+ private:
+  std::ostream& os_;
+  std::uint64_t inputs_ = 0, scopes_ = 0;
+  std::string text_;
+};
+
+// A temporary file the XML of a part is written to until its counts are known.
+class Spool {
+ public:
+  Spool() : f_(std::tmpfile()) {
+    if (!f_) throw std::runtime_error("JUnit: cannot create a temporary file");
+  }
+  ~Spool() { std::fclose(f_); }
+  Spool(const Spool&) = delete;
+  Spool& operator=(const Spool&) = delete;
+  std::FILE* get() const { return f_; }
+  // Appends the contents to `to` and empties the spool.
+  template <class Out>
+  void drain(Out&& to) {
+    std::rewind(f_);
+    char buf[1 << 16];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f_)) > 0;) to(std::string_view(buf, n));
+    std::fclose(f_);
+    f_ = std::tmpfile();
+    if (!f_) throw std::runtime_error("JUnit: cannot create a temporary file");
+  }
+
+ private:
+  std::FILE* f_;
+};
+
+class JunitWriter final : public ReportWriter {
+ public:
+  JunitWriter(std::ostream& os, const RunInfo& run) : os_(os), version_(run.tool_version) {}
+  void begin_input(const std::string&) override { tests_ = fails_ = skipped_ = 0; }
+  void scope(const ScopeResult& s) override {
+    for (const auto& o : s.outcomes) {
+      const Verdict v = o.tally.verdict();
+      ++tests_;
+      fails_ += v == Verdict::fail;
+      skipped_ += v == Verdict::not_applicable || v == Verdict::inconclusive;
+      fmt::print(cases_.get(), "    <testcase classname=\"{}\" name=\"{}\">", xml_escape(fmt::format("{} {}", s.id, s.label)),
+                 xml_escape(o.info->id));
+      if (v == Verdict::fail) {
+        std::string body;
+        for (const auto& e : o.tally.evidence()) body += evidence_text(e) + "\n";
+        fmt::print(cases_.get(), "<failure message=\"{} {} {}: {} of {} checks failed\">{}</failure>",
+                   xml_escape(o.info->spec), xml_escape(o.info->section), level_name(o.info->level), o.tally.failed(),
+                   o.tally.checked(), xml_escape(body));
+      } else if (v == Verdict::not_applicable || v == Verdict::inconclusive) {
+        fmt::print(cases_.get(), "<skipped message=\"{}\"/>", verdict_name(v));
+      }
+      fmt::print(cases_.get(), "</testcase>\n");
+    }
+  }
+  void end_input(const InputResult& in) override {
+    fmt::print(suites_.get(), "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\">\n",
+               xml_escape(in.path), tests_ + !in.error.empty(), fails_, in.error.empty() ? 0 : 1, skipped_);
+    if (!in.error.empty())
+      fmt::print(suites_.get(), "    <testcase classname=\"input\" name=\"read\"><error message=\"{}\"/></testcase>\n",
+                 xml_escape(in.error));
+    cases_.drain([&](std::string_view part) { std::fwrite(part.data(), 1, part.size(), suites_.get()); });
+    fmt::print(suites_.get(), "  </testsuite>\n");
+  }
+  void end(const Totals& t) override {
+    fmt::print(os_, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    fmt::print(os_, "<testsuites name=\"rdmaconf {}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\">\n",
+               xml_escape(version_), t.pass + t.fail + t.not_applicable + t.inconclusive + t.input_errors, t.fail,
+               t.input_errors, t.not_applicable + t.inconclusive);
+    suites_.drain([&](std::string_view part) { os_ << part; });
+    fmt::print(os_, "</testsuites>\n");
+  }
+
+ private:
+  std::ostream& os_;
+  std::string version_;
+  Spool cases_, suites_;
+  std::uint64_t tests_ = 0, fails_ = 0, skipped_ = 0;
+};
+
+class SummaryWriter final : public ReportWriter {
+ public:
+  SummaryWriter(std::ostream& os, bool verbose) : os_(os), verbose_(verbose) {}
+  void begin_input(const std::string& path) override { fmt::print(os_, "{}:\n", path); }
+  void scope(const ScopeResult& s) override {
+    std::map<Verdict, int> n;
+    for (const auto& o : s.outcomes) ++n[o.tally.verdict()];
+    fmt::print(os_, "  {} {}: {} pass, {} fail, {} inconclusive, {} n/a\n", s.id, s.label, n[Verdict::pass],
+               n[Verdict::fail], n[Verdict::inconclusive], n[Verdict::not_applicable]);
+    for (const auto& c : s.coverage) {
+      fmt::print(os_, "    coverage, {}: {} {} captured, {} judged, {} skipped", c.side, c.captured, c.unit, c.judged, c.skipped());
+      if (c.missing) fmt::print(os_, ", {} missing from the capture", c.missing);
+      if (!c.why.empty()) fmt::print(os_, " ({})", fmt::join(c.why, "; "));
+      fmt::print(os_, "\n");
+    }
+    for (const auto& o : s.outcomes) {
+      const Verdict v = o.tally.verdict();
+      if (v == Verdict::fail || (verbose_ && v != Verdict::not_applicable)) {
+        fmt::print(os_, "    {:<13} {:<28} {} {} {}\n", verdict_name(v), o.info->id, o.info->spec, o.info->section,
+                   level_name(o.info->level));
+        for (const auto& e : o.tally.evidence()) fmt::print(os_, "        {}\n", evidence_text(e));
+        if (o.tally.failed() > o.tally.evidence().size())
+          fmt::print(os_, "        ... {} failures in all, of {} checks\n", o.tally.failed(), o.tally.checked());
+      }
+    }
+  }
+  void end_input(const InputResult& in) override {
+    fmt::print(os_, "  {} frames, {} TCP connections", in.stats.frames, in.stats.tcp_connections);
+    for (const auto& c : in.stats.families) fmt::print(os_, ", {} {}", c.value, c.label);
+    fmt::print(os_, "\n");
+    if (!in.error.empty()) fmt::print(os_, "  error: {}\n", in.error);
+    if (in.stats.undecodable_frames) fmt::print(os_, "  {} frame(s) could not be decoded\n", in.stats.undecodable_frames);
+    if (in.stats.capture_anomalies)
+      fmt::print(os_, "  {} frame(s) with capture anomalies (length or timestamp)\n", in.stats.capture_anomalies);
+    if (in.warnings_total) fmt::print(os_, "  {} warning(s); first: {}\n", in.warnings_total, in.warnings.front());
+  }
+  void end(const Totals& t) override {
+    fmt::print(os_, "\n{:<16}{:>8}\n", "verdict", "count");
+    fmt::print(os_, "{:<16}{:>8}\n{:<16}{:>8}\n{:<16}{:>8}\n{:<16}{:>8}\n", "PASS", t.pass, "FAIL", t.fail,
+               "INCONCLUSIVE", t.inconclusive, "NOT_APPLICABLE", t.not_applicable);
+    if (t.input_errors) fmt::print(os_, "{:<16}{:>8}\n", "input errors", t.input_errors);
+  }
+
+ private:
+  std::ostream& os_;
+  bool verbose_;
+};
+
+// One thread runs the writers; the check hands it events in batches (one
+// handover per batch, not per scope), at most `limit` batches queued (memory
+// stays bounded when the disk is slow).
+class Background final : public ReportWriter {
+ public:
+  Background(std::vector<std::unique_ptr<ReportWriter>> writers, std::size_t limit)
+      : writers_(std::move(writers)), limit_(std::max<std::size_t>(limit / kBatch, 2)), thread_([this] { run(); }) {}
+  ~Background() override {
+    if (thread_.joinable()) {
+      add(Stop{}, true);
+      thread_.join();
+    }
+  }
+  void begin_input(const std::string& path) override { add(path, false); }
+  void scope(const ScopeResult& s) override { add(s, false); }
+  void take(ScopeResult&& s) override { add(std::move(s), false); }
+  void end_input(const InputResult& in) override {
+    InputResult head = in;  // without scopes: they went one by one
+    head.scopes.clear();
+    add(std::move(head), true);
+  }
+  void end(const Totals& t) override {
+    add(t, false);
+    add(Stop{}, true);
+    thread_.join();
+    if (failure_) std::rethrow_exception(failure_);
+  }
+
+ private:
+  static constexpr std::size_t kBatch = 64;
+  struct Stop {};
+  using Event = std::variant<std::string, ScopeResult, InputResult, Totals, Stop>;
+
+  void add(Event e, bool hand_over) {
+    batch_.push_back(std::move(e));
+    if (!hand_over && batch_.size() < kBatch) return;
+    std::unique_lock lock(mu_);
+    room_.wait(lock, [&] { return queue_.size() < limit_; });
+    queue_.push_back(std::move(batch_));
+    batch_.clear();
+    ready_.notify_one();
+  }
+  void run() {
+    for (;;) {
+      std::vector<Event> events;
+      {
+        std::unique_lock lock(mu_);
+        ready_.wait(lock, [&] { return !queue_.empty(); });
+        events = std::move(queue_.front());
+        queue_.pop_front();
+        room_.notify_one();
+      }
+      for (auto& e : events) {
+        if (std::holds_alternative<Stop>(e)) return;
+        if (failure_) continue;  // (drain: the check must not block on a dead writer)
+        try {
+          for (auto& w : writers_) {
+            if (auto* p = std::get_if<std::string>(&e)) w->begin_input(*p);
+            else if (auto* sc = std::get_if<ScopeResult>(&e)) w->scope(*sc);
+            else if (auto* in = std::get_if<InputResult>(&e)) w->end_input(*in);
+            else if (auto* t = std::get_if<Totals>(&e)) w->end(*t);
+          }
+        } catch (...) {
+          failure_ = std::current_exception();
+        }
+      }
+    }
+  }
+
+  std::vector<std::unique_ptr<ReportWriter>> writers_;
+  std::size_t limit_;
+  std::vector<Event> batch_;  // the check's side: not yet handed over
+  std::mutex mu_;
+  std::condition_variable ready_, room_;
+  std::deque<std::vector<Event>> queue_;
+  std::exception_ptr failure_;
+  std::thread thread_;  // last: starts when the rest exists
+};
+
+}  // namespace
+
+std::unique_ptr<ReportWriter> in_background(std::vector<std::unique_ptr<ReportWriter>> writers, std::size_t queue) {
+  return std::make_unique<Background>(std::move(writers), queue);
+}
+
+std::unique_ptr<ReportWriter> json_writer(std::ostream& os, const RunInfo& run) { return std::make_unique<JsonWriter>(os, run); }
+std::unique_ptr<ReportWriter> junit_writer(std::ostream& os, const RunInfo& run) { return std::make_unique<JunitWriter>(os, run); }
+std::unique_ptr<ReportWriter> summary_writer(std::ostream& os, bool verbose) {
+  return std::make_unique<SummaryWriter>(os, verbose);
+}
+
+void replay(ReportWriter& w, const std::vector<InputResult>& inputs) {
+  for (const auto& in : inputs) {
+    w.begin_input(in.path);
+    for (const auto& s : in.scopes) w.scope(s);
+    w.end_input(in);
+  }
+  w.end(totals(inputs));
+}
+
+nlohmann::json to_json(const RunInfo& run, const std::vector<InputResult>& inputs) {
+  nlohmann::json j = run_json(run);
   j["inputs"] = nlohmann::json::array();
   for (const auto& in : inputs) {
-    nlohmann::json ji;
+    nlohmann::json ji = input_json(in);
     ji["path"] = in.path;
-    ji["sha256"] = in.sha256;
-    ji["linktype"] = in.linktype;
-    if (!in.error.empty()) ji["error"] = in.error;
-    ji["stats"] = {{"frames", in.stats.frames},
-                   {"octets", in.stats.octets},
-                   {"tcp_connections", in.stats.tcp_connections},
-                   {"undecodable_frames", in.stats.undecodable_frames},
-                   {"capture_anomalies", in.stats.capture_anomalies}};
-    for (const auto& c : in.stats.families) ji["stats"][c.key] = c.value;
-    ji["warnings"] = in.warnings;
-    ji["warnings_total"] = in.warnings_total;
     ji["scopes"] = nlohmann::json::array();
+    std::string text;
     for (const auto& s : in.scopes) {
-      nlohmann::json js;
-      js["id"] = s.id;
-      js["family"] = s.family;
-      js["label"] = s.label;
-      js["frames"] = {s.first_frame, s.last_frame};
-      js["parameters"] = s.params;
-      js["coverage"] = nlohmann::json::array();
-      for (const auto& c : s.coverage)
-        js["coverage"].push_back({{"side", c.side}, {"unit", c.unit}, {"captured", c.captured}, {"judged", c.judged},
-                                  {"skipped", c.skipped()}, {"missing", c.missing}, {"why", c.why}});
-      js["results"] = nlohmann::json::array();
-      for (const auto& o : s.outcomes) {
-        nlohmann::json jr;
-        jr["case"] = o.info->id;
-        jr["verdict"] = verdict_name(o.tally.verdict());
-        jr["checked"] = o.tally.checked();
-        jr["failed"] = o.tally.failed();
-        jr["inconclusive"] = o.tally.inconclusive_count();
-        jr["evidence"] = nlohmann::json::array();
-        for (const auto& e : o.tally.evidence()) jr["evidence"].push_back(evidence_json(e));
-        js["results"].push_back(std::move(jr));
-      }
-      ji["scopes"].push_back(std::move(js));
+      text.clear();
+      put_scope(text, s);
+      ji["scopes"].push_back(nlohmann::json::parse(text));
     }
     j["inputs"].push_back(std::move(ji));
   }
-  const Totals t = totals(inputs);
-  j["summary"] = {{"pass", t.pass},
-                  {"fail", t.fail},
-                  {"not_applicable", t.not_applicable},
-                  {"inconclusive", t.inconclusive},
-                  {"input_errors", t.input_errors}};
+  j["summary"] = summary_json(totals(inputs));
   return j;
 }
 
 void write_junit(std::ostream& os, const RunInfo& run, const std::vector<InputResult>& inputs) {
-  const Totals t = totals(inputs);
-  fmt::print(os, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-  fmt::print(os, "<testsuites name=\"rdmaconf {}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\">\n",
-             xml_escape(run.tool_version), t.pass + t.fail + t.not_applicable + t.inconclusive + t.input_errors, t.fail,
-             t.input_errors, t.not_applicable + t.inconclusive);
-  for (const auto& in : inputs) {
-    std::uint64_t tests = 0, fails = 0, skipped = 0;
-    for (const auto& s : in.scopes)
-      for (const auto& o : s.outcomes) {
-        ++tests;
-        fails += o.tally.verdict() == Verdict::fail;
-        skipped += o.tally.verdict() == Verdict::not_applicable || o.tally.verdict() == Verdict::inconclusive;
-      }
-    fmt::print(os, "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\">\n",
-               xml_escape(in.path), tests + !in.error.empty(), fails, in.error.empty() ? 0 : 1, skipped);
-    if (!in.error.empty())
-      fmt::print(os, "    <testcase classname=\"input\" name=\"read\"><error message=\"{}\"/></testcase>\n",
-                 xml_escape(in.error));
-    for (const auto& s : in.scopes) {
-      for (const auto& o : s.outcomes) {
-        fmt::print(os, "    <testcase classname=\"{}\" name=\"{}\">", xml_escape(fmt::format("{} {}", s.id, s.label)),
-                   xml_escape(o.info->id));
-        const Verdict v = o.tally.verdict();
-        if (v == Verdict::fail) {
-          std::string body;
-          for (const auto& e : o.tally.evidence()) body += evidence_text(e) + "\n";
-          fmt::print(os, "<failure message=\"{} {} {}: {} of {} checks failed\">{}</failure>", xml_escape(o.info->spec),
-                     xml_escape(o.info->section), level_name(o.info->level), o.tally.failed(), o.tally.checked(),
-                     xml_escape(body));
-        } else if (v == Verdict::not_applicable || v == Verdict::inconclusive) {
-          fmt::print(os, "<skipped message=\"{}\"/>", verdict_name(v));
-        }
-        fmt::print(os, "</testcase>\n");
-      }
-    }
-    fmt::print(os, "  </testsuite>\n");
-  }
-  fmt::print(os, "</testsuites>\n");
+  replay(*junit_writer(os, run), inputs);
 }
 
 void write_summary(std::ostream& os, const std::vector<InputResult>& inputs, bool verbose) {
-  for (const auto& in : inputs) {
-    fmt::print(os, "{}: {} frames, {} TCP connections", in.path, in.stats.frames, in.stats.tcp_connections);
-    for (const auto& c : in.stats.families) fmt::print(os, ", {} {}", c.value, c.label);
-    fmt::print(os, "\n");
-    if (!in.error.empty()) fmt::print(os, "  error: {}\n", in.error);
-    if (in.stats.undecodable_frames)
-      fmt::print(os, "  {} frame(s) could not be decoded\n", in.stats.undecodable_frames);
-    if (in.stats.capture_anomalies)
-      fmt::print(os, "  {} frame(s) with capture anomalies (length or timestamp)\n", in.stats.capture_anomalies);
-    if (in.warnings_total) fmt::print(os, "  {} warning(s); first: {}\n", in.warnings_total, in.warnings.front());
-    for (const auto& s : in.scopes) {
-      std::map<Verdict, int> n;
-      for (const auto& o : s.outcomes) ++n[o.tally.verdict()];
-      fmt::print(os, "  {} {}: {} pass, {} fail, {} inconclusive, {} n/a\n", s.id, s.label, n[Verdict::pass],
-                 n[Verdict::fail], n[Verdict::inconclusive], n[Verdict::not_applicable]);
-      for (const auto& c : s.coverage) {
-        fmt::print(os, "    coverage, {}: {} {} captured, {} judged, {} skipped", c.side, c.captured, c.unit, c.judged, c.skipped());
-        if (c.missing) fmt::print(os, ", {} missing from the capture", c.missing);
-        if (!c.why.empty()) fmt::print(os, " ({})", fmt::join(c.why, "; "));
-        fmt::print(os, "\n");
-      }
-      for (const auto& o : s.outcomes) {
-        const Verdict v = o.tally.verdict();
-        if (v == Verdict::fail || (verbose && v != Verdict::not_applicable)) {
-          fmt::print(os, "    {:<13} {:<28} {} {} {}\n", verdict_name(v), o.info->id, o.info->spec, o.info->section,
-                     level_name(o.info->level));
-          for (const auto& e : o.tally.evidence()) fmt::print(os, "        {}\n", evidence_text(e));
-          if (o.tally.failed() > o.tally.evidence().size())
-            fmt::print(os, "        ... {} failures in all, of {} checks\n", o.tally.failed(), o.tally.checked());
-        }
-      }
-    }
-  }
-  const Totals t = totals(inputs);
-  fmt::print(os, "\n{:<16}{:>8}\n", "verdict", "count");
-  fmt::print(os, "{:<16}{:>8}\n{:<16}{:>8}\n{:<16}{:>8}\n{:<16}{:>8}\n", "PASS", t.pass, "FAIL", t.fail, "INCONCLUSIVE",
-             t.inconclusive, "NOT_APPLICABLE", t.not_applicable);
-  if (t.input_errors) fmt::print(os, "{:<16}{:>8}\n", "input errors", t.input_errors);
+  replay(*summary_writer(os, verbose), inputs);
 }
 
 }  // namespace rdmaconf::reports

@@ -3,7 +3,9 @@
 // the JUnit XML maps each (scope, case) to a test case so CI dashboards can
 // show verdicts; the text summary is what `rdmaconf check` prints.
 #include <iosfwd>
+#include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -25,9 +27,40 @@ struct RunInfo {
 
 struct Totals {
   std::uint64_t pass = 0, fail = 0, not_applicable = 0, inconclusive = 0, input_errors = 0;
+  void add(const conformance::InputResult& in);
 };
 Totals totals(const std::vector<conformance::InputResult>& inputs);
 
+// A report written as the check goes: begin_input, each of the input's
+// scopes as it ends, end_input (the input's stats and errors; its scopes
+// were streamed or are in InputResult::scopes, not both), end once. A
+// writer keeps no scope, so its memory does not grow with the capture.
+class ReportWriter {
+ public:
+  virtual ~ReportWriter() = default;
+  virtual void begin_input(const std::string& path) = 0;
+  virtual void scope(const conformance::ScopeResult& s) = 0;
+  // The same, for a writer that would otherwise copy the scope.
+  virtual void take(conformance::ScopeResult&& s) { scope(s); }
+  virtual void end_input(const conformance::InputResult& in) = 0;
+  virtual void end(const Totals& t) = 0;
+};
+// The JSON report: the document to_json builds, written in pieces (one
+// scope per line).
+std::unique_ptr<ReportWriter> json_writer(std::ostream& os, const RunInfo& run);
+// JUnit XML; each input's test cases are held in a temporary file until its
+// counts are known.
+std::unique_ptr<ReportWriter> junit_writer(std::ostream& os, const RunInfo& run);
+// The text summary `rdmaconf check` prints.
+std::unique_ptr<ReportWriter> summary_writer(std::ostream& os, bool verbose);
+// Runs writers on a thread of their own, fed through a bounded queue, so
+// that serializing and writing a large report overlaps the check. end()
+// waits for the thread and rethrows what a writer threw.
+std::unique_ptr<ReportWriter> in_background(std::vector<std::unique_ptr<ReportWriter>> writers, std::size_t queue = 512);
+// Feeds inputs whose scopes were kept to a writer, and ends it.
+void replay(ReportWriter& w, const std::vector<conformance::InputResult>& inputs);
+
+// The whole JSON report as one document (for small runs and tests).
 nlohmann::json to_json(const RunInfo& run, const std::vector<conformance::InputResult>& inputs);
 void write_junit(std::ostream& os, const RunInfo& run, const std::vector<conformance::InputResult>& inputs);
 void write_summary(std::ostream& os, const std::vector<conformance::InputResult>& inputs, bool verbose);

@@ -38,10 +38,41 @@ int bench_capture(const std::string& path, std::size_t megabytes) {
   return 0;
 }
 
+// `count` short iWARP connections one after another, 1 ms apart, each from
+// its own client address: handshake, MPA Request and Reply with CRC, one
+// Send each way, FIN both ways (a capture whose open state stays small
+// while its history grows: the checker's memory must not follow the count).
+int bench_connections(const std::string& path, std::size_t count) {
+  PcapWriter w(path);
+  IwarpConfig c;
+  const Traffic m = iwarp_traffic(c);
+  Buf req, rep;
+  iwarp::encode_mpa_rr(req, m.req);
+  iwarp::encode_mpa_rr(rep, m.rep);
+  Buf ask, answer;
+  iwarp::encode_fpdu(ask, B(ddp_untagged(iwarp::kOpSend, 0, 1, 0, true, B(pattern(64, 3)))), true);
+  iwarp::encode_fpdu(answer, B(ddp_untagged(iwarp::kOpSend, 0, 1, 0, true, B(pattern(32, 4)))), true);
+  for (std::size_t i = 0; i < count; ++i) {
+    w.set_time_us(static_cast<std::int64_t>(1'000'000'000 + i * 1000));
+    const auto o = [&](unsigned shift) { return static_cast<std::uint8_t>((i >> shift) & 0xff); };
+    TcpConversation t(w, host_v4(10, o(16), o(8), o(0), static_cast<std::uint16_t>(40000 + (i >> 24))),
+                      host_v4(192, 0, 2, 2, 7174));
+    t.handshake();
+    t.send(0, B(req));
+    t.send(1, B(rep));
+    t.send(0, B(ask));
+    t.send(1, B(answer));
+    t.close();
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc == 4 && std::string(argv[1]) == "--bench") return bench_capture(argv[2], std::stoul(argv[3]));
+  if (argc == 4 && std::string(argv[1]) == "--bench-connections") return bench_connections(argv[2], std::stoul(argv[3]));
   if (argc < 2) {
-    std::cerr << "usage: rdmaconf-gen OUTDIR [SCENARIO...]\n       rdmaconf-gen --bench FILE MEGABYTES\n";
+    std::cerr << "usage: rdmaconf-gen OUTDIR [SCENARIO...]\n       rdmaconf-gen --bench FILE MEGABYTES\n"
+                 "       rdmaconf-gen --bench-connections FILE COUNT\n";
     return 2;
   }
   const fs::path out = argv[1];

@@ -207,13 +207,14 @@ class Run final : public FamilyRun, public TcpSink {
       r.first_frame = k.first_frame;
       r.last_frame = k.last_frame;
       r.outcomes = k.scope.outcomes(infos_);
-      finished_.emplace(c.id, std::move(r));
+      r.order = c.id;
+      ctx_.scope_done(std::move(r));
     }
     conns_.erase(it);
   }
 
-  void finish(std::vector<ScopeResult>& scopes, std::vector<FamilyCount>& counts) override {
-    for (auto& [id, r] : finished_) scopes.push_back(std::move(r));
+  void finish(std::vector<ScopeResult>&, std::vector<FamilyCount>& counts) override {
+    // (Every connection was closed by the reassembler's finish and handed on.)
     counts.push_back({"iwarp_connections", "iWARP connections", connections_});
   }
 
@@ -223,7 +224,6 @@ class Run final : public FamilyRun, public TcpSink {
   std::vector<const CaseInfo*> infos_;
   std::array<std::vector<std::size_t>, 4> handlers_;  // case indices per event bit
   std::map<std::uint64_t, std::unique_ptr<Conn>> conns_;
-  std::map<std::uint64_t, ScopeResult> finished_;  // by connection number, for a stable order
   std::uint64_t connections_ = 0;
 };
 

@@ -10,6 +10,7 @@
 
 #include <pcap/dlt.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -243,6 +244,71 @@ BOOST_AUTO_TEST_CASE(a_new_family_changes_no_other_verdict) {
     BOOST_TEST(ja == jb, name);
     BOOST_TEST(!a.scopes.empty(), name);
   }
+}
+
+// A streamed check hands each scope on as it ends and keeps none; the
+// verdict counts, and the scopes themselves, are those of a check that
+// keeps them (in the families' order: iWARP connections by number).
+BOOST_AUTO_TEST_CASE(streamed_scopes_are_the_kept_ones) {
+  const auto cap = fs::path(RDMACONF_SOURCE_DIR) / "captures" / "lab" / "lab-our-initiator.ib_write_bw.crc-off.v2.no-crc.pcap";
+  BOOST_TEST_REQUIRE(fs::exists(cap), cap);
+  CheckOptions kept;
+  kept.hash = false;
+  kept.strict = true;
+  const InputResult a = Checker(kept).check_file(cap.string());
+  BOOST_TEST_REQUIRE(a.scopes.size() >= 2u);
+  for (std::size_t i = 1; i < a.scopes.size(); ++i) BOOST_TEST(a.scopes[i - 1].order < a.scopes[i].order);
+  CheckOptions streamed = kept;
+  std::vector<ScopeResult> got;
+  streamed.on_scope = [&](const std::string& p, ScopeResult&& r) {
+    BOOST_TEST(p == cap.string());
+    got.push_back(std::move(r));
+  };
+  const InputResult b = Checker(streamed).check_file(cap.string());
+  BOOST_TEST(b.scopes.empty());
+  BOOST_TEST(b.verdicts.pass == a.verdicts.pass);
+  BOOST_TEST(b.verdicts.fail == a.verdicts.fail);
+  BOOST_TEST(b.verdicts.not_applicable == a.verdicts.not_applicable);
+  BOOST_TEST(b.verdicts.pass + b.verdicts.not_applicable > 0u);
+  BOOST_TEST_REQUIRE(got.size() == a.scopes.size());
+  std::sort(got.begin(), got.end(), [](const ScopeResult& x, const ScopeResult& y) { return x.order < y.order; });
+  const reports::RunInfo run{"test", {}, true, {}, {}};
+  InputResult c = b;
+  c.scopes = std::move(got);
+  BOOST_TEST(reports::to_json(run, {a}) == reports::to_json(run, {c}));
+}
+
+// The JSON writer's pieces make the document to_json builds, in the background
+// too; strings the capture put into a scope are escaped, and bytes that are
+// not UTF-8 become U+FFFD, so the report is always JSON.
+BOOST_AUTO_TEST_CASE(streamed_reports_are_the_documents) {
+  const auto cap = fs::path(RDMACONF_SOURCE_DIR) / "captures" / "golden" / "iwarp-fault-crc.pcap";
+  CheckOptions o;
+  o.hash = false;
+  Checker checker(o);
+  std::vector<InputResult> inputs{checker.check_file(cap.string())};
+  BOOST_TEST_REQUIRE(!inputs[0].scopes.empty());
+  auto& s = inputs[0].scopes[0];
+  s.label = std::string("a \"quoted\" \\ label\n\x01 caf\xc3\xa9 \xff\xfe end");
+  const reports::RunInfo run{"test", {"check", "x"}, false, {}, checker.active_cases()};
+  std::ostringstream direct, background, junit, junit_bg;
+  reports::replay(*reports::json_writer(direct, run), inputs);
+  {
+    std::vector<std::unique_ptr<reports::ReportWriter>> w;
+    w.push_back(reports::json_writer(background, run));
+    w.push_back(reports::junit_writer(junit_bg, run));
+    reports::replay(*reports::in_background(std::move(w), 4), inputs);
+  }
+  reports::write_junit(junit, run, inputs);
+  const auto doc = reports::to_json(run, inputs);
+  const auto parsed = nlohmann::json::parse(direct.str(), nullptr, false);
+  BOOST_TEST_REQUIRE(!parsed.is_discarded(), direct.str().substr(0, 400));
+  BOOST_TEST(parsed == doc);
+  BOOST_TEST(nlohmann::json::parse(background.str(), nullptr, false) == doc);
+  BOOST_TEST(junit.str() == junit_bg.str());
+  BOOST_TEST(doc["inputs"][0]["scopes"][0]["label"] == "a \"quoted\" \\ label\n\x01 caf\xc3\xa9 \xef\xbf\xbd\xef\xbf\xbd end");
+  BOOST_TEST(junit.str().find("<testsuites name=\"rdmaconf test\"") != std::string::npos);
+  BOOST_TEST(junit.str().find("iwarp.mpa.fpdu.crc") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
