@@ -127,6 +127,13 @@ int main(int argc, char** argv) {
   check->add_option("--junit", junit_out, "write a JUnit XML report to FILE");
   check->add_option("--cases", patterns, "only cases whose ID matches the glob PATTERN (comma-separated; repeatable)");
   check->add_flag("--strict", strict, "also run SHOULD- and MAY-level cases");
+  std::uint64_t idle_timeout_s = 600, reassembly_mib = 256;
+  check->add_option("--idle-timeout", idle_timeout_s,
+                    "close a TCP connection with no segment for this many seconds of capture time (default 600; 0: never)")
+      ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 32));
+  check->add_option("--reassembly-memory", reassembly_mib,
+                    "MiB that out-of-order and waiting TCP octets of all connections may take together (default 256)")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 20));
   // Each family's own options (--roce-port, ...).
   conformance::FamilyOptions family_options;
   for (const auto* f : families)
@@ -248,6 +255,8 @@ int main(int argc, char** argv) {
   opt.strict = strict;
   opt.hash = !json_out.empty();  // only the JSON report carries it
   opt.family_options = family_options;
+  opt.reassembly.idle_timeout_us = static_cast<std::int64_t>(idle_timeout_s) * 1000000;
+  opt.reassembly.max_total_bytes = static_cast<std::size_t>(reassembly_mib) << 20;
   const bool tty = isatty(STDERR_FILENO) && !quiet;
   std::string current;
   if (tty) {

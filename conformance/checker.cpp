@@ -61,6 +61,9 @@ class StreamFanOut final : public TcpSink {
   void on_close(const TcpStreamInfo& c, bool reset, std::uint64_t frame) override {
     for (auto* s : sinks_) s->on_close(c, reset, frame);
   }
+  void on_limit(const TcpStreamInfo& c, int dir, std::uint64_t frame, const char* why) override {
+    for (auto* s : sinks_) s->on_limit(c, dir, frame, why);
+  }
 
  private:
   std::vector<TcpSink*> sinks_;
@@ -133,7 +136,7 @@ InputResult Checker::check(const std::string& path, std::unique_ptr<PcapReader> 
   }
 
   StreamFanOut fan(stream_sinks, out.stats.tcp_connections);
-  TcpReassembler tcp(fan);
+  TcpReassembler tcp(fan, opt_.reassembly);
   RunContext capture_ctx(out, opt_.family_options, {});
   std::uint64_t last = 0;
   std::int64_t latest_ts = std::numeric_limits<std::int64_t>::min();

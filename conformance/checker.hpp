@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "captures/io/pcap_reader.hpp"
+#include "captures/io/tcp_reassembly.hpp"
 #include "conformance/family.hpp"
 #include "conformance/result.hpp"
 
@@ -25,6 +26,9 @@ struct CheckOptions {
   std::function<void(const nlohmann::json&)> on_unit;
   // Compute each capture's SHA-256 (for the JSON report), on a second thread.
   bool hash = true;
+  // TCP reassembly's bounds: per connection, for all together, and the
+  // idle time (in capture time) after which a connection is closed.
+  captures::io::ReassemblyLimits reassembly;
   // The families to run; empty: every registered one.
   std::vector<const ProtocolFamily*> families;
   // When set, each scope goes here as soon as it ends, with the input's

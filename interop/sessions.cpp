@@ -23,8 +23,9 @@ void SessionPool::spawn(engine::Fd fd, Job job, std::atomic<unsigned>& count) {
   auto done = std::make_shared<std::atomic<bool>>(false);
   auto f = std::make_shared<engine::Fd>(std::move(fd));
   workers_.push_back({done, std::jthread([job = std::move(job), f, done, &count] {
-                        job(std::move(*f));
+                        job(*f);
                         --count;
+                        *f = engine::Fd();
                         *done = true;
                       })});
 }

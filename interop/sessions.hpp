@@ -48,10 +48,12 @@ class Reservation {
 // Sessions in threads of their own, at most max_sessions at once. A
 // connection beyond is refused in a thread too (a refusal is short and has
 // its own deadline), a few at once; beyond those it is closed at once. The
-// destructor waits for every session still running.
+// destructor waits for every session still running. A job that leaves the
+// connection in its Fd has it closed after its slot is free again, so that
+// a client that sees the close may count on the slot.
 class SessionPool {
  public:
-  using Job = std::function<void(engine::Fd)>;
+  using Job = std::function<void(engine::Fd&)>;
   enum class Admission { served, refused, closed };
 
   explicit SessionPool(unsigned max_sessions, unsigned max_refusing = 4)

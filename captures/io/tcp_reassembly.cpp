@@ -42,6 +42,8 @@ struct TcpReassembler::Conn {
   } dir[2];
   bool synack_seen = false;
   std::uint32_t synack_ack = 0;  // the SYN-ACK's acknowledgement number: side a's first sequence number
+  std::int64_t last_ts_us = 0;   // capture time of its last segment
+  std::size_t* total = nullptr;  // the reassembler's count of buffered octets
 };
 
 // Eight octets at a time with a multiply-xorshift mix: this runs once per
@@ -85,6 +87,7 @@ void release(TcpSink& sink, TcpReassembler::Conn& c, int d, bool force) {
         Held h = std::move(s.held.front());
         s.held.pop_front();
         s.held_bytes -= h.data.size();
+        *c.total -= h.data.size();
         if (h.gap_len) {
           sink.on_gap(c.info, k, h.off, h.gap_len, h.frame);
           s.delivered = h.off + h.gap_len;
@@ -108,8 +111,15 @@ void emit(TcpSink& sink, TcpReassembler::Conn& c, int d, std::uint64_t off, prot
   if (wait) {
     s.held.push_back(Held{off, {b.begin(), b.end()}, gap_len, frame, acked == kAckUnknown ? 0 : acked});
     s.held_bytes += b.size();
+    *c.total += b.size();
     // Bounded: past the limit the other direction is not waited for.
-    if (s.held_bytes > lim.max_held_bytes) release(sink, c, d, true);
+    if (s.held_bytes > lim.max_held_bytes || *c.total > lim.max_total_bytes) {
+      sink.on_limit(c.info, d, frame,
+                    s.held_bytes > lim.max_held_bytes
+                        ? "the connection's buffer for octets waiting on the other direction is full"
+                        : "the buffers of all connections together are full (--reassembly-memory)");
+      release(sink, c, d, true);
+    }
     return;
   }
   if (gap_len) {
@@ -137,6 +147,7 @@ void drain(TcpSink& sink, int d, TcpReassembler::Conn& c, bool force, const Reas
     }
     Pending p = std::move(it->second);
     s.pending_bytes -= p.data.size();
+    *c.total -= p.data.size();
     s.pending.erase(it);
     const std::uint64_t end = off + p.data.size();
     if (end <= s.next_off) continue;  // covered by what was delivered already
@@ -152,6 +163,10 @@ void drain(TcpSink& sink, int d, TcpReassembler::Conn& c, bool force, const Reas
 }  // namespace
 
 void TcpReassembler::add(const Packet& p) {
+  if (limits_.idle_timeout_us > 0 && p.ts_us - last_sweep_us_ >= std::max<std::int64_t>(limits_.idle_timeout_us / 8, 1)) {
+    if (last_sweep_us_) close_idle(p.ts_us, p.frame);
+    last_sweep_us_ = p.ts_us;
+  }
   Endpoint src{p.ip_version, p.src, p.sport}, dst{p.ip_version, p.dst, p.dport};
   const bool src_lo = endpoint_less(src, dst) || src == dst;
   Key key{src_lo ? src : dst, src_lo ? dst : src};
@@ -173,6 +188,7 @@ void TcpReassembler::add(const Packet& p) {
     if (!p.syn && p.payload.empty()) return;
     auto c = std::make_unique<Conn>();
     c->info.id = next_id_++;
+    c->total = &buffered_;
     // The SYN sender is side a; without a SYN, a SYN-ACK's receiver is; otherwise the first sender.
     const bool src_is_a = !(p.syn && p.ack_flag);
     c->info.a = src_is_a ? src : dst;
@@ -181,6 +197,7 @@ void TcpReassembler::add(const Packet& p) {
     sink_.on_open(it->second->info);
   }
   Conn& c = *it->second;
+  c.last_ts_us = p.ts_us;
   const int d = c.info.a == src ? 0 : 1;
   auto& s = c.dir[d];
 
@@ -227,12 +244,22 @@ void TcpReassembler::add(const Packet& p) {
         const auto uoff = static_cast<std::uint64_t>(off);
         auto existing = s.pending.find(uoff);
         if (existing == s.pending.end() || existing->second.data.size() < p.payload.size()) {
-          if (existing != s.pending.end()) s.pending_bytes -= existing->second.data.size();
+          if (existing != s.pending.end()) {
+            s.pending_bytes -= existing->second.data.size();
+            buffered_ -= existing->second.data.size();
+          }
           s.pending[uoff] = Pending{std::vector<std::byte>(p.payload.begin(), p.payload.end()), p.frame, acked};
           s.pending_bytes += p.payload.size();
+          buffered_ += p.payload.size();
         }
-        if (s.pending_bytes > limits_.max_pending_bytes || s.pending.size() > limits_.max_pending_segments)
+        if (s.pending_bytes > limits_.max_pending_bytes || s.pending.size() > limits_.max_pending_segments ||
+            buffered_ > limits_.max_total_bytes) {
+          sink_.on_limit(c.info, d, p.frame,
+                         buffered_ > limits_.max_total_bytes
+                             ? "the buffers of all connections together are full (--reassembly-memory)"
+                             : "the connection's buffer for out-of-order segments is full");
           drain(sink_, d, c, true, limits_);
+        }
       }
     }
   }
@@ -271,6 +298,18 @@ void TcpReassembler::close(Conn& c, bool reset, std::uint64_t frame) {
   }
   release(sink_, c, 0, true);
   sink_.on_close(c.info, reset, frame);
+}
+
+void TcpReassembler::close_idle(std::int64_t now_us, std::uint64_t frame) {
+  std::vector<std::pair<std::uint64_t, Key>> idle;
+  for (const auto& [k, c] : conns_)
+    if (now_us - c->last_ts_us > limits_.idle_timeout_us) idle.emplace_back(c->info.id, k);
+  std::sort(idle.begin(), idle.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  for (const auto& [id, k] : idle) {
+    const auto it = conns_.find(k);
+    close(*it->second, false, frame);
+    conns_.erase(it);
+  }
 }
 
 void TcpReassembler::finish(std::uint64_t last_frame) {

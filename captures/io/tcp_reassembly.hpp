@@ -60,14 +60,25 @@ class TcpSink {
                        std::uint64_t acked) = 0;
   // The capture lacks [offset, offset+len) of this direction.
   virtual void on_gap(const TcpStreamInfo& c, int dir, std::uint64_t offset, std::uint64_t len, std::uint64_t frame) = 0;
-  // Both directions are finished (FIN/RST seen, or the capture ended).
+  // Both directions are finished (FIN/RST seen, idle past the timeout, or
+  // the capture ended).
   virtual void on_close(const TcpStreamInfo& c, bool reset, std::uint64_t frame) = 0;
+  // A buffer limit made direction `dir` go on without waiting (for missing
+  // segments, or for the other direction's octets): what follows is not read
+  // in the order the endpoints saw, for `why`.
+  virtual void on_limit(const TcpStreamInfo&, int /*dir*/, std::uint64_t /*frame*/, const char* /*why*/) {}
 };
 
 struct ReassemblyLimits {
   std::size_t max_pending_bytes = 4u << 20;   // per direction, out-of-order data held
   std::size_t max_pending_segments = 2048;
   std::size_t max_held_bytes = 4u << 20;      // per direction, in-order data waiting for the other direction
+  // All connections together, out-of-order and held data: past it, the
+  // connection that asks for more goes on as if its own limit were reached.
+  std::size_t max_total_bytes = 256u << 20;
+  // A connection with no segment for this long in capture time is closed
+  // (0: never), so that connections whose end the capture lacks do not stay.
+  std::int64_t idle_timeout_us = 0;
 };
 
 class TcpReassembler {
@@ -79,6 +90,7 @@ class TcpReassembler {
   void finish(std::uint64_t last_frame);
 
   std::size_t open_connections() const { return conns_.size(); }
+  std::size_t buffered_bytes() const { return buffered_; }
 
   struct Conn;
   struct Key {
@@ -91,10 +103,13 @@ class TcpReassembler {
 
  private:
   void close(Conn& c, bool reset, std::uint64_t frame);
+  void close_idle(std::int64_t now_us, std::uint64_t frame);
   TcpSink& sink_;
   ReassemblyLimits limits_;
   std::unordered_map<Key, std::unique_ptr<Conn>, KeyHash> conns_;
   std::uint64_t next_id_ = 1;
+  std::size_t buffered_ = 0;  // out-of-order and held octets of every connection
+  std::int64_t last_sweep_us_ = 0;
 };
 
 }  // namespace rdmaconf::captures::io

@@ -161,6 +161,11 @@ class Run final : public FamilyRun, public TcpSink {
     k.last_frame = frame;
     k.mpa.data(dir, off, data, frame, acked);
   }
+  // Past a reassembly limit the octets no longer come in the order the
+  // endpoints saw them: what the order could explain is no FAIL.
+  void on_limit(const TcpStreamInfo& c, int dir, std::uint64_t frame, const char* why) override {
+    conns_[c.id]->scope.artefact(dir, "frame {}: {}", frame, why);
+  }
   void on_gap(const TcpStreamInfo& c, int dir, std::uint64_t off, std::uint64_t len, std::uint64_t frame) override {
     conns_[c.id]->mpa.gap(dir, off, len, frame);
   }

@@ -625,8 +625,8 @@ void serve(int listen_fd, const PeerOptions& o, const std::function<void(const j
     dropped += unclaimed.discard_pending();
     const std::uint64_t index = n++;
     const auto admitted = pool.admit(
-        std::move(c), [&, index](Fd f) { report(serve_one(f.get(), o, index, stop, shared)); },
-        [&, index](Fd f) {
+        std::move(c), [&, index](Fd& f) { report(serve_one(f.get(), o, index, stop, shared)); },
+        [&, index](Fd& f) {
           const std::string busy = fmt::format("busy: {} sessions in progress", o.max_sessions);
           send_json(f.get(), {{"error", busy}});
           report({{"connection", index}, {"ok", false}, {"refused", true}, {"error", busy}});

@@ -305,8 +305,8 @@ void serve(int listen_fd, const PeerOptions& o, const std::function<void(const n
     ++n;
     const std::string pcap = o.pcap_dir.empty() ? "" : fmt::format("{}/peer-{}.pcap", o.pcap_dir, n);
     const auto admitted = pool.admit(
-        std::move(fd), [&, pcap](Fd f) { report(serve_one(std::move(f), o, pcap, &budget)); },
-        [&](Fd f) { report(refuse_busy(std::move(f), o)); });
+        std::move(fd), [&, pcap](Fd& f) { report(serve_one(std::move(f), o, pcap, &budget)); },
+        [&](Fd& f) { report(refuse_busy(std::move(f), o)); });
     if (admitted == SessionPool::Admission::closed)
       report({{"scenario", nullptr}, {"ok", false}, {"refused", true}, {"message", "busy; closed without an MPA Reply"}});
   }

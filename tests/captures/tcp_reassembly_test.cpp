@@ -1,6 +1,8 @@
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <map>
+#include <string>
 
 #include "captures/io/tcp_reassembly.hpp"
 
@@ -50,6 +52,34 @@ Packet seg(std::uint32_t seq, const std::string& s, bool from_a = true, bool syn
 }
 
 }  // namespace
+
+namespace {
+
+// Events of many connections, by connection number.
+struct Log : TcpSink {
+  std::vector<std::string> events;
+  std::vector<std::string> limits;
+  void on_open(const TcpStreamInfo& c) override { events.push_back("open " + std::to_string(c.id)); }
+  void on_data(const TcpStreamInfo&, int, std::uint64_t, Bytes, std::uint64_t, std::uint64_t) override {}
+  void on_gap(const TcpStreamInfo& c, int d, std::uint64_t off, std::uint64_t len, std::uint64_t) override {
+    events.push_back("gap " + std::to_string(c.id) + "/" + std::to_string(d) + " " + std::to_string(off) + "+" +
+                     std::to_string(len));
+  }
+  void on_close(const TcpStreamInfo& c, bool, std::uint64_t) override { events.push_back("close " + std::to_string(c.id)); }
+  void on_limit(const TcpStreamInfo& c, int d, std::uint64_t, const char* why) override {
+    limits.push_back(std::to_string(c.id) + "/" + std::to_string(d) + ": " + why);
+  }
+};
+
+// seg() on another client port, at a capture time.
+Packet at(Packet p, std::uint16_t client_port, std::int64_t ts_s) {
+  (p.sport == 1000 ? p.sport : p.dport) = client_port;
+  p.ts_us = ts_s * 1000000;
+  return p;
+}
+
+}  // namespace
+
 
 BOOST_AUTO_TEST_SUITE(tcp_reassembly)
 
@@ -170,6 +200,52 @@ BOOST_AUTO_TEST_CASE(tail_proven_by_ack_and_fin) {
   t2.finish(10);
   BOOST_TEST(r2.gaps[0].empty());
   BOOST_TEST(r2.joined[0] == "abc");
+}
+
+// A connection whose end the capture lacks is closed once it has been idle
+// longer than the timeout in capture time, not kept to the end.
+BOOST_AUTO_TEST_CASE(idle_connections_close_in_capture_time) {
+  for (const bool timeout : {false, true}) {
+    Log log;
+    ReassemblyLimits lim;
+    lim.idle_timeout_us = timeout ? 600'000'000 : 0;
+    TcpReassembler t(log, lim);
+    t.add(at(seg(1, "", true, true), 1001, 10));
+    t.add(at(seg(2, "ab"), 1001, 11));  // then silence
+    for (std::int64_t s = 100; s <= 1000; s += 100) t.add(at(seg(1, "", true, true), static_cast<std::uint16_t>(2000 + s), s));
+    const auto open_now = t.open_connections();
+    t.finish(99);
+    const auto first_close = std::find(log.events.begin(), log.events.end(), "close 1") - log.events.begin();
+    const auto eighth_open = std::find(log.events.begin(), log.events.end(), "open 9") - log.events.begin();
+    if (timeout) {
+      BOOST_TEST(first_close < eighth_open);  // closed when time passed 611 s, before the connection opened at 800 s
+      BOOST_TEST(open_now < 11u);
+    } else {
+      BOOST_TEST(first_close > eighth_open);
+      BOOST_TEST(open_now == 11u);
+    }
+  }
+}
+
+// Out-of-order octets of all connections together stay under the global
+// bound: past it, the connection asking for more goes on with a gap, and says
+// which limit did it.
+BOOST_AUTO_TEST_CASE(global_buffer_bound) {
+  Log log;
+  ReassemblyLimits lim;
+  lim.max_total_bytes = 100;
+  TcpReassembler t(log, lim);
+  const std::string chunk(40, 'x');
+  for (std::uint16_t port = 3000; port < 3004; ++port) {
+    t.add(at(seg(1, "", true, true), port, 1));
+    t.add(at(seg(50, chunk), port, 1));  // octets 1..48 missing: held out of order
+    BOOST_TEST(t.buffered_bytes() <= 100u);
+  }
+  BOOST_TEST_REQUIRE(!log.limits.empty());
+  BOOST_TEST(log.limits.front().find("all connections together") != std::string::npos, log.limits.front());
+  BOOST_TEST(std::count_if(log.events.begin(), log.events.end(), [](const std::string& e) { return e.starts_with("gap "); }) >= 1);
+  t.finish(9);
+  BOOST_TEST(t.buffered_bytes() == 0u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
