@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
   check->add_flag("--strict", strict, "also run SHOULD- and MAY-level cases");
   std::uint64_t idle_timeout_s = 600, reassembly_mib = 256;
   check->add_option("--idle-timeout", idle_timeout_s,
-                    "close a TCP connection with no segment for this many seconds of capture time (default 600; 0: never)")
+                    "end a TCP connection or RoCE conversation with no traffic for this many seconds of capture time (default 600; 0: never)")
       ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 32));
   check->add_option("--reassembly-memory", reassembly_mib,
                     "MiB that out-of-order and waiting TCP octets of all connections may take together (default 256)")

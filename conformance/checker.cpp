@@ -112,7 +112,8 @@ InputResult Checker::check(const std::string& path, std::unique_ptr<PcapReader> 
   std::vector<std::pair<std::uint16_t, FamilyRun*>> by_port, by_ethertype;
   FamilyRun* whole_link = nullptr;  // a family that owns the input's link type
   for (const auto& a : families_) {
-    contexts.push_back(std::make_unique<RunContext>(out, opt_.family_options, a.cases, sink));
+    contexts.push_back(
+        std::make_unique<RunContext>(out, opt_.family_options, a.cases, sink, opt_.reassembly.idle_timeout_us));
     if (!opt_.listing_family.empty() && a.family->name() == opt_.listing_family) contexts.back()->on_unit = opt_.on_unit;
     runs.push_back(a.family->start(*contexts.back()));
     FamilyRun* run = runs.back().get();

@@ -50,8 +50,9 @@ struct Claims {
 class RunContext {
  public:
   using ScopeSink = std::function<void(ScopeResult&&)>;
-  RunContext(InputResult& out, const FamilyOptions& options, std::vector<std::size_t> active, ScopeSink sink = {})
-      : out_(out), options_(options), active_(std::move(active)), sink_(std::move(sink)) {}
+  RunContext(InputResult& out, const FamilyOptions& options, std::vector<std::size_t> active, ScopeSink sink = {},
+             std::int64_t idle_timeout_us = 0)
+      : out_(out), options_(options), active_(std::move(active)), sink_(std::move(sink)), idle_timeout_us_(idle_timeout_us) {}
   // The family's cases that run (indices into ProtocolFamily::cases()).
   const std::vector<std::size_t>& active() const { return active_; }
   // The values of one of the family's options, or `fallback` when it was not given.
@@ -66,6 +67,9 @@ class RunContext {
   // A scope that has ended (its connection closed, its conversation went
   // idle): handed on at once, so that the family keeps only open state.
   void scope_done(ScopeResult&& r) { sink_(std::move(r)); }
+  // A scope with no traffic for this long in capture time has ended (0: a
+  // scope ends only with its protocol's close or the capture).
+  std::int64_t idle_timeout_us() const { return idle_timeout_us_; }
   // Set by `rdmaconf <listing>`: called with every decoded unit as JSON.
   std::function<void(const nlohmann::json&)> on_unit;
 
@@ -74,6 +78,7 @@ class RunContext {
   const FamilyOptions& options_;
   std::vector<std::size_t> active_;
   ScopeSink sink_;
+  std::int64_t idle_timeout_us_;
 };
 
 // The run's share of a family's case objects: those ctx.active() names, and their infos.

@@ -119,6 +119,10 @@ class Run final : public FamilyRun {
 
   void judge(const IbFrame& p) {
     ++packets_;
+    if (const auto idle = ctx_.idle_timeout_us(); idle > 0 && p.ts_us - last_sweep_us_ >= std::max<std::int64_t>(idle / 8, 1)) {
+      if (last_sweep_us_) close_idle(p.ts_us);
+      last_sweep_us_ = p.ts_us;
+    }
     const bool forward = std::make_pair(p.src, p.sport) <= std::make_pair(p.dst, p.dport);
     const Address& lo = forward ? p.src : p.dst;
     const Address& hi = forward ? p.dst : p.src;
@@ -241,44 +245,61 @@ class Run final : public FamilyRun {
       s.artefact(g.flow->dir, "frame {}: PSN {} missing before it, never NAKed in the capture", g.frame, g.psn);
   }
 
+  // A conversation's result, when it ends (idle, or the end of the capture).
+  ScopeResult result(Conv* c) {
+    ScopeResult r;
+    r.family = kIbFamily;
+    r.id = fmt::format("ib/{}", c->id);
+    r.order = c->id;
+    r.label = c->label;
+    r.params["packets"] = c->packets;
+    nlohmann::json qps = nlohmann::json::array();
+    for (auto& [qp, n] : c->qps) qps.push_back({{"dest_qp", qp}, {"packets", n}});
+    r.params["dest_qps"] = qps;
+    if (c->qp.pmtu()) r.params["path_mtu"] = c->qp.pmtu();
+    r.params["path_mtu_inferred"] = c->qp.pmtu_inferred();
+    nlohmann::json flows = nlohmann::json::array();
+    for (const auto* f : c->qp.request_flows())
+      flows.push_back({{"from", c->scope.sides[f->dir]}, {"dest_qp", f->dqp}, {"transport", pib::transport_name(f->transport)},
+                       {"packets", f->packets}, {"answered_by_qp", f->resp ? nlohmann::json(f->resp->dqp) : nlohmann::json()}});
+    r.params["request_flows"] = flows;
+    const Closing closing = c->qp.close();
+    record_artefacts(c->scope, closing);
+    for (std::size_t i = 0; i < cases_.size(); ++i) {
+      CaseCtx ctx = c->scope.ctx(i);
+      cases_[i]->on_close(ctx, closing);
+    }
+    for (int d = 0; d < 2; ++d) {
+      Coverage cov{c->scope.sides[d], "packets", c->seen[d], c->seen[d] - c->copies[d] - c->damaged[d] - c->undecoded[d], 0, {}};
+      if (c->copies[d]) cov.why.push_back(fmt::format("{} copy(ies) of the packet before, judged once", c->copies[d]));
+      if (c->damaged[d]) cov.why.push_back(fmt::format("{} with a wrong ICRC: only the checksum judged", c->damaged[d]));
+      if (c->undecoded[d]) cov.why.push_back(fmt::format("{} whose transport headers did not decode", c->undecoded[d]));
+      r.coverage.push_back(std::move(cov));
+    }
+    r.first_frame = c->first_frame;
+    r.last_frame = c->last_frame;
+    r.outcomes = c->scope.outcomes(infos_);
+    return r;
+  }
+
+  // Conversations with no packet for the idle time (capture time) end now
+  // and leave, in the order they began.
+  void close_idle(std::int64_t now_us) {
+    std::vector<decltype(convs_)::iterator> idle;
+    for (auto it = convs_.begin(); it != convs_.end(); ++it)
+      if (now_us - it->second->last_ts > ctx_.idle_timeout_us()) idle.push_back(it);
+    std::sort(idle.begin(), idle.end(), [](const auto& x, const auto& y) { return x->second->id < y->second->id; });
+    for (auto it : idle) {
+      ctx_.scope_done(result(it->second.get()));
+      convs_.erase(it);
+    }
+  }
+
   void finish(std::vector<ScopeResult>& scopes, std::vector<FamilyCount>& counts) override {
     std::vector<Conv*> convs;
     for (auto& [k, c] : convs_) convs.push_back(c.get());
     std::sort(convs.begin(), convs.end(), [](auto* x, auto* y) { return x->id < y->id; });
-    for (Conv* c : convs) {
-      ScopeResult r;
-      r.family = kIbFamily;
-      r.id = fmt::format("ib/{}", c->id);
-      r.label = c->label;
-      r.params["packets"] = c->packets;
-      nlohmann::json qps = nlohmann::json::array();
-      for (auto& [qp, n] : c->qps) qps.push_back({{"dest_qp", qp}, {"packets", n}});
-      r.params["dest_qps"] = qps;
-      if (c->qp.pmtu()) r.params["path_mtu"] = c->qp.pmtu();
-      r.params["path_mtu_inferred"] = c->qp.pmtu_inferred();
-      nlohmann::json flows = nlohmann::json::array();
-      for (const auto* f : c->qp.request_flows())
-        flows.push_back({{"from", c->scope.sides[f->dir]}, {"dest_qp", f->dqp}, {"transport", pib::transport_name(f->transport)},
-                         {"packets", f->packets}, {"answered_by_qp", f->resp ? nlohmann::json(f->resp->dqp) : nlohmann::json()}});
-      r.params["request_flows"] = flows;
-      const Closing closing = c->qp.close();
-      record_artefacts(c->scope, closing);
-      for (std::size_t i = 0; i < cases_.size(); ++i) {
-        CaseCtx ctx = c->scope.ctx(i);
-        cases_[i]->on_close(ctx, closing);
-      }
-      for (int d = 0; d < 2; ++d) {
-        Coverage cov{c->scope.sides[d], "packets", c->seen[d], c->seen[d] - c->copies[d] - c->damaged[d] - c->undecoded[d], 0, {}};
-        if (c->copies[d]) cov.why.push_back(fmt::format("{} copy(ies) of the packet before, judged once", c->copies[d]));
-        if (c->damaged[d]) cov.why.push_back(fmt::format("{} with a wrong ICRC: only the checksum judged", c->damaged[d]));
-        if (c->undecoded[d]) cov.why.push_back(fmt::format("{} whose transport headers did not decode", c->undecoded[d]));
-        r.coverage.push_back(std::move(cov));
-      }
-      r.first_frame = c->first_frame;
-      r.last_frame = c->last_frame;
-      r.outcomes = c->scope.outcomes(infos_);
-      scopes.push_back(std::move(r));
-    }
+    for (Conv* c : convs) scopes.push_back(result(c));
     counts.push_back({"ib_packets", "InfiniBand transport packets (RoCEv2, RoCEv1 or native)", packets_});
   }
 
@@ -289,6 +310,7 @@ class Run final : public FamilyRun {
   std::uint32_t mtu_ = 0;
   std::map<std::pair<Address, Address>, std::unique_ptr<Conv>> convs_;
   std::uint64_t ids_ = 0, packets_ = 0;
+  std::int64_t last_sweep_us_ = 0;
 };
 
 std::unique_ptr<FamilyRun> Family::start(RunContext& ctx) const { return std::make_unique<Run>(*this, ctx); }

@@ -9,6 +9,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <pcap/dlt.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -309,6 +310,45 @@ BOOST_AUTO_TEST_CASE(streamed_reports_are_the_documents) {
   BOOST_TEST(doc["inputs"][0]["scopes"][0]["label"] == "a \"quoted\" \\ label\n\x01 caf\xc3\xa9 \xef\xbf\xbd\xef\xbf\xbd end");
   BOOST_TEST(junit.str().find("<testsuites name=\"rdmaconf test\"") != std::string::npos);
   BOOST_TEST(junit.str().find("iwarp.mpa.fpdu.crc") != std::string::npos);
+}
+
+// A RoCE conversation with no packet for the idle time ends then, and the
+// same addresses later start a new one: the capture twice over, the second
+// copy 1000 s later, gives two scopes judged as the single copy is.
+BOOST_AUTO_TEST_CASE(idle_conversations_end_in_capture_time) {
+  const auto golden = fs::path(RDMACONF_SOURCE_DIR) / "captures" / "golden" / "roce-v4.pcap";
+  const auto twice = fs::temp_directory_path() / fmt::format("rdmaconf-twice-{}.pcap", getpid());
+  {
+    std::string err;
+    captures::io::PcapWriter w(twice.string());
+    for (const std::int64_t shift : {std::int64_t{0}, std::int64_t{1000} * 1000000}) {
+      auto r = captures::io::PcapReader::open(golden.string(), err, false);
+      BOOST_TEST_REQUIRE(r, err);
+      while (auto f = r->next()) {
+        w.set_time_us(f->ts_sec * 1000000 + f->ts_usec + shift);
+        w.frame(f->data);
+      }
+    }
+  }
+  CheckOptions o;
+  o.hash = false;
+  o.strict = true;
+  const InputResult once = Checker(o).check_file(golden.string());
+  BOOST_TEST_REQUIRE(once.scopes.size() == 1u);
+  o.reassembly.idle_timeout_us = 600 * 1000000ll;
+  const InputResult two = Checker(o).check_file(twice.string());
+  BOOST_TEST_REQUIRE(two.scopes.size() == 2u);
+  const reports::RunInfo run{"test", {}, true, {}, {}};
+  auto results = [&](const ScopeResult& s) {
+    InputResult in;
+    in.scopes.push_back(s);
+    return reports::to_json(run, {in})["inputs"][0]["scopes"][0]["results"];
+  };
+  BOOST_TEST(results(two.scopes[0]) == results(once.scopes[0]));
+  BOOST_TEST(two.scopes[1].first_frame > two.scopes[0].last_frame);
+  o.reassembly.idle_timeout_us = 0;  // no timeout: one conversation, which sees every packet twice
+  BOOST_TEST(Checker(o).check_file(twice.string()).scopes.size() == 1u);
+  fs::remove(twice);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -230,6 +230,10 @@ BOOST_AUTO_TEST_CASE(roce_peer_serves_sessions_side_by_side) {
   const auto took_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
   BOOST_TEST(took_ms < 8000);  // not behind the silent one (10 s)
 
+  // (Their sessions end right after their reports.)
+  BOOST_TEST_REQUIRE(!peer.report(2).is_null());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+
   // One endpoint, one session: a second hello naming the endpoint of a live session is refused.
   Fd first = connect();
   send_line(first.get(), hello({{"udp", fmt::format("127.0.0.4:{}", port)}}).dump());
