@@ -191,6 +191,12 @@ bool UdpLink::record(const std::string& path, std::string& err) {
 
 void UdpLink::stop_recording() { pcap_.reset(); }
 
+void UdpLink::close() {
+  fd_ = Fd();
+  raw_ = Fd();
+  have_peer_ = false;
+}
+
 void UdpLink::tap(bool outbound, protocols::Bytes pkt) {
   if (!pcap_) return;
   pcap_->set_time_us(std::chrono::duration_cast<std::chrono::microseconds>(

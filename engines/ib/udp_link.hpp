@@ -64,6 +64,8 @@ class UdpLink {
   // Records every packet sent and received as IPv4 or IPv6 UDP frames.
   bool record(const std::string& path, std::string& err);
   void stop_recording();
+  // Closes the sockets (the counts stay readable).
+  void close();
   int fd() const { return fd_.get(); }
   std::uint16_t port() const;
   std::string local_name() const;

@@ -420,10 +420,12 @@ class Claim {
     std::lock_guard g(s_.mu);
     held_ = s_.claimed.insert(endpoint_).second;
   }
-  ~Claim() {
+  ~Claim() { release(); }
+  void release() {
     if (!held_) return;
     std::lock_guard g(s_.mu);
     s_.claimed.erase(endpoint_);
+    held_ = false;
   }
   Claim(const Claim&) = delete;
   Claim& operator=(const Claim&) = delete;
@@ -470,18 +472,30 @@ json serve_one(int cfd, const PeerOptions& o, std::uint64_t index, std::stop_tok
   UdpLink link;
   if (!link.open(o.udp_local, err, true) || (o.raw_receive && !link.raw_receive(err))) return refuse(err);
   if (!link.set_peer(h->udp, err, true)) return refuse("hello: " + err);
-  const Claim claim(shared, link.peer_name());
+  Claim claim(shared, link.peer_name());
   if (!claim.held()) return refuse(fmt::format("hello: udp {} is in use by another session", link.peer_name()));
-  if (!link.connect_peer(err)) return refuse(err);
+  // The endpoint and the socket are let go before the session's last word
+  // to its client, so that a client that starts its next session from the
+  // same endpoint on hearing it finds the endpoint free.
+  auto let_go = [&] {
+    link.stop_recording();
+    link.close();
+    claim.release();
+  };
+  auto refuse_held = [&](std::string why) {
+    let_go();
+    return refuse(std::move(why));
+  };
+  if (!link.connect_peer(err)) return refuse_held(err);
   link.send_through(shared.send_fd);
   const std::uint64_t size = h->size, recvs = h->recvs;
   Reservation mem(&shared.budget);
   if (!mem.add(h->buffer + recvs * size + 8))
-    return refuse(fmt::format("hello: {} octets of buffers are beyond the peer's memory budget ({} of {} in use)",
+    return refuse_held(fmt::format("hello: {} octets of buffers are beyond the peer's memory budget ({} of {} in use)",
                               h->buffer + recvs * size + 8, shared.budget.used(), shared.budget.limit()));
   if (!o.pcap_dir.empty() &&
       !link.record((std::filesystem::path(o.pcap_dir) / fmt::format("peer-roce-{}.pcap", index)).string(), err))
-    return refuse(err);
+    return refuse_held(err);
 
   ProtectionDomain pd;
   CompletionQueue scq, rcq;
@@ -588,9 +602,9 @@ json serve_one(int cfd, const PeerOptions& o, std::uint64_t index, std::stop_tok
                        {"refusals", refusals},
                        {"state", qp.state() == QpState::rts ? "rts" : "error"},
                        {"error", qp.error()}};
-  send_json(cfd, {{"result", result}});
   rep["foreign_datagrams_dropped"] = link.foreign_datagrams() - foreign_before;
-  link.stop_recording();
+  let_go();
+  send_json(cfd, {{"result", result}});
   rep["ok"] = finished;
   rep["result"] = result;
   if (!finished) rep["error"] = err.empty() ? "the requester went quiet" : err;

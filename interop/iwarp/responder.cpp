@@ -128,19 +128,23 @@ struct Responder {
     const bool term = info->expect.has_value();
     const std::uint32_t size = h.size;
     // Receive slots for what follows (none when the scenario wants "no
-    // buffer"); the send-lat pings, one at a time, need two slots of their
-    // size; we send only control messages from our own slots.
+    // buffer"); the send-lat pings come one at a time, each after our answer
+    // to the one before, which we send after reposting its slot: one slot of
+    // their size (one credit) is all they need. We send only control
+    // messages from our own slots.
     const bool send_lat = info->code == kSendLat;
-    const unsigned count = send_lat ? 2 : kSlots;
+    const unsigned count = send_lat ? 1 : kSlots;
     ready.credits = static_cast<std::uint16_t>(info->code == kTermNoBuffer ? 0 : count);
     ready.ird = s.qp.effective_ird();
     const std::uint32_t slots = bw_slots(size, h.iterations);
     // The write target and the read-only source.
     const std::size_t rw_len = info->code == kWriteBw ? std::size_t(size) * slots : term ? 4096 : send_lat ? 0 : size;
     const std::size_t ro_len = info->code == kReadBw ? std::size_t(size) * slots : term ? 256 * 1024 : 0;
-    // All this session will hold (the latency tests add a message and its
-    // reference copy), taken from the peer's budget before anything is allocated.
-    const std::size_t lat = send_lat || info->code == kWriteLat ? 2 * std::size_t(size) : 0;
+    // All this session will hold (the latency tests add the message they
+    // send, which is also the reference a ping is compared with: the two
+    // differ only in the stamped octets, which the comparison leaves out),
+    // taken from the peer's budget before anything is allocated.
+    const std::size_t lat = send_lat || info->code == kWriteLat ? std::size_t(size) : 0;
     if (!mem.add(rw_len + ro_len + lat + std::max<std::size_t>(send_lat ? size : 0, kMinSlot) * count + kMinSlot * kSlots)) {
       ready.status = kRefused;
       s.send(ready.encode());
@@ -176,12 +180,11 @@ struct Responder {
       case kSendLat: {
         auto& msg = s.buffer(size);
         fill_pattern(msg, kSeedLat);
-        const std::vector<std::byte> base = msg;
         const auto stag = s.pd.register_mr(msg, 0);
         for (std::uint64_t i = 0; i < iters; ++i) {
           const auto got = s.receive_in_place();
           if (!got) return fail(fmt::format("waiting for ping {}", i));
-          const bool same = same_message(got->second, base, i, true);
+          const bool same = same_message(got->second, msg, i, true);
           s.repost(got->first);
           if (!same) return result(i);
           stamp_send(msg, i);
@@ -192,11 +195,10 @@ struct Responder {
       case kWriteLat: {
         auto& src = s.buffer(size);
         fill_pattern(src, kSeedLat);
-        const std::vector<std::byte> base = src;
         const auto stag = s.pd.register_mr(src, 0);
         for (std::uint64_t i = 0; i < iters; ++i) {
           if (!s.wait([&] { return rw.back() == write_tag(i); })) return fail(fmt::format("waiting for ping {}", i));
-          if (!same_message(Bytes(rw), base, i, false)) return result(i);
+          if (!same_message(Bytes(rw), src, i, false)) return result(i);
           src.back() = write_tag(i);
           SendWr w{kDataBase + i, WrOpcode::write, {stag, 0, size}};
           w.remote_stag = h.stag;

@@ -306,6 +306,9 @@ inline void stamp_send(std::span<std::byte> b, std::uint64_t i) {
 }
 inline std::byte write_tag(std::uint64_t i) { return std::byte(1 + i % 255); }
 
+// Whether ping i arrived intact: `base` is the pattern, compared everywhere
+// but the octets a ping stamps with its number (the first four of a Send,
+// the last of a Write), so a buffer that carries an older stamp serves.
 inline bool same_message(Bytes got, Bytes base, std::uint64_t i, bool send_lat) {
   if (got.size() != base.size()) return false;
   if (send_lat) {
