@@ -252,16 +252,25 @@ class JsonWriter final : public ReportWriter {
     os_ << (inputs_++ ? ",\n" : "\n") << "{\"path\":" << nlohmann::json(path).dump() << ",\"scopes\":[";
     scopes_ = 0;
   }
+  // Scopes are gathered into large writes (one system call a scope cost
+  // more than writing the text).
   void scope(const ScopeResult& s) override {
-    text_.clear();
     text_ += scopes_++ ? ",\n" : "\n";
     put_scope(text_, s);
-    os_ << text_;
+    if (text_.size() >= kFlushAt) flush();
   }
-  void end_input(const InputResult& in) override { os_ << "],\n" << members(input_json(in)) << '}'; }
-  void end(const Totals& t) override { os_ << "\n],\"summary\":" << summary_json(t).dump() << "}\n"; }
+  void end_input(const InputResult& in) override {
+    flush();
+    os_ << "],\n" << members(input_json(in)) << '}';
+  }
+  void end(const Totals& t) override { os_ << "\n],\"summary\":" << summary_json(t).dump() << "}\n" << std::flush; }
 
  private:
+  static constexpr std::size_t kFlushAt = 1 << 20;
+  void flush() {
+    os_.write(text_.data(), static_cast<std::streamsize>(text_.size()));
+    text_.clear();
+  }
   std::ostream& os_;
   std::uint64_t inputs_ = 0, scopes_ = 0;
   std::string text_;
