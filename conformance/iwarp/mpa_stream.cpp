@@ -162,6 +162,11 @@ void MpaConnection::route(int dir, std::uint64_t offset, Bytes data, std::uint64
       s.held.push_back(Held{offset, frame, acked, {data.begin(), data.end()}});
       s.held_bytes += data.size();
       return;
+    case State::seek_marker:
+      s.held.push_back(Held{offset, frame, acked, {data.begin(), data.end()}});
+      s.held_bytes += data.size();
+      seek_marker(dir, frame, false);
+      return;
     case State::infer: {
       const std::size_t before = s.held_bytes;
       s.held.push_back(Held{offset, frame, acked, {data.begin(), data.end()}});
@@ -255,11 +260,57 @@ void MpaConnection::infer(int dir, std::uint64_t frame, bool at_end) {
                                   : std::string("the capture starts mid-stream, at an FPDU's start"));
   }
   start_fpdus(dir, start, false);
+  s.held.swap(held);
+  replay_held(dir, start);
+}
+
+void MpaConnection::replay_held(int dir, std::uint64_t from) {
+  Dir& s = d_[dir];
+  std::vector<Held> held;
+  held.swap(s.held);
+  s.held_bytes = 0;
   for (auto& h : held) {
     const std::uint64_t end = h.offset + h.bytes.size();
-    if (end <= start) continue;
-    const std::size_t skip = h.offset < start ? static_cast<std::size_t>(start - h.offset) : 0;
+    if (end <= from) continue;
+    const std::size_t skip = h.offset < from ? static_cast<std::size_t>(from - h.offset) : 0;
     feed(dir, h.offset + skip, Bytes(h.bytes).subspan(skip), h.frame, h.acked);
+  }
+}
+
+void MpaConnection::seek_marker(int dir, std::uint64_t frame, bool at_end) {
+  Dir& s = d_[dir];
+  if (s.held.empty()) return;
+  const std::uint64_t first = s.held.front().offset, last = s.held.back().offset + s.held.back().bytes.size();
+  // The octet at stream offset `at`, if held (the held pieces are in order, without holes).
+  auto octet = [&](std::uint64_t at) -> std::optional<std::byte> {
+    for (const auto& h : s.held)
+      if (at >= h.offset && at < h.offset + h.bytes.size()) return h.bytes[static_cast<std::size_t>(at - h.offset)];
+    return std::nullopt;
+  };
+  // Markers sit every 512 octets from the direction's first FPDU (`base`).
+  const std::uint64_t from = std::max(s.gap_end, first);
+  std::uint64_t m = s.base + (from - s.base + kMpaMarkerInterval - 1) / kMpaMarkerInterval * kMpaMarkerInterval;
+  for (; m + kMpaMarker.size <= last; m += kMpaMarkerInterval) {
+    std::array<std::byte, 4> mk{};
+    for (std::size_t i = 0; i < 4; ++i) mk[i] = *octet(m + i);
+    const std::uint16_t ptr = be16(Bytes(mk.data(), mk.size()), 2);
+    if (ptr > m - s.base || m - ptr < from) continue;  // its FPDU began in the gap (or the pointer is wrong)
+    const std::uint64_t start = m - ptr;
+    s.resync = false;
+    s.resyncs.push_back({s.gap_end, start});
+    s.why.push_back(fmt::format("framing found again at offset {} by the marker at offset {}, {} octets after the gap",
+                                start, m, start - s.gap_end));
+    s.state = State::fpdu;
+    s.framer.resume_at(true, neg_.crc(), start - s.base);
+    replay_held(dir, start);
+    return;
+  }
+  if (at_end || s.held_bytes > kInferMax) {
+    s.why.push_back(fmt::format("from offset {}: no marker after the gap names an FPDU that begins after it", s.gap_end));
+    s.state = State::not_mpa;
+    s.held.clear();
+    s.held_bytes = 0;
+    (void)frame;
   }
 }
 
@@ -495,22 +546,35 @@ void MpaConnection::gap(int dir, std::uint64_t offset, std::uint64_t len, std::u
       return;
     }
   }
+  if (s.state == State::seek_marker) {
+    // Another gap before a marker was found: look from after this one.
+    s.held.clear();
+    s.held_bytes = 0;
+    s.gap_end = offset + len;
+    return;
+  }
   s.held.clear();
-  // Without markers the FPDUs after the gap are found again as at a
-  // mid-stream start (with markers, their pointers would be the way; not done).
-  const bool again = s.state == State::fpdu && !s.markers;
+  // The FPDUs after the gap are found again: with markers, by the first
+  // marker whose pointer names an FPDU that begins after the gap (RFC 5044
+  // §5: markers exist to find FPDU boundaries); without, as at a mid-stream
+  // start.
+  const bool again = s.state == State::fpdu;
+  const bool by_marker = s.markers;
   stop(dir, offset, frame, fmt::format("capture gap of {} octets at stream offset {}", len, offset), true);
   if (again) {
-    s.state = State::infer;
+    s.state = by_marker ? State::seek_marker : State::infer;
     s.resync = true;
+    s.gap_end = offset + len;
     s.held_bytes = 0;
     ++s.fpdus;  // FPDU numbers skip one where the gap hides FPDUs, so that cases following a sequence start again
   }
 }
 
 void MpaConnection::close(std::uint64_t frame) {
-  for (int dir = 0; dir < 2; ++dir)
+  for (int dir = 0; dir < 2; ++dir) {
     if (d_[dir].state == State::infer) infer(dir, frame, true);
+    if (d_[dir].state == State::seek_marker) seek_marker(dir, frame, true);
+  }
   for (int dir = 0; dir < 2; ++dir) {
     Dir& s = d_[dir];
     // A frame begun and not finished: where, how much of it is here, and its size if known.

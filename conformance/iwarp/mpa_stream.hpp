@@ -183,7 +183,7 @@ class MpaConnection {
   const std::optional<Unanswered>& unanswered(int dir) const { return d_[dir].unanswered; }
 
  private:
-  enum class State { probe, infer, rr, wait_negotiation, fpdu, rejected, stopped, not_mpa };
+  enum class State { probe, infer, seek_marker, rr, wait_negotiation, fpdu, rejected, stopped, not_mpa };
   struct Held {
     std::uint64_t offset, frame, acked;
     std::vector<std::byte> bytes;
@@ -206,6 +206,7 @@ class MpaConnection {
     // from its first octet would make it iWARP without the MPA exchange.
     bool from_start = false;
     bool resync = false;  // looking for FPDU boundaries again after a gap
+    std::uint64_t gap_end = 0;  // seek_marker: where the capture has octets again
     std::uint64_t captured = 0, judged = 0, missing = 0;  // octets (see coverage())
     std::vector<std::string> why;                          // what left octets unjudged
     std::vector<Resync> resyncs;
@@ -226,6 +227,11 @@ class MpaConnection {
   void feed_fpdus(int dir, Bytes data, std::uint64_t frame, std::uint64_t acked);
   static bool first_fpdu_plausible(const Dir& s);
   void infer(int dir, std::uint64_t frame, bool at_end);
+  // After a gap in a direction with markers: the first marker past the gap
+  // whose pointer names an FPDU that begins after it.
+  void seek_marker(int dir, std::uint64_t frame, bool at_end);
+  // Hands held octets from stream offset `from` on to the framer.
+  void replay_held(int dir, std::uint64_t from);
   // Frames FPDUs from stream offset `at` on.
   void start_fpdus(int dir, std::uint64_t at, bool markers);
   // Size of the MPA Request or Reply at the front of `b` if it can be known, else 0.

@@ -70,6 +70,12 @@ class MpaFramer {
     stage_.clear();
     seen_.clear();
   }
+  // Goes on at `pos` (an FPDU's first position, found after octets were
+  // lost), counting positions, and so markers, as before.
+  void resume_at(bool markers, bool crc, std::uint64_t pos) {
+    reset(markers, crc);
+    pos_ = pos;
+  }
   bool markers() const { return markers_; }
   bool crc() const { return crc_; }
   // Octets taken since reset, markers included.

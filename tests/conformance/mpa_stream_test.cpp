@@ -251,4 +251,67 @@ BOOST_AUTO_TEST_CASE(mid_stream_lock_keeps_a_bad_header_and_sees_markers) {
   BOOST_TEST(!cf::iwarp::markers_present(Bytes(zeros)));
 }
 
+// A gap in a direction with markers: the first marker after it whose
+// pointer names an FPDU that begins after the gap gives the framing back
+// (RFC 5044 §5). Every FPDU that begins after that point is decoded as in
+// the capture without the gap.
+BOOST_AUTO_TEST_CASE(markers_find_framing_again_after_a_gap) {
+  std::vector<std::byte> s;
+  MpaRrParams p;
+  p.crc = true;
+  encode_mpa_rr(s, p);
+  const std::size_t req = s.size();
+  MarkerStream ms;
+  for (int i = 0; i < 40; ++i) {
+    const auto u = send_ulpdu(static_cast<std::uint32_t>(i + 1), static_cast<std::size_t>(40 + i * 37 % 300), std::byte{0x5c});
+    encode_fpdu_marked(s, u, true, ms);
+  }
+  std::vector<std::byte> r;
+  MpaRrParams q;
+  q.kind = MpaFrameKind::reply;
+  q.markers = true;
+  encode_mpa_rr(r, q);
+  auto events = [&](std::size_t gap_at, std::size_t gap_len, std::vector<cf::iwarp::MpaConnection::Resync>* resyncs) {
+    Log log;
+    rdmaconf::captures::io::TcpStreamInfo info;
+    cf::iwarp::MpaConnection c(info, log);
+    c.data(0, 0, Bytes(s).first(req), 1);
+    c.data(1, 0, r, 2);
+    c.data(0, req, Bytes(s).subspan(req, gap_at - req), 3);
+    if (gap_len) c.gap(0, gap_at, gap_len, 4);
+    c.data(0, gap_at + gap_len, Bytes(s).subspan(gap_at + gap_len), 5);
+    c.close(6);
+    if (resyncs) *resyncs = c.resyncs(0);
+    return log.ev;
+  };
+  const auto whole = events(req, 0, nullptr);
+  auto offset_of = [](const std::string& e) { return std::stoull(e.substr(e.find(" off") + 4)); };
+  for (const std::size_t gap_at : {req + 700, req + 1500, req + 2999}) {
+    BOOST_TEST_CONTEXT("gap at " << gap_at) {
+      std::vector<cf::iwarp::MpaConnection::Resync> rs;
+      const auto ev = events(gap_at, 333, &rs);
+      BOOST_TEST_REQUIRE(rs.size() == 1u);
+      const std::uint64_t resumed = rs[0].resumed;
+      BOOST_TEST(rs[0].gap_end == gap_at + 333);
+      BOOST_TEST(resumed >= gap_at + 333);
+      BOOST_TEST(resumed < gap_at + 333 + 3 * 512);  // within a few markers
+      // Every FPDU of the whole stream that begins at or after `resumed`, and nothing else after the gap's stop.
+      std::vector<std::string> want, got;
+      for (const auto& e : whole)
+        if (e.starts_with("fpdu") && offset_of(e) >= resumed) want.push_back(e.substr(0, e.find(" ok")) + e.substr(e.find(" ddp")));
+      bool after_stop = false;
+      for (const auto& e : ev) {
+        if (e.starts_with("stop")) {
+          BOOST_TEST(!after_stop, e);  // the gap's stop, and no other
+          after_stop = true;
+          continue;
+        }
+        if (after_stop && e.starts_with("fpdu")) got.push_back(e.substr(0, e.find(" ok")) + e.substr(e.find(" ddp")));
+      }
+      BOOST_TEST(!want.empty());
+      BOOST_TEST(got == want);
+    }
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
