@@ -20,21 +20,13 @@ for n in "${counts[@]}"; do
   "$build/captures/rdmaconf-gen" --bench-connections "$tmp/c$n.pcap" "$n"
 done
 sync
-python3 - "$build/cli/rdmaconf" "$tmp" "${counts[@]}" <<'PY'
-import os, statistics, subprocess, sys, time
+BENCH_DIR="$(dirname "$0")" python3 - "$build/cli/rdmaconf" "$tmp" "${counts[@]}" <<'PY'
+import os, statistics, sys
+
+sys.path.insert(0, os.environ["BENCH_DIR"])
+from measure import run
 
 rdmaconf, tmp, *counts = sys.argv[1:]
-mem = os.path.join(tmp, "mem")
-
-def run(argv):
-    t = time.perf_counter()
-    rc = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", mem, *argv],
-                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
-    wall = time.perf_counter() - t
-    if rc not in (0, 1):
-        sys.exit(f"{' '.join(argv)} failed with status {rc}")
-    with open(mem) as f:
-        return wall, int(f.read().split()[-1]) / 1024
 
 report = os.path.join(tmp, "r.json")
 print(f"{'connections':>11}  {'capture':>9}  {'check':>8}  {'peak':>8}  {'--json':>8}  {'peak':>8}  {'report':>9}  ratio  us/conn")

@@ -19,24 +19,13 @@ for mb in "$small" "$large"; do
   "$gen" --bench "$tmp/c$mb.pcap" "$mb"
 done
 sync  # the fresh files' writeback must not compete with the timed runs
-python3 - "$bin" "$tmp" "$tmp/c$large.pcap" "$tmp/c$small.pcap" <<'PY'
-import os, statistics, subprocess, sys, time
+BENCH_DIR="$(dirname "$0")" python3 - "$bin" "$tmp" "$tmp/c$large.pcap" "$tmp/c$small.pcap" <<'PY'
+import os, statistics, sys
+
+sys.path.insert(0, os.environ["BENCH_DIR"])
+from measure import run
 
 rdmaconf, tmp, large, small = sys.argv[1:]
-
-mem = os.path.join(tmp, "mem")
-
-def run(argv):
-    """Wall seconds and peak RSS (MiB) of one run of argv. GNU time reports
-    the peak, as Python's own RSS would leak into the child's ru_maxrss."""
-    t = time.perf_counter()
-    rc = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", mem, *argv],
-                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
-    wall = time.perf_counter() - t
-    if rc not in (0, 1):
-        sys.exit(f"{' '.join(argv)} failed with status {rc}")
-    with open(mem) as f:
-        return wall, int(f.read().split()[-1]) / 1024
 
 def ours(path, *extra):
     run([rdmaconf, "check", "--quiet", path])  # warm the page cache

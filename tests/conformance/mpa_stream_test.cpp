@@ -38,6 +38,30 @@ std::vector<std::byte> send_ulpdu(std::uint32_t msn, std::size_t extra, std::byt
   return u;
 }
 
+// The initiator's side of a connection whose Reply asks it for markers,
+// with CRC: its Request, then `n` Sends of extra(i) payload octets; and the
+// Reply.
+struct Marked {
+  std::vector<std::byte> stream, reply;
+  std::size_t req = 0, markers = 0;
+};
+Marked marked_stream(int n, std::size_t (*extra)(int)) {
+  Marked m;
+  MpaRrParams p;
+  p.crc = true;
+  encode_mpa_rr(m.stream, p);
+  m.req = m.stream.size();
+  MarkerStream ms;
+  for (int i = 0; i < n; ++i)
+    encode_fpdu_marked(m.stream, send_ulpdu(static_cast<std::uint32_t>(i + 1), extra(i), std::byte{0x5c}), true, ms);
+  m.markers = ms.written;
+  MpaRrParams q;
+  q.kind = MpaFrameKind::reply;
+  q.markers = true;
+  encode_mpa_rr(m.reply, q);
+  return m;
+}
+
 std::vector<std::byte> initiator_stream(bool crc) {
   std::vector<std::byte> b;
   MpaRrParams p;
@@ -162,22 +186,11 @@ BOOST_AUTO_TEST_CASE(fpdus_without_mpa_exchange_are_recognised) {
 // before CRC fields; every cut of the stream gives the same events, every
 // marker points where it should, and the CRC (which covers the markers) holds.
 BOOST_AUTO_TEST_CASE(markers_are_removed_and_checked_at_every_split) {
-  std::vector<std::byte> s;
-  MpaRrParams p;
-  p.crc = true;
-  encode_mpa_rr(s, p);
-  const std::size_t req = s.size();
-  MarkerStream ms;
-  for (int i = 0; i < 12; ++i) {
-    const auto u = send_ulpdu(static_cast<std::uint32_t>(i + 1), static_cast<std::size_t>(i * 97 % 700), std::byte{0x5c});
-    encode_fpdu_marked(s, u, true, ms);
-  }
-  BOOST_TEST_REQUIRE(ms.written >= 8u);
-  std::vector<std::byte> r;
-  MpaRrParams q;
-  q.kind = MpaFrameKind::reply;
-  q.markers = true;
-  encode_mpa_rr(r, q);
+  const Marked m = marked_stream(12, [](int i) { return static_cast<std::size_t>(i * 97 % 700); });
+  const auto& s = m.stream;
+  const auto& r = m.reply;
+  const std::size_t req = m.req;
+  BOOST_TEST_REQUIRE(m.markers >= 8u);
   auto events = [&](std::size_t cut) {
     Log log;
     rdmaconf::captures::io::TcpStreamInfo info;
@@ -203,7 +216,7 @@ BOOST_AUTO_TEST_CASE(markers_are_removed_and_checked_at_every_split) {
       BOOST_TEST(e.find("ddptrue") != std::string::npos, e);
     }
   }
-  BOOST_TEST(markers == ms.written);
+  BOOST_TEST(markers == m.markers);
   BOOST_TEST(fpdus == 12u);
   for (std::size_t cut = req; cut <= s.size(); ++cut) BOOST_TEST_REQUIRE((events(cut) == ref), "cut " << cut);
 }
@@ -256,21 +269,10 @@ BOOST_AUTO_TEST_CASE(mid_stream_lock_keeps_a_bad_header_and_sees_markers) {
 // (RFC 5044 §5). Every FPDU that begins after that point is decoded as in
 // the capture without the gap.
 BOOST_AUTO_TEST_CASE(markers_find_framing_again_after_a_gap) {
-  std::vector<std::byte> s;
-  MpaRrParams p;
-  p.crc = true;
-  encode_mpa_rr(s, p);
-  const std::size_t req = s.size();
-  MarkerStream ms;
-  for (int i = 0; i < 40; ++i) {
-    const auto u = send_ulpdu(static_cast<std::uint32_t>(i + 1), static_cast<std::size_t>(40 + i * 37 % 300), std::byte{0x5c});
-    encode_fpdu_marked(s, u, true, ms);
-  }
-  std::vector<std::byte> r;
-  MpaRrParams q;
-  q.kind = MpaFrameKind::reply;
-  q.markers = true;
-  encode_mpa_rr(r, q);
+  const Marked m = marked_stream(40, [](int i) { return static_cast<std::size_t>(40 + i * 37 % 300); });
+  const auto& s = m.stream;
+  const auto& r = m.reply;
+  const std::size_t req = m.req;
   auto events = [&](std::size_t gap_at, std::size_t gap_len, std::vector<cf::iwarp::MpaConnection::Resync>* resyncs) {
     Log log;
     rdmaconf::captures::io::TcpStreamInfo info;
