@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "cli/live.hpp"
+#include "cli/report_cmd.hpp"
 #include "conformance/checker.hpp"
 #include "interop/lab/lab.hpp"
 #include "reports/report.hpp"
@@ -164,6 +165,7 @@ int main(int argc, char** argv) {
     }
 
   cli::LiveCommands live(app);
+  const cli::ReportCommands reports_cmd(app);
 
   auto* lab = app.add_subcommand("lab", "the soft-RNIC lab: our engine against the Linux kernel's siw in a qemu guest");
   lab->require_subcommand(1);
@@ -191,6 +193,7 @@ int main(int argc, char** argv) {
   }
 
   if (live.selected()) return live.run();
+  if (reports_cmd.selected()) return reports_cmd.run();
 
   if (*lab_run) {
     if (lab_list) {

@@ -3,6 +3,9 @@
 // and the JUnit XML parsed by Python's XML parser.
 #include <boost/test/unit_test.hpp>
 
+#include <fstream>
+#include <sstream>
+
 #include <fmt/format.h>
 
 #include "tests/integration/support.hpp"
@@ -112,6 +115,54 @@ BOOST_AUTO_TEST_CASE(cases_lists_the_catalog) {
     BOOST_TEST(!c["requirement"].get<std::string>().empty());
     BOOST_TEST((c["level"] == "MUST" || c["level"] == "SHOULD" || c["level"] == "MAY"));
   }
+}
+
+// `rdmaconf report`: diff exits 1 on a regression and names it, 0 when the
+// new report is no worse; the summary marks regressions; history appends one
+// record per item; a report that is no JSON is refused with its name. The
+// baseline is a real check of the golden captures; the new report is that
+// one with two results made worse and one input gone (edited by Python's
+// json module, not our writer).
+BOOST_AUTO_TEST_CASE(report_diff_summary_and_history) {
+  const auto dir = temp_dir("report-diff");
+  const auto base = (dir / "base.json").string(), worse = (dir / "worse.json").string();
+  BOOST_TEST(run(kBin + " check --quiet --json " + base + " " + kGolden + " 2>&1").status == 1);
+  const auto edit = run("/usr/bin/python3 -c \"import json; d=json.load(open('" + base + "')); n=0\n"
+                        "for s in d['inputs'][0]['scopes']:\n"
+                        "  for r in s['results']:\n"
+                        "    if r['verdict']=='PASS' and n<2: r['verdict']=['FAIL','INCONCLUSIVE'][n]; n+=1; print(s['id'], r['case'])\n"
+                        "d['inputs'].pop(); json.dump(d, open('" + worse + "','w'))\" 2>&1");
+  BOOST_TEST_REQUIRE(edit.status == 0, edit.out);
+  const auto d = run(kBin + " report diff " + base + " " + worse + " 2>&1");
+  BOOST_TEST(d.status == 1, d.out);
+  BOOST_TEST(d.out.find("2 regression(s)") != std::string::npos, d.out);
+  // The two items the edit printed are the regressions.
+  std::istringstream changed(edit.out);
+  for (std::string scope, test_case; changed >> scope >> test_case;)
+    BOOST_TEST(d.out.find(" " + scope + " " + test_case + ": PASS -> ") != std::string::npos, scope << " " << test_case << "\n" << d.out);
+  BOOST_TEST(d.out.find("gone ") != std::string::npos, d.out);
+  const auto back = run(kBin + " report diff " + worse + " " + base + " 2>&1");
+  BOOST_TEST(back.status == 0, back.out);
+  BOOST_TEST(back.out.find("2 improvement(s)") != std::string::npos, back.out);
+  const auto md = run(kBin + " report summary " + worse + " --baseline " + base + " 2>&1");
+  BOOST_TEST(md.status == 0, md.out);
+  BOOST_TEST(md.out.find("**2 regression(s) against the baseline.**") != std::string::npos, md.out);
+  BOOST_TEST(md.out.find("| PASS | ") != std::string::npos, md.out);
+  for (int i = 0; i < 2; ++i) {
+    const auto h = run(kBin + " report history --dir " + (dir / "hist").string() + " --run-id night" + std::to_string(i) +
+                       " --commit abc " + base + " 2>&1");
+    BOOST_TEST(h.status == 0, h.out);
+  }
+  const auto lines = run("wc -l < " + (dir / "hist" / "history.jsonl").string());
+  const auto records = run("/usr/bin/python3 -c \"import json; d=json.load(open('" + base + "'));"
+                           " print(sum(len(s['results']) for i in d['inputs'] for s in i['scopes']))\"");
+  BOOST_TEST(std::stoul(lines.out) == 2 * std::stoul(records.out), lines.out << " lines, " << records.out << " results");
+  BOOST_TEST(slurp(dir / "hist" / "history.jsonl").find("\"run\":\"night1\"") != std::string::npos);
+  std::ofstream(dir / "junk.json") << "{\"inputs\": [";
+  const auto bad = run(kBin + " report diff " + (dir / "junk.json").string() + " " + base + " 2>&1");
+  BOOST_TEST(bad.status == 2, bad.out);
+  BOOST_TEST(bad.out.find("junk.json: not JSON") != std::string::npos, bad.out);
+  fs::remove_all(dir);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

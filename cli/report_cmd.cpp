@@ -1,0 +1,83 @@
+#include "cli/report_cmd.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <optional>
+#include <iostream>
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include "reports/compare.hpp"
+
+namespace rdmaconf::cli {
+
+namespace {
+constexpr int kExitUsage = 2;
+
+// The commit a CI system names in its environment, if any.
+std::string commit_from_environment() {
+  for (const char* v : {"GITHUB_SHA", "CI_COMMIT_SHA", "GIT_COMMIT", "BUILD_VCS_NUMBER"})
+    if (const char* s = std::getenv(v); s && *s) return s;
+  return {};
+}
+}  // namespace
+
+ReportCommands::ReportCommands(CLI::App& app) {
+  auto* report = app.add_subcommand("report", "reports over time: regressions against a baseline, CI summaries, history");
+  report->require_subcommand(1);
+  diff_ = report->add_subcommand("diff", "what got worse from BASE to NEW (check or lab reports); exit 1 when something did");
+  diff_->add_option("base", base_, "the baseline report (last night's)")->required();
+  diff_->add_option("new", now_, "the new report")->required();
+  diff_->add_option("--markdown", out_, "also write the Markdown summary of NEW against BASE to FILE");
+  summary_ = report->add_subcommand("summary", "a Markdown summary of a report for a CI comment");
+  summary_->add_option("report", now_, "a check or lab report")->required();
+  summary_->add_option("--baseline", base_, "mark the regressions against this report");
+  summary_->add_option("--title", title_, "the heading (default rdmaconf)");
+  summary_->add_option("-o,--output", out_, "write to FILE (default: standard output)");
+  history_ = report->add_subcommand("history", "append a report's verdicts to DIR/history.jsonl (one record per item)");
+  history_->add_option("report", now_, "a check or lab report")->required();
+  history_->add_option("--dir", dir_, "the history folder")->required();
+  history_->add_option("--run-id", run_id_, "this run's name (default: the date and time)");
+  history_->add_option("--commit", commit_, "the commit tested (default: $GITHUB_SHA, $CI_COMMIT_SHA, $GIT_COMMIT)");
+}
+
+bool ReportCommands::selected() const { return *diff_ || *summary_ || *history_; }
+
+int ReportCommands::run() const {
+  try {
+    const auto now = reports::read_snapshot(now_);
+    if (*history_) {
+      const auto t = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+      const std::string date = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", t);
+      const reports::RunStamp stamp{run_id_.empty() ? date : run_id_, date, now.tool_version,
+                                    commit_.empty() ? commit_from_environment() : commit_};
+      const auto n = reports::append_history(dir_, now, stamp);
+      std::cout << fmt::format("{} records of run {} appended to {}/history.jsonl\n", n, stamp.run_id, dir_);
+      return 0;
+    }
+    std::optional<reports::Diff> d;
+    if (!base_.empty()) d = reports::diff(reports::read_snapshot(base_), now);
+    auto markdown = [&](std::ostream& os) { reports::write_markdown(os, now, title_, d ? &*d : nullptr); };
+    if (!out_.empty()) {
+      std::ofstream f(out_);
+      markdown(f);
+      if (!f) {
+        std::cerr << "rdmaconf report: cannot write " << out_ << "\n";
+        return kExitUsage;
+      }
+    }
+    if (*summary_) {
+      if (out_.empty()) markdown(std::cout);
+      return 0;
+    }
+    reports::write_diff(std::cout, *d);
+    return d->regressions.empty() ? 0 : 1;
+  } catch (const reports::ReportError& e) {
+    std::cerr << "rdmaconf report: " << e.what() << "\n";
+    return kExitUsage;
+  }
+}
+
+}  // namespace rdmaconf::cli

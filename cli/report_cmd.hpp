@@ -1,0 +1,25 @@
+#pragma once
+// `rdmaconf report`: reports over time (reports/compare.hpp). `diff BASE NEW`
+// prints what got worse and exits 1 when something did (a CI gate);
+// `summary REPORT [--baseline BASE]` writes Markdown for a CI comment;
+// `history --dir DIR REPORT` appends the report's verdicts to DIR/history.jsonl.
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+namespace rdmaconf::cli {
+
+class ReportCommands {
+ public:
+  explicit ReportCommands(CLI::App& app);
+  bool selected() const;
+  int run() const;
+
+ private:
+  CLI::App* diff_ = nullptr;
+  CLI::App* summary_ = nullptr;
+  CLI::App* history_ = nullptr;
+  std::string base_, now_, out_, title_ = "rdmaconf", dir_, run_id_, commit_;
+};
+
+}  // namespace rdmaconf::cli

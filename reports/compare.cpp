@@ -1,0 +1,256 @@
+#include "reports/compare.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <ostream>
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+#include <nlohmann/json.hpp>
+
+namespace rdmaconf::reports {
+
+namespace {
+
+using nlohmann::json;
+
+// Keeps, of a check or lab report, only what names a verdict: a container's
+// place is the chain of keys (and array entries) above it.
+class VerdictSax final : public json::json_sax_t {
+ public:
+  struct Result {
+    std::string input, scope, test_case, verdict;
+  };
+  std::vector<std::pair<std::string, std::string>> cells;  // lab: id, verdict
+  std::vector<Result> results;
+  std::string tool_version;
+  bool saw_inputs = false, saw_cells = false;
+
+  bool null() override { return scalar({}); }
+  bool boolean(bool) override { return scalar({}); }
+  bool number_integer(number_integer_t) override { return scalar({}); }
+  bool number_unsigned(number_unsigned_t) override { return scalar({}); }
+  bool number_float(number_float_t, const string_t&) override { return scalar({}); }
+  bool string(string_t& v) override { return scalar(v); }
+  bool binary(binary_t&) override { return scalar({}); }
+  bool start_object(std::size_t) override { return open('{'); }
+  bool end_object() override {
+    close_object();
+    return true;
+  }
+  bool start_array(std::size_t) override { return open('['); }
+  bool end_array() override {
+    path_.pop_back();
+    key_.clear();
+    return true;
+  }
+  bool key(string_t& k) override {
+    key_ = k;
+    return true;
+  }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) override {
+    error_ = fmt::format("not JSON at octet {}: {}", position, e.what());
+    return false;
+  }
+  const std::string& error() const { return error_; }
+
+ private:
+  // A container's key ("" inside an array) and its kind.
+  struct Level {
+    std::string key;
+    char kind;
+  };
+  bool open(char kind) {
+    path_.push_back({path_.empty() || path_.back().kind == '[' ? std::string() : key_, kind});
+    key_.clear();
+    return true;
+  }
+  // Where we are: "inputs[]{}" is an input object, and so on.
+  bool at(std::initializer_list<const char*> keys) const {
+    // path_: root {, then per key: the key's container, then (arrays) its entry object.
+    std::size_t i = 1;
+    for (const char* k : keys) {
+      if (i + 1 >= path_.size() || path_[i].key != k || path_[i].kind != '[' || path_[i + 1].kind != '{') return false;
+      i += 2;
+    }
+    return i == path_.size();
+  }
+  bool scalar(const std::string& v) {
+    if (path_.size() == 1 && key_ == "tool_version") tool_version = v;
+    if (path_.size() == 2 && path_[1].key == "tool" && key_ == "version") tool_version = v;
+    if (at({"inputs"}) && key_ == "path") input_ = v;
+    if (at({"inputs", "scopes"}) && key_ == "id") scope_ = v;
+    if (at({"inputs", "scopes", "results"})) {
+      if (key_ == "case") case_ = v;
+      if (key_ == "verdict") verdict_ = v;
+    }
+    if (at({"cells"})) {
+      if (key_ == "id") cell_ = v;
+      if (key_ == "verdict") verdict_ = v;
+    }
+    key_.clear();
+    return true;
+  }
+  void close_object() {
+    if (at({"inputs", "scopes", "results"}) && !case_.empty()) results.push_back({input_, scope_, case_, verdict_});
+    if (at({"cells"}) && !cell_.empty()) cells.emplace_back(cell_, verdict_);
+    if (at({"inputs"})) saw_inputs = true;
+    if (at({"cells"})) saw_cells = true;
+    if (at({"inputs", "scopes", "results"}) || at({"cells"})) case_.clear(), cell_.clear(), verdict_.clear();
+    path_.pop_back();
+    key_.clear();
+  }
+
+  std::vector<Level> path_;
+  std::string key_, input_, scope_, case_, cell_, verdict_, error_;
+};
+
+// The folder every path shares ("" when they share none).
+std::string common_folder(const std::vector<std::string>& paths) {
+  if (paths.empty()) return {};
+  std::string prefix = paths.front().substr(0, paths.front().rfind('/') + 1);
+  for (const auto& p : paths)
+    while (!prefix.empty() && p.compare(0, prefix.size(), prefix) != 0)
+      prefix = prefix.substr(0, prefix.rfind('/', prefix.size() - 2) + 1);
+  return prefix;
+}
+
+std::string json_line(const RunStamp& s, const std::string& item, const std::string& verdict) {
+  return json{{"run", s.run_id}, {"date", s.date}, {"tool_version", s.tool_version}, {"commit", s.commit},
+              {"item", item}, {"verdict", verdict}}
+             .dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace
+
+Snapshot read_snapshot(const std::filesystem::path& report) {
+  std::ifstream in(report, std::ios::binary);
+  if (!in) throw ReportError(fmt::format("{}: cannot open the report", report.string()));
+  VerdictSax sax;
+  const bool ok = json::sax_parse(in, &sax, json::input_format_t::json, true);
+  if (!ok) throw ReportError(fmt::format("{}: {}", report.string(), sax.error()));
+  Snapshot s;
+  s.tool_version = sax.tool_version;
+  if (sax.saw_cells && !sax.saw_inputs) {
+    s.kind = "lab";
+    for (auto& [id, v] : sax.cells) s.verdicts[id] = v;
+  } else if (sax.saw_inputs) {
+    s.kind = "check";
+    std::vector<std::string> paths;
+    for (const auto& r : sax.results) paths.push_back(r.input);
+    const std::string strip = common_folder(paths);
+    for (const auto& r : sax.results) s.verdicts[fmt::format("{} {} {}", r.input.substr(strip.size()), r.scope, r.test_case)] = r.verdict;
+  } else {
+    throw ReportError(fmt::format("{}: neither a check report (inputs) nor a lab report (cells)", report.string()));
+  }
+  return s;
+}
+
+int severity(const std::string& v) {
+  if (v == "FAIL" || v == "red") return 2;
+  if (v == "INCONCLUSIVE") return 1;
+  return 0;  // PASS, NOT_APPLICABLE, green, skipped
+}
+
+Diff diff(const Snapshot& base, const Snapshot& now) {
+  if (base.kind != now.kind)
+    throw ReportError(fmt::format("a {} report cannot be compared with a {} report", base.kind, now.kind));
+  Diff d;
+  for (const auto& [item, after] : now.verdicts) {
+    const auto it = base.verdicts.find(item);
+    if (it == base.verdicts.end()) {
+      d.appeared.push_back({item, "", after});
+      continue;
+    }
+    const int b = severity(it->second), a = severity(after);
+    if (a > b) d.regressions.push_back({item, it->second, after});
+    else if (a < b) d.improvements.push_back({item, it->second, after});
+  }
+  for (const auto& [item, before] : base.verdicts)
+    if (!now.verdicts.count(item)) d.vanished.push_back({item, before, ""});
+  return d;
+}
+
+void write_diff(std::ostream& os, const Diff& d) {
+  for (const auto& c : d.regressions) fmt::print(os, "REGRESSION {}: {} -> {}\n", c.item, c.before, c.after);
+  for (const auto& c : d.improvements) fmt::print(os, "improved   {}: {} -> {}\n", c.item, c.before, c.after);
+  for (const auto& c : d.appeared)
+    if (severity(c.after)) fmt::print(os, "new        {}: {}\n", c.item, c.after);
+  for (const auto& c : d.vanished) fmt::print(os, "gone       {}: was {}\n", c.item, c.before);
+  fmt::print(os, "{} regression(s), {} improvement(s), {} new item(s), {} gone\n", d.regressions.size(),
+             d.improvements.size(), d.appeared.size(), d.vanished.size());
+}
+
+void write_markdown(std::ostream& os, const Snapshot& now, const std::string& title, const Diff* base) {
+  std::map<std::string, std::uint64_t> counts;
+  // Failed items grouped: a check's by case (the last word), a lab's one by one.
+  std::map<std::string, std::vector<std::string>> failed;
+  for (const auto& [item, v] : now.verdicts) {
+    ++counts[v];
+    if (severity(v) == 2) {
+      const auto sp = item.rfind(' ');
+      if (now.kind == "check") failed[item.substr(sp + 1)].push_back(item.substr(0, sp));
+      else failed[item].push_back({});
+    }
+  }
+  fmt::print(os, "### {}\n\n", title);
+  if (base) {
+    fmt::print(os, "{}\n\n", base->regressions.empty() ? "No regression against the baseline."
+                                                      : fmt::format("**{} regression(s) against the baseline.**",
+                                                                    base->regressions.size()));
+    if (!base->regressions.empty()) {
+      fmt::print(os, "| {} | before | now |\n| --- | --- | --- |\n", now.kind == "lab" ? "cell" : "input scope case");
+      for (const auto& c : base->regressions) fmt::print(os, "| `{}` | {} | {} |\n", c.item, c.before, c.after);
+      fmt::print(os, "\n");
+    }
+  }
+  fmt::print(os, "| verdict | count |\n| --- | ---: |\n");
+  for (const auto& [v, n] : counts) fmt::print(os, "| {} | {} |\n", v, n);
+  if (!failed.empty() && now.kind == "lab") {
+    fmt::print(os, "\n| red cell |\n| --- |\n");
+    for (const auto& [what, where] : failed) fmt::print(os, "| `{}` |\n", what);
+  } else if (!failed.empty()) {
+    fmt::print(os, "\n| failed case | where |\n| --- | --- |\n");
+    for (const auto& [what, where] : failed) {
+      std::string list;
+      for (std::size_t i = 0; i < where.size() && i < 5; ++i) list += (i ? ", " : "") + fmt::format("`{}`", where[i]);
+      if (where.size() > 5) list += fmt::format(" and {} more", where.size() - 5);
+      fmt::print(os, "| `{}` | {} |\n", what, list);
+    }
+  }
+}
+
+std::size_t append_history(const std::filesystem::path& dir, const Snapshot& s, const RunStamp& stamp) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  const auto file = dir / "history.jsonl";
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) throw ReportError(fmt::format("{}: cannot open for appending", file.string()));
+  // One writer at a time (shards of a run may append at once); each record a line.
+  ::flock(fd, LOCK_EX);
+  std::string out;
+  for (const auto& [item, v] : s.verdicts) {
+    out += json_line(stamp, item, v);
+    out += '\n';
+  }
+  std::size_t done = 0;
+  bool failed = false;
+  while (done < out.size()) {
+    const ssize_t n = ::write(fd, out.data() + done, out.size() - done);
+    if (n <= 0) {
+      failed = true;
+      break;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  ::flock(fd, LOCK_UN);
+  ::close(fd);
+  if (failed) throw ReportError(fmt::format("{}: write failed after {} octets", file.string(), done));
+  return s.verdicts.size();
+}
+
+}  // namespace rdmaconf::reports

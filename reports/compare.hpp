@@ -1,0 +1,67 @@
+#pragma once
+// Reports over time: the verdicts of a report as one flat map (a check
+// report's every input, scope and case; a lab report's every cell), the
+// differences between two (`rdmaconf report diff`, a CI gate), a Markdown
+// summary for CI comments, and an append-only history (docs/reports.md).
+//
+// A report is read with a streaming parser that keeps only the verdicts, so
+// that the report of a capture of a million connections (gigabytes of JSON)
+// is compared in the memory its verdicts take.
+#include <cstdint>
+#include <filesystem>
+#include <iosfwd>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace rdmaconf::reports {
+
+// A report that cannot be read: the message names the file and the offset.
+struct ReportError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Snapshot {
+  std::string kind;          // "check" or "lab"
+  std::string tool_version;  // check reports
+  // Item -> verdict. Check: "INPUT SCOPE CASE" -> PASS/FAIL/INCONCLUSIVE/NOT_APPLICABLE,
+  // with INPUT relative to the folder all of the report's inputs share.
+  // Lab: "CELL" -> green/red/skipped.
+  std::map<std::string, std::string> verdicts;
+};
+
+Snapshot read_snapshot(const std::filesystem::path& report);
+
+struct Change {
+  std::string item, before, after;
+};
+
+struct Diff {
+  std::vector<Change> regressions;   // worse than before (PASS or green -> FAIL or red, -> INCONCLUSIVE)
+  std::vector<Change> improvements;  // better than before
+  std::vector<Change> appeared;      // not in the baseline (after: the new verdict)
+  std::vector<Change> vanished;      // in the baseline only (before: the old verdict)
+};
+
+// `base` and `now` must be of one kind.
+Diff diff(const Snapshot& base, const Snapshot& now);
+
+// How bad a verdict is: 0 good or not applicable, 1 inconclusive, 2 failed.
+int severity(const std::string& verdict);
+
+// The text `rdmaconf report diff` prints.
+void write_diff(std::ostream& os, const Diff& d);
+
+// Counts by verdict, the items that failed (grouped by case or cell) and,
+// with a baseline, the regressions: for a CI comment.
+void write_markdown(std::ostream& os, const Snapshot& now, const std::string& title, const Diff* against_baseline);
+
+// One JSON Lines record per item, appended to DIR/history.jsonl: run id,
+// date, tool version, commit, item, verdict. Returns the records written.
+struct RunStamp {
+  std::string run_id, date, tool_version, commit;
+};
+std::size_t append_history(const std::filesystem::path& dir, const Snapshot& s, const RunStamp& stamp);
+
+}  // namespace rdmaconf::reports
