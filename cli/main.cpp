@@ -129,6 +129,12 @@ int main(int argc, char** argv) {
   check->add_option("--cases", patterns, "only cases whose ID matches the glob PATTERN (comma-separated; repeatable)");
   check->add_flag("--strict", strict, "also run SHOULD- and MAY-level cases");
   std::uint64_t idle_timeout_s = 600, reassembly_mib = 256;
+  std::string shard_flag;
+  bool list_inputs = false;
+  check->add_option("--shard", shard_flag,
+                    "check shard I of N (from 0) of the input files, balanced by size (default: from TEST_SHARD_INDEX/"
+                    "TEST_TOTAL_SHARDS, JOB_COMPLETION_INDEX/RDMACONF_SHARDS or SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT)");
+  check->add_flag("--list", list_inputs, "list the input files this run (or shard) would check, and exit");
   check->add_option("--idle-timeout", idle_timeout_s,
                     "end a TCP connection or RoCE conversation with no traffic for this many seconds of capture time (default 600; 0: never)")
       ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 32));
@@ -181,7 +187,9 @@ int main(int argc, char** argv) {
   lab_run->add_option("--out", lab_opt.out_dir, "folder for the report, captures and logs (default out/lab)");
   lab_run->add_option("--lab-dir", lab_opt.lab_dir, "the lab scripts (default: $RDMACONF_LAB_DIR, else share/rdmaconf/lab beside the installed binary, else interop/lab of the source tree)");
   lab_run->add_option("--cells", lab_opt.cells_file, "the table of cells (default: cells.json in the lab scripts' folder; format in docs/lab.md)");
-  lab_run->add_flag("--list", lab_list, "list the cells and exit");
+  lab_run->add_flag("--list", lab_list, "list the cells (of the shard) and exit");
+  std::string lab_shard;
+  lab_run->add_option("--shard", lab_shard, "run shard I of N (from 0) of the cells (default: from the environment, as check)");
   lab_run->add_option("--export", lab_opt.export_dir, "copy the captures of the --export-cell cells here, with manifests");
   lab_run->add_option("--export-cell", lab_opt.export_cells, "a cell whose capture --export copies (repeatable)");
 
@@ -196,11 +204,15 @@ int main(int argc, char** argv) {
   if (reports_cmd.selected()) return reports_cmd.run();
 
   if (*lab_run) {
+    std::string err;
+    lab_opt.shard = reports::shard_from(lab_shard, err);
+    if (!err.empty()) {
+      std::cerr << "rdmaconf lab: " << err << "\n";
+      return kExitUsage;
+    }
     if (lab_list) {
       try {
-        const auto file = lab_opt.cells_file.empty() ? interop::lab::default_cells_file(lab_opt.lab_dir)
-                                                     : fs::path(lab_opt.cells_file);
-        for (const auto& c : interop::lab::select_cells(interop::lab::read_cells(file), lab_opt.sweep, lab_opt.scenarios))
+        for (const auto& c : interop::lab::cells_to_run(lab_opt))
           std::cout << fmt::format("{:<64} expect {:<9} {}\n", c.id, interop::lab::expect_name(c.expect), c.why);
       } catch (const interop::lab::CellsError& e) {
         std::cerr << "rdmaconf lab: " << e.what() << "\n";
@@ -243,7 +255,7 @@ int main(int argc, char** argv) {
   }
 
   std::string err;
-  const auto inputs = expand_inputs(paths, err);
+  auto inputs = expand_inputs(paths, err);
   if (!err.empty()) {
     std::cerr << "rdmaconf: " << err << "\n";
     return kExitUsage;
@@ -251,6 +263,28 @@ int main(int argc, char** argv) {
   if (inputs.empty()) {
     std::cerr << "rdmaconf: no capture files (*.pcap, *.pcapng, *.cap) under the given paths\n";
     return kExitUsage;
+  }
+  // One shard of a run split over machines: its share of the input files, balanced by size.
+  const auto shard = reports::shard_from(shard_flag, err);
+  if (!err.empty()) {
+    std::cerr << "rdmaconf: " << err << "\n";
+    return kExitUsage;
+  }
+  const std::uint64_t all_inputs = inputs.size();
+  if (shard) {
+    std::vector<std::uint64_t> sizes;
+    for (const auto& in : inputs) {
+      std::error_code ec;
+      const auto n = fs::file_size(in, ec);
+      sizes.push_back(ec ? 0 : n);
+    }
+    std::vector<std::string> mine;
+    for (std::size_t k : reports::shard_items(sizes, inputs, *shard)) mine.push_back(inputs[k]);
+    inputs = std::move(mine);
+  }
+  if (list_inputs) {
+    for (const auto& in : inputs) std::cout << in << "\n";
+    return 0;
   }
 
   conformance::CheckOptions opt;
@@ -286,7 +320,7 @@ int main(int argc, char** argv) {
   }
 
   const reports::RunInfo run{RDMACONF_VERSION, std::vector<std::string>(argv + 1, argv + argc), strict,
-                             opt.case_patterns, checker.active_cases()};
+                             opt.case_patterns, checker.active_cases(), shard, all_inputs};
   std::vector<std::unique_ptr<reports::ReportWriter>> writers;
   for (const auto& [path, what] : {std::pair{json_out, "JSON"}, std::pair{junit_out, "JUnit"}}) {
     if (path.empty()) continue;

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "reports/compare.hpp"
+#include "reports/report.hpp"
 
 namespace rdmaconf::cli {
 
@@ -41,12 +42,28 @@ ReportCommands::ReportCommands(CLI::App& app) {
   history_->add_option("--dir", dir_, "the history folder")->required();
   history_->add_option("--run-id", run_id_, "this run's name (default: the date and time)");
   history_->add_option("--commit", commit_, "the commit tested (default: $GITHUB_SHA, $CI_COMMIT_SHA, $GIT_COMMIT)");
+  merge_ = report->add_subcommand("merge", "put the check reports of a run's shards (check --shard I/N) together");
+  merge_->add_option("reports", parts_, "every shard's report")->required();
+  merge_->add_option("-o,--output", out_, "the merged report")->required();
 }
 
-bool ReportCommands::selected() const { return *diff_ || *summary_ || *history_; }
+bool ReportCommands::selected() const { return *diff_ || *summary_ || *history_ || *merge_; }
 
 int ReportCommands::run() const {
   try {
+    if (*merge_) {
+      const auto merged = reports::merge_shards(parts_);
+      std::ofstream f(out_);
+      f << merged.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+      if (!f) {
+        std::cerr << "rdmaconf report: cannot write " << out_ << "\n";
+        return kExitUsage;
+      }
+      const bool lab = merged.contains("cells");
+      std::cout << fmt::format("{} shards, {} {}: {}\n", parts_.size(), merged[lab ? "cells" : "inputs"].size(),
+                               lab ? "cells" : "inputs", out_);
+      return merged["summary"].value(lab ? "regressions" : "fail", 0) ? 1 : 0;
+    }
     const auto now = reports::read_snapshot(now_);
     if (*history_) {
       const auto t = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include <string>
+#include <vector>
 
 namespace rdmaconf::cli {
 
@@ -19,7 +20,9 @@ class ReportCommands {
   CLI::App* diff_ = nullptr;
   CLI::App* summary_ = nullptr;
   CLI::App* history_ = nullptr;
+  CLI::App* merge_ = nullptr;
   std::string base_, now_, out_, title_ = "rdmaconf", dir_, run_id_, commit_;
+  std::vector<std::string> parts_;
 };
 
 }  // namespace rdmaconf::cli

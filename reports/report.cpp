@@ -6,15 +6,19 @@
 #include <cstdio>
 #include <deque>
 #include <exception>
-#include <mutex>
-#include <thread>
+#include <fstream>
 #include <iterator>
 #include <map>
+#include <mutex>
 #include <ostream>
 #include <stdexcept>
+#include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
+#include <fmt/ranges.h>
+
+#include "reports/compare.hpp"
 
 namespace rdmaconf::reports {
 
@@ -89,6 +93,8 @@ nlohmann::json run_json(const RunInfo& run) {
   j["options"] = {{"strict", run.strict}, {"cases", run.case_patterns}, {"arguments", run.arguments}};
   j["catalog"] = nlohmann::json::array();
   for (const auto* c : run.cases) j["catalog"].push_back(case_json(*c));
+  if (run.shard)
+    j["shard"] = {{"index", run.shard->index}, {"count", run.shard->count}, {"inputs_in_all_shards", run.inputs_in_all_shards}};
   return j;
 }
 
@@ -519,6 +525,72 @@ nlohmann::json to_json(const RunInfo& run, const std::vector<InputResult>& input
 
 void write_junit(std::ostream& os, const RunInfo& run, const std::vector<InputResult>& inputs) {
   replay(*junit_writer(os, run), inputs);
+}
+
+namespace {
+
+// What a shard's report holds, by kind: its items, what names one, how many
+// all shards share, and the counts its summary adds up.
+struct ShardedKind {
+  const char* items;
+  const char* id;
+  const char* total;
+  std::vector<const char*> sums;
+};
+const ShardedKind kCheckShards{"inputs", "path", "inputs_in_all_shards", {"pass", "fail", "not_applicable", "inconclusive", "input_errors"}};
+const ShardedKind kLabShards{"cells", "id", "cells_in_all_shards", {"cells", "green", "red", "skipped", "regressions"}};
+
+}  // namespace
+
+nlohmann::json merge_shards(const std::vector<std::string>& reports) {
+  if (reports.empty()) throw ReportError("no shard reports given");
+  nlohmann::json out;
+  const ShardedKind* kind = nullptr;
+  std::map<std::uint64_t, std::string> shards;  // index -> the report that holds it
+  std::map<std::string, std::string> owner;     // item -> the report that holds it
+  std::uint64_t count = 0, all_items = 0;
+  for (const auto& file : reports) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw ReportError(fmt::format("{}: cannot open the report", file));
+    const nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+    if (doc.is_discarded() || !doc.is_object()) throw ReportError(fmt::format("{}: not a JSON report", file));
+    const ShardedKind* k = doc.contains("inputs") ? &kCheckShards : doc.contains("cells") ? &kLabShards : nullptr;
+    const auto shard = doc.find("shard");
+    if (!k || shard == doc.end() || !shard->is_object())
+      throw ReportError(fmt::format("{}: not a shard's report (no \"shard\": run check or lab run with --shard I/N)", file));
+    const auto index = shard->value("index", std::uint64_t{0}), n = shard->value("count", std::uint64_t{0}),
+               total = shard->value(k->total, std::uint64_t{0});
+    if (!kind) {
+      kind = k;
+      count = n;
+      all_items = total;
+      out = doc;
+      out.erase("shard");
+      out[k->items] = nlohmann::json::array();
+      for (const char* key : k->sums) out["summary"][key] = 0;
+    } else if (k != kind || n != count || total != all_items) {
+      throw ReportError(fmt::format("{}: shard {} of {} ({} {} in all) does not belong with {} ({} of {}, {})", file, index, n,
+                                    total, k->items, shards.begin()->second, shards.begin()->first, count, all_items));
+    }
+    if (const auto [it, fresh] = shards.emplace(index, file); !fresh)
+      throw ReportError(fmt::format("shard {} of {} appears twice: {} and {}", index, count, it->second, file));
+    for (const auto& item : doc.value(k->items, nlohmann::json::array())) {
+      const std::string id = item.value(k->id, "");
+      if (const auto [it, fresh] = owner.emplace(id, file); !fresh)
+        throw ReportError(fmt::format("{} {} is in two shards' reports: {} and {}", k->id, id, it->second, file));
+      out[k->items].push_back(item);
+    }
+    const auto& s = doc.value("summary", nlohmann::json::object());
+    for (const char* key : k->sums) out["summary"][key] = out["summary"][key].get<std::uint64_t>() + s.value(key, std::uint64_t{0});
+  }
+  std::vector<std::string> missing;
+  for (std::uint64_t i = 0; i < count; ++i)
+    if (!shards.count(i)) missing.push_back(std::to_string(i));
+  if (!missing.empty())
+    throw ReportError(fmt::format("shard(s) {} of {} missing (given: {})", fmt::join(missing, ", "), count, shards.size()));
+  if (owner.size() != all_items)
+    throw ReportError(fmt::format("the shards hold {} {}, the run had {}", owner.size(), kind->items, all_items));
+  return out;
 }
 
 void write_summary(std::ostream& os, const std::vector<InputResult>& inputs, bool verbose) {

@@ -4,6 +4,7 @@
 // show verdicts; the text summary is what `rdmaconf check` prints.
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "conformance/result.hpp"
+#include "reports/shard.hpp"
 
 namespace rdmaconf::reports {
 
@@ -23,6 +25,10 @@ struct RunInfo {
   bool strict = false;
   std::vector<std::string> case_patterns;
   std::vector<const conformance::CaseInfo*> cases;  // the active catalog
+  // A shard's report: which shard, and how many inputs all shards share
+  // (`rdmaconf report merge` checks that every one appears once).
+  std::optional<Shard> shard = std::nullopt;
+  std::uint64_t inputs_in_all_shards = 0;
 };
 
 struct Totals {
@@ -59,6 +65,12 @@ std::unique_ptr<ReportWriter> summary_writer(std::ostream& os, bool verbose);
 std::unique_ptr<ReportWriter> in_background(std::vector<std::unique_ptr<ReportWriter>> writers, std::size_t queue = 512);
 // Feeds inputs whose scopes were kept to a writer, and ends it.
 void replay(ReportWriter& w, const std::vector<conformance::InputResult>& inputs);
+
+// Puts the reports of a run's shards together into the report of the whole
+// run: every shard 0..N-1 exactly once, every input in one shard only, the
+// counts adding up; otherwise a ReportError names the missing or repeated
+// shards and inputs.
+nlohmann::json merge_shards(const std::vector<std::string>& reports);
 
 // The whole JSON report as one document (for small runs and tests).
 nlohmann::json to_json(const RunInfo& run, const std::vector<conformance::InputResult>& inputs);

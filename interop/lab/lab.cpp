@@ -425,6 +425,20 @@ void export_capture(const Cell& c, const CellOutcome& oc, const Verdict& v, cons
 
 }  // namespace
 
+std::vector<Cell> cells_to_run(const LabOptions& o, std::uint64_t* in_all_shards) {
+  auto cells = select_cells(read_cells(o.cells_file.empty() ? default_cells_file(o.lab_dir) : fs::path(o.cells_file)),
+                            o.sweep, o.scenarios);
+  if (o.peer != "all") std::erase_if(cells, [&](const Cell& c) { return c.kernel != o.peer; });
+  if (in_all_shards) *in_all_shards = cells.size();
+  if (!o.shard) return cells;
+  std::vector<std::string> ids;
+  for (const auto& c : cells) ids.push_back(c.id);
+  std::vector<Cell> mine;
+  for (std::size_t k : reports::shard_items(std::vector<std::uint64_t>(cells.size(), 1), ids, *o.shard))
+    mine.push_back(std::move(cells[k]));
+  return mine;
+}
+
 int run(const LabOptions& o, std::ostream& log) {
   const auto t0 = std::chrono::steady_clock::now();
   if (o.peer != "siw" && o.peer != "rxe" && o.peer != "all") {
@@ -432,14 +446,13 @@ int run(const LabOptions& o, std::ostream& log) {
     return 2;
   }
   std::vector<Cell> cells;
+  std::uint64_t in_all_shards = 0;
   try {
-    cells = select_cells(read_cells(o.cells_file.empty() ? default_cells_file(o.lab_dir) : fs::path(o.cells_file)),
-                         o.sweep, o.scenarios);
+    cells = cells_to_run(o, &in_all_shards);
   } catch (const CellsError& e) {
     log << "lab: " << e.what() << "\n";
     return 2;
   }
-  if (o.peer != "all") std::erase_if(cells, [&](const Cell& c) { return c.kernel != o.peer; });
   if (cells.empty()) {
     log << "lab: no cell matches the requested scenarios\n";
     return 2;
@@ -542,6 +555,8 @@ int run(const LabOptions& o, std::ostream& log) {
       {"summary", {{"cells", cells.size()}, {"green", count["green"]}, {"red", count["red"]}, {"skipped", count["skipped"]},
                    {"regressions", regressions}}},
       {"cells", jcells}};
+  if (o.shard)
+    report["shard"] = {{"index", o.shard->index}, {"count", o.shard->count}, {"cells_in_all_shards", in_all_shards}};
   std::ofstream(out / "lab-report.json") << report.dump(2) << "\n";
   log << fmt::format("lab: {} cells: {} green, {} red ({} of them known siw findings), {} skipped; {:.0f} s ({:.0f} s "
                      "in the guest); report {}\n",

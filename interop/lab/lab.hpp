@@ -18,6 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "reports/shard.hpp"
+
 namespace rdmaconf::interop::lab {
 
 // siw's MPA knobs (module parameters of the lab's siw.ko).
@@ -139,7 +141,13 @@ struct LabOptions {
   // capture was made and which cases it must FAIL), for captures/lab.
   std::string export_dir;
   std::vector<std::string> export_cells;
+  // One shard of the cells (balanced by count); the report says which.
+  std::optional<reports::Shard> shard;
 };
+
+// The cells a run takes: the table read and selected (sweep, scenarios),
+// the peer's, the shard's. Throws CellsError.
+std::vector<Cell> cells_to_run(const LabOptions& o, std::uint64_t* in_all_shards = nullptr);
 
 // Builds the lab, runs the cells in one boot, checks every capture and writes
 // OUT/lab-report.json. Returns 0 when no cell regressed, 1 when one did, 2

@@ -165,4 +165,71 @@ BOOST_AUTO_TEST_CASE(report_diff_summary_and_history) {
   fs::remove_all(dir);
 }
 
+// Three shards of the golden captures, run at once, merge into the verdicts
+// of one run; a missing or repeated shard is refused by name. Shard reports
+// validate against the schema.
+BOOST_AUTO_TEST_CASE(shards_merge_into_one_run) {
+  const auto dir = temp_dir("shards");
+  const auto whole = (dir / "whole.json").string();
+  BOOST_TEST(run(kBin + " check --quiet --json " + whole + " " + kGolden + " 2>&1").status == 1);
+  std::string cmd;
+  for (int i = 0; i < 3; ++i)
+    cmd += fmt::format("{} check --quiet --shard {}/3 --json {}/s{}.json --junit {}/s{}.xml {} & ", kBin, i, dir.string(), i,
+                       dir.string(), i, kGolden);
+  BOOST_TEST(run(cmd + "wait 2>&1").status == 0);
+  validate(dir / "s1.json", dir / "s1.xml");
+  const auto merged = (dir / "merged.json").string();
+  const auto m = run(kBin + " report merge -o " + merged + " " + (dir / "s2.json").string() + " " + (dir / "s0.json").string() +
+                     " " + (dir / "s1.json").string() + " 2>&1");
+  BOOST_TEST(m.status == 1, m.out);  // the faulty goldens FAIL, as in one run
+  BOOST_TEST(m.out.find("3 shards") != std::string::npos, m.out);
+  const auto d = run(kBin + " report diff " + whole + " " + merged + " 2>&1");
+  BOOST_TEST(d.status == 0, d.out);
+  BOOST_TEST(d.out.find("0 regression(s), 0 improvement(s), 0 new item(s), 0 gone") != std::string::npos, d.out);
+  const auto sums = run("/usr/bin/python3 -c \"import json; a=json.load(open('" + whole + "'))['summary']; b=json.load(open('" +
+                        merged + "'))['summary']; print(a==b)\"");
+  BOOST_TEST(sums.out.find("True") != std::string::npos, sums.out);
+  const auto missing = run(kBin + " report merge -o " + merged + " " + (dir / "s0.json").string() + " " +
+                           (dir / "s2.json").string() + " 2>&1");
+  BOOST_TEST(missing.status == 2, missing.out);
+  BOOST_TEST(missing.out.find("shard(s) 1 of 3 missing") != std::string::npos, missing.out);
+  const auto twice = run(kBin + " report merge -o " + merged + " " + (dir / "s0.json").string() + " " +
+                         (dir / "s0.json").string() + " 2>&1");
+  BOOST_TEST(twice.status == 2, twice.out);
+  BOOST_TEST(twice.out.find("shard 0 of 3 appears twice") != std::string::npos, twice.out);
+  const auto env = run("TEST_SHARD_INDEX=2 TEST_TOTAL_SHARDS=3 " + kBin + " check --list " + kGolden + " 2>&1");
+  const auto flag = run(kBin + " check --list --shard 2/3 " + kGolden + " 2>&1");
+  BOOST_TEST(env.out == flag.out);
+  BOOST_TEST(run(kBin + " check --list --shard 3/3 " + kGolden + " 2>&1").status == 2);
+  fs::remove_all(dir);
+}
+
+// Lab reports shard and merge by cell, and compare by cell: green to red is
+// a regression.
+BOOST_AUTO_TEST_CASE(lab_shards_merge_and_compare) {
+  const auto dir = temp_dir("lab-shards");
+  auto lab = [&](const std::string& name, const std::string& cells, const std::string& shard) {
+    std::ofstream(dir / name) << R"({"lab": {}, "sweep": false, "summary": {"cells": 2, "green": 1, "red": 1, "skipped": 0, "regressions": 0}, )"
+                              << shard << R"("cells": [)" << cells << "]}";
+    return (dir / name).string();
+  };
+  const std::string a = R"({"id": "siw.a", "verdict": "green"}, {"id": "siw.b", "verdict": "red"})",
+                    b = R"({"id": "rxe.c", "verdict": "green"}, {"id": "rxe.d", "verdict": "red"})";
+  const auto s0 = lab("s0.json", a, R"("shard": {"index": 0, "count": 2, "cells_in_all_shards": 4}, )");
+  const auto s1 = lab("s1.json", b, R"("shard": {"index": 1, "count": 2, "cells_in_all_shards": 4}, )");
+  const auto whole = lab("whole.json", a + ", " + b, "");
+  const auto merged = (dir / "merged.json").string();
+  const auto m = run(kBin + " report merge -o " + merged + " " + s1 + " " + s0 + " 2>&1");
+  BOOST_TEST(m.status == 0, m.out);
+  BOOST_TEST(m.out.find("2 shards, 4 cells") != std::string::npos, m.out);
+  BOOST_TEST(run(kBin + " report diff " + whole + " " + merged + " 2>&1").status == 0);
+  const auto worse = lab("worse.json", a + R"(, {"id": "rxe.c", "verdict": "red"}, {"id": "rxe.d", "verdict": "red"})", "");
+  const auto d = run(kBin + " report diff " + whole + " " + worse + " 2>&1");
+  BOOST_TEST(d.status == 1, d.out);
+  BOOST_TEST(d.out.find("REGRESSION rxe.c: green -> red") != std::string::npos, d.out);
+  const auto mixed = run(kBin + " report diff " + whole + " " + kGolden + "/../../tests/oracles/ib_crc.py 2>&1");
+  BOOST_TEST(mixed.status == 2, mixed.out);
+  fs::remove_all(dir);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
