@@ -171,7 +171,7 @@ int main(int argc, char** argv) {
     }
 
   cli::LiveCommands live(app);
-  const cli::ReportCommands reports_cmd(app);
+  const cli::ReportCommands reports_cmd(app, default_lab_dir());
 
   auto* lab = app.add_subcommand("lab", "the soft-RNIC lab: our engine against the Linux kernel's siw in a qemu guest");
   lab->require_subcommand(1);

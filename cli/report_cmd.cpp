@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <iostream>
@@ -9,7 +10,10 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include "conformance/family.hpp"
+#include "interop/lab/lab.hpp"
 #include "reports/compare.hpp"
+#include "reports/coverage.hpp"
 #include "reports/report.hpp"
 
 namespace rdmaconf::cli {
@@ -25,7 +29,7 @@ std::string commit_from_environment() {
 }
 }  // namespace
 
-ReportCommands::ReportCommands(CLI::App& app) {
+ReportCommands::ReportCommands(CLI::App& app, std::string lab_dir) : lab_dir_(std::move(lab_dir)) {
   auto* report = app.add_subcommand("report", "reports over time: regressions against a baseline, CI summaries, history");
   report->require_subcommand(1);
   diff_ = report->add_subcommand("diff", "what got worse from BASE to NEW (check or lab reports); exit 1 when something did");
@@ -45,11 +49,67 @@ ReportCommands::ReportCommands(CLI::App& app) {
   merge_ = report->add_subcommand("merge", "put the check reports of a run's shards (check --shard I/N) together");
   merge_->add_option("reports", parts_, "every shard's report")->required();
   merge_->add_option("-o,--output", out_, "the merged report")->required();
+  coverage_ = report->add_subcommand(
+      "coverage", "for every requirement the catalog cites: its cases, the captures that PASS and FAIL them, the lab cells");
+  coverage_->add_option("--captures", capture_dirs_,
+                        "folders of captures with manifests (repeatable; default: captures/ of the source tree)");
+  coverage_->add_option("--cells", cells_, "the lab's table of cells (default: cells.json of the lab scripts)");
+  coverage_->add_option("--json", out_, "write the coverage as JSON to FILE");
 }
 
-bool ReportCommands::selected() const { return *diff_ || *summary_ || *history_ || *merge_; }
+int ReportCommands::coverage() const {
+  reports::CoverageInputs in;
+  in.catalog = conformance::Registry::get().all_cases();
+  std::vector<std::string> dirs = capture_dirs_;
+  if (dirs.empty()) dirs.push_back(RDMACONF_SOURCE_DIR "/captures");
+  for (const auto& d : dirs) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(d, ec)) {
+      std::cerr << "rdmaconf report coverage: " << d << " is not a folder of captures\n";
+      return kExitUsage;
+    }
+    for (const auto& e : std::filesystem::recursive_directory_iterator(d, ec))
+      if (e.path().string().ends_with(".manifest.json")) {
+        std::ifstream f(e.path());
+        auto m = nlohmann::json::parse(f, nullptr, false);
+        if (m.is_discarded()) {
+          std::cerr << "rdmaconf report coverage: " << e.path().string() << ": not JSON\n";
+          return kExitUsage;
+        }
+        in.manifests.push_back(std::move(m));
+      }
+  }
+  try {
+    interop::lab::LabOptions lo;
+    lo.lab_dir = lab_dir_;
+    lo.cells_file = cells_;
+    lo.sweep = true;
+    for (const auto& c : interop::lab::cells_to_run(lo)) {
+      auto fail = interop::lab::planted_failures(c);
+      fail.insert(fail.end(), c.finding_cases.begin(), c.finding_cases.end());
+      in.cells.push_back({c.id, c.kernel == "rxe" ? "ib" : "iwarp", std::move(fail)});
+    }
+  } catch (const interop::lab::CellsError& e) {
+    std::cerr << "rdmaconf report coverage: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  const auto cov = reports::requirement_coverage(in);
+  if (!out_.empty()) {
+    std::ofstream f(out_);
+    f << cov.dump(2) << "\n";
+    if (!f) {
+      std::cerr << "rdmaconf report: cannot write " << out_ << "\n";
+      return kExitUsage;
+    }
+  }
+  reports::write_coverage_text(std::cout, cov);
+  return 0;
+}
+
+bool ReportCommands::selected() const { return *diff_ || *summary_ || *history_ || *merge_ || *coverage_; }
 
 int ReportCommands::run() const {
+  if (*coverage_) return coverage();
   try {
     if (*merge_) {
       const auto merged = reports::merge_shards(parts_);

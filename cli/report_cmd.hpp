@@ -12,7 +12,8 @@ namespace rdmaconf::cli {
 
 class ReportCommands {
  public:
-  explicit ReportCommands(CLI::App& app);
+  // `lab_dir`: where the lab's table of cells is found by default.
+  ReportCommands(CLI::App& app, std::string lab_dir);
   bool selected() const;
   int run() const;
 
@@ -21,6 +22,10 @@ class ReportCommands {
   CLI::App* summary_ = nullptr;
   CLI::App* history_ = nullptr;
   CLI::App* merge_ = nullptr;
+  CLI::App* coverage_ = nullptr;
+  std::string lab_dir_, cells_;
+  std::vector<std::string> capture_dirs_;
+  int coverage() const;
   std::string base_, now_, out_, title_ = "rdmaconf", dir_, run_id_, commit_;
   std::vector<std::string> parts_;
 };

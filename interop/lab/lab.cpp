@@ -355,12 +355,9 @@ CellOutcome collect(const Cell& c, const fs::path& dir, const conformance::Check
           break;
         }
   }
-  if (const auto* info = iwarp::find_scenario(c.scenario); info && (info->expect || info->close_only)) {
-    o.required_failures.assign(info->failing_cases.begin(), info->failing_cases.end());
+  o.required_failures = planted_failures(c);
+  if (const auto* info = iwarp::find_scenario(c.scenario); info && (info->expect || info->close_only))
     o.framing_lost = info->framing_lost;
-  }
-  if (const auto* info = ib::find_scenario(c.fault); info && c.kernel == "rxe")
-    o.required_failures.assign(info->failing_cases.begin(), info->failing_cases.end());
   const fs::path pcap = dir / "wire.pcap";
   if (!fs::exists(pcap)) {
     o.check_error = "no capture";
@@ -424,6 +421,14 @@ void export_capture(const Cell& c, const CellOutcome& oc, const Verdict& v, cons
 }
 
 }  // namespace
+
+std::vector<std::string> planted_failures(const Cell& c) {
+  if (const auto* info = iwarp::find_scenario(c.scenario); info && c.kernel == "siw" && (info->expect || info->close_only))
+    return {info->failing_cases.begin(), info->failing_cases.end()};
+  if (const auto* info = ib::find_scenario(c.fault); info && c.kernel == "rxe")
+    return {info->failing_cases.begin(), info->failing_cases.end()};
+  return {};
+}
 
 std::vector<Cell> cells_to_run(const LabOptions& o, std::uint64_t* in_all_shards) {
   auto cells = select_cells(read_cells(o.cells_file.empty() ? default_cells_file(o.lab_dir) : fs::path(o.cells_file)),

@@ -127,6 +127,10 @@ struct Verdict {
   bool regression = false;  // red and not a known finding
 };
 
+// The cases a cell's planted fault must make FAIL (its iWARP terminate-*
+// scenario's, or its RoCE fault-* scenario's); none for other cells.
+std::vector<std::string> planted_failures(const Cell& c);
+
 // Pure: the verdict of one cell from what it left behind.
 Verdict judge(const Cell& cell, const CellOutcome& out);
 

@@ -232,4 +232,34 @@ BOOST_AUTO_TEST_CASE(lab_shards_merge_and_compare) {
   fs::remove_all(dir);
 }
 
+// Requirement coverage against an independent count: Python reads the
+// catalog (`rdmaconf cases --json`) and the golden manifests itself.
+BOOST_AUTO_TEST_CASE(requirement_coverage_counts) {
+  const auto dir = temp_dir("coverage");
+  const auto cov = (dir / "cov.json").string();
+  const auto r = run(kBin + " report coverage --captures " + kGolden + " --json " + cov + " 2>&1");
+  BOOST_TEST_REQUIRE(r.status == 0, r.out);
+  const auto check = run(kBin + " cases --json > " + (dir / "cases.json").string() + " && /usr/bin/python3 -c \"\n"
+                         "import json, glob\n"
+                         "cases = json.load(open('" + (dir / "cases.json").string() + "'))\n"
+                         "cases = cases['cases'] if isinstance(cases, dict) else cases\n"
+                         "reqs = {(c['spec'], c['section']) for c in cases}\n"
+                         "fails = {}\n"
+                         "for m in glob.glob('" + kGolden + "/*.manifest.json'):\n"
+                         "  for k, v in json.load(open(m)).get('expected', {}).items():\n"
+                         "    fails[k] = fails.get(k, 0) + (v == 'FAIL')\n"
+                         "cov = json.load(open('" + cov + "'))\n"
+                         "assert cov['totals']['requirements'] == len(reqs), (cov['totals'], len(reqs))\n"
+                         "assert cov['totals']['cases'] == len(cases)\n"
+                         "got = {c['id']: c['golden_fail'] for r in cov['requirements'] for c in r['cases']}\n"
+                         "assert all(got[k] == fails.get(k, 0) for k in got), [(k, got[k], fails.get(k)) for k in got if got[k] != fails.get(k, 0)]\n"
+                         "lacking = {r['spec'] + ' ' + r['section'] for r in cov['requirements'] if not any(c['golden_fail'] for c in r['cases'])}\n"
+                         "assert lacking == set(cov['lacking']['a_fail_capture'])\n"
+                         "print('agree', len(reqs))\n\" 2>&1");
+  BOOST_TEST(check.status == 0, check.out);
+  BOOST_TEST(check.out.find("agree") != std::string::npos, check.out);
+  BOOST_TEST(r.out.find("requirements cited by") != std::string::npos, r.out);
+  fs::remove_all(dir);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
