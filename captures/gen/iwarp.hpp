@@ -39,6 +39,10 @@ struct IwarpConfig {
   std::string reply_key;             // replaces the Reply key when not empty
   std::string request_key;           // replaces the Request key when not empty
   std::size_t mss = 1448;            // segment size the generator sends with
+  // false: segments hold whole FPDUs, as many as fit, as an MPA-aware sender
+  // sends them (an FPDU larger than a segment goes alone, in pieces); true:
+  // the stream is cut every `mss` octets whatever its FPDUs (a fault).
+  bool unaligned = false;
   std::uint16_t advertised_mss = 1460;
   int corrupt_crc_at = -1;           // initiator FPDU index whose CRC is wrong (-2: every one)
   int short_ulpdu_at = -1;           // initiator FPDU index replaced by a 10-octet ULPDU
@@ -66,6 +70,8 @@ inline nlohmann::json config_json(const IwarpConfig& c) {
                       {"request_private_data", c.req_extra_pd + (c.revision == 2 && c.enhanced ? 4 : 0)},
                       {"capture_gap_in_initiator_stream", c.gap_in_initiator}, {"fault", c.fault.empty() ? "none" : c.fault}};
   if (c.midstream_skip) j["capture_starts_mid_stream_after_initiator_octets"] = c.midstream_skip;
+  j["segments"] = c.unaligned ? "cut every segment_size octets, whatever the FPDU boundaries"
+                              : "whole FPDUs, as many as fit in segment_size; a larger FPDU alone, in pieces";
   return j;
 }
 
@@ -183,11 +189,17 @@ inline Traffic iwarp_traffic(const IwarpConfig& c) {
   return t;
 }
 
+// One side's FPDU stream and where each FPDU ends in it.
+struct Framed {
+  Buf bytes;
+  std::vector<std::size_t> ends;
+};
+
 // Frames one side's ULPDUs. With markers, `landings` counts where in an FPDU
 // each marker fell (from the positions the encoder used).
-inline Buf frame_stream(const std::vector<Buf>& msgs, bool crc, bool markers, const IwarpConfig& c, bool initiator,
+inline Framed frame_stream(const std::vector<Buf>& msgs, bool crc, bool markers, const IwarpConfig& c, bool initiator,
                  std::map<std::string, int>& landings) {
-  Buf out;
+  Framed out;
   iwarp::MarkerStream ms;
   if (initiator) {
     ms.fault_index = c.marker_fault;
@@ -200,7 +212,8 @@ inline Buf frame_stream(const std::vector<Buf>& msgs, bool crc, bool markers, co
     if (initiator && idx == c.short_ulpdu_at) m.resize(10);
     if (markers) {
       const std::uint64_t begin = ms.pos;
-      iwarp::encode_fpdu_marked(out, B(m), crc, ms);
+      iwarp::encode_fpdu_marked(out.bytes, B(m), crc, ms);
+      out.ends.push_back(out.bytes.size());
       // Classify each marker position inside this FPDU by the unmarked offset it interrupts.
       std::uint64_t seen = 0;
       for (std::uint64_t p = begin; p < ms.pos; ++p) {
@@ -212,9 +225,10 @@ inline Buf frame_stream(const std::vector<Buf>& msgs, bool crc, bool markers, co
       }
       continue;
     }
-    const std::size_t start = out.size();
-    iwarp::encode_fpdu(out, B(m), false);
-    MutBytes f{out.data() + start, out.size() - start};
+    const std::size_t start = out.bytes.size();
+    iwarp::encode_fpdu(out.bytes, B(m), false);
+    out.ends.push_back(out.bytes.size());
+    MutBytes f{out.bytes.data() + start, out.bytes.size() - start};
     if (initiator && idx == c.pad_fault_at) f[2 + m.size()] = std::byte{0x01};
     const bool zero = !initiator && c.zero_crc_from_responder;
     if (crc && !zero) put_le32(f, f.size() - 4, iwarp::fpdu_crc(f.first(f.size() - 4)));
@@ -223,7 +237,53 @@ inline Buf frame_stream(const std::vector<Buf>& msgs, bool crc, bool markers, co
   return out;
 }
 
-inline nlohmann::json iwarp_conversation(const std::string& path, const IwarpConfig& c) {
+// Sends octets [from, to) of a side's FPDU stream. Aligned (the default),
+// each segment starts where an FPDU starts and holds as many whole FPDUs as
+// fit in c.mss; an FPDU larger than that goes alone in c.mss-octet pieces,
+// and a segment that starts inside an FPDU (after a capture gap, say) ends
+// with it. Returns how many FPDUs no larger than c.mss were split between
+// segments (none when aligned).
+inline std::size_t send_fpdus(TcpConversation& t, int dir, const Framed& s, const IwarpConfig& c, std::size_t from,
+                              std::size_t to) {
+  const auto& ends = s.ends;
+  std::size_t split = 0, pos = from;
+  std::vector<std::size_t> cuts;
+  while (pos < to) {
+    std::size_t n = std::min(c.mss, to - pos);
+    if (!c.unaligned) {
+      const auto next = std::upper_bound(ends.begin(), ends.end(), pos);  // the end of the FPDU pos is in
+      const bool at_start = pos == 0 || std::binary_search(ends.begin(), ends.end(), pos);
+      if (next != ends.end() && *next <= std::min(pos + c.mss, to)) {
+        if (!at_start) {
+          n = *next - pos;  // the rest of an FPDU begun elsewhere
+        } else {
+          auto last = std::upper_bound(next, ends.end(), std::min(pos + c.mss, to));
+          n = *std::prev(last) - pos;  // whole FPDUs, as many as fit
+        }
+      }
+    }
+    t.send(dir, Bytes(s.bytes).subspan(pos, n), n);
+    pos += n;
+    cuts.push_back(pos);
+  }
+  // FPDUs that fit in a segment and were split all the same.
+  std::size_t begin = 0;
+  for (const std::size_t e : ends) {
+    const std::size_t b = begin;
+    begin = e;
+    if (b < from || e > to || e - b > c.mss) continue;
+    if (std::any_of(cuts.begin(), cuts.end(), [&](std::size_t x) { return x > b && x < e; })) ++split;
+  }
+  return split;
+}
+
+// What a conversation's construction gives its manifest beyond the config.
+struct IwarpBuilt {
+  std::map<std::string, int> marker_landings;  // where markers fell in FPDUs (markers only)
+  std::size_t split_fpdus = 0;                 // FPDUs that fit a segment but were split
+};
+
+inline IwarpBuilt iwarp_conversation(const std::string& path, const IwarpConfig& c) {
   PcapWriter w(path);
   const Host a = c.ipv6 ? host_v6(1, 40001) : host_v4(192, 0, 2, 1, 40001);
   const Host b = c.ipv6 ? host_v6(2, 4791 + 1) : host_v4(192, 0, 2, 2, 7174);
@@ -237,42 +297,42 @@ inline nlohmann::json iwarp_conversation(const std::string& path, const IwarpCon
   if (!c.reply_key.empty()) std::copy_n(reinterpret_cast<const std::byte*>(c.reply_key.data()), 16, rep.begin());
   if (!c.request_key.empty()) std::copy_n(reinterpret_cast<const std::byte*>(c.request_key.data()), 16, req.begin());
 
-  std::map<std::string, int> landings;
+  IwarpBuilt built;
   // Markers go toward the side that asked: the Request's M asks the responder to send them.
-  const Buf istream = frame_stream(m.init, crc, m.rep.markers, c, true, landings);
-  Buf rstream = frame_stream(m.resp, crc, m.req.markers, c, false, landings);
+  const Framed istream = frame_stream(m.init, crc, m.rep.markers, c, true, built.marker_landings);
+  Framed rstream = frame_stream(m.resp, crc, m.req.markers, c, false, built.marker_landings);
+  auto send = [&](int dir, const Framed& f, std::size_t from, std::size_t to) { built.split_fpdus += send_fpdus(t, dir, f, c, from, to); };
+  auto send_all = [&](int dir, const Framed& f) { send(dir, f, 0, f.bytes.size()); };
 
   if (c.midstream_skip) {
     // The capture starts after the MPA exchange, inside the initiator's FPDUs.
     t.skip(0, req.size() + c.midstream_skip);
     t.skip(1, rep.size());
-    t.send(0, Bytes(istream).subspan(c.midstream_skip), c.mss);
-    t.send(1, B(rstream), c.mss);
+    send(0, istream, c.midstream_skip, istream.bytes.size());
+    send_all(1, rstream);
     t.close();
-    return landings.empty() ? nlohmann::json::object() : nlohmann::json(landings);
+    return built;
   }
   t.handshake(c.advertised_mss);
   if (c.no_mpa_exchange) {
-    t.send(0, B(istream), c.mss);
-    t.send(1, B(rstream), c.mss);
+    send_all(0, istream);
+    send_all(1, rstream);
     t.close();
-    return {};
+    return built;
   }
   t.send(0, B(req), c.mss);
   if (c.reject) {
     t.send(1, B(rep), c.mss);
-    if (c.data_after_reject) t.send(0, B(istream), c.mss);
+    if (c.data_after_reject) send_all(0, istream);
     t.close();
-    return {};
+    return built;
   }
-  if (c.early_fpdu) t.send(0, B(istream), c.mss);
+  if (c.early_fpdu) send_all(0, istream);
   t.send(1, B(rep), c.mss);
-  Buf first;  // the responder's Send, sent ahead of the initiator's FPDUs
   if (c.responder_first) {
-    Buf one;
+    // The responder's Send, sent ahead of the initiator's FPDUs.
     std::map<std::string, int> ignored;
-    one = frame_stream({m.resp[4]}, crc, false, c, false, ignored);
-    t.send(1, B(one), c.mss);
+    send_all(1, frame_stream({m.resp[4]}, crc, false, c, false, ignored));
     std::vector<Buf> rest = m.resp;
     rest.erase(rest.begin() + 4);
     rstream = frame_stream(rest, crc, m.req.markers, c, false, ignored);
@@ -280,17 +340,17 @@ inline nlohmann::json iwarp_conversation(const std::string& path, const IwarpCon
   if (!c.early_fpdu) {
     if (c.gap_in_initiator) {
       // Send the first half, leave out 300 octets, send the rest.
-      const std::size_t half = istream.size() / 2, hole = 300;
-      t.send(0, Bytes(istream).first(half), c.mss);
+      const std::size_t half = istream.bytes.size() / 2, hole = 300;
+      send(0, istream, 0, half);
       t.skip(0, hole);
-      t.send(0, Bytes(istream).subspan(half + hole), c.mss);
+      send(0, istream, half + hole, istream.bytes.size());
     } else {
-      t.send(0, Bytes(istream).first(istream.size() - c.fin_cut), c.mss);
+      send(0, istream, 0, istream.bytes.size() - c.fin_cut);
     }
   }
-  t.send(1, B(rstream), c.mss);
+  send_all(1, rstream);
   t.close();
-  return landings.empty() ? nlohmann::json::object() : nlohmann::json(landings);
+  return built;
 }
 
 }  // namespace rdmaconf::captures::gen

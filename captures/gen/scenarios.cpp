@@ -18,8 +18,9 @@ Expect iwarp_expect(const IwarpConfig& c) {
   Expect e;
   for (const char* id : {"iwarp.mpa.req.key", "iwarp.mpa.rep.key", "iwarp.mpa.rr.reserved", "iwarp.mpa.rr.revision",
                          "iwarp.mpa.rr.pd_length", "iwarp.mpa.rr.reject_flag", "iwarp.mpa.v2.reply_revision",
-                         "iwarp.mpa.fpdu.before_exchange", "iwarp.mpa.responder.first_fpdu", "iwarp.mpa.fpdu.ulpdu_max"})
-    e[id] = v(!mid);
+                         "iwarp.mpa.fpdu.before_exchange", "iwarp.mpa.responder.first_fpdu", "iwarp.mpa.fpdu.ulpdu_max",
+                         "iwarp.mpa.fpdu.alignment"})
+    e[id] = v(!mid);  // (the MSS comes from the SYNs, which a mid-stream capture lacks)
   e["iwarp.mpa.reject.close"] = "NOT_APPLICABLE";
   e["iwarp.mpa.v2.enhanced"] = v(enh && !mid);
   e["iwarp.mpa.v2.ird_ord"] = v(enh && !mid);
@@ -44,8 +45,9 @@ Expect iwarp_expect(const IwarpConfig& c) {
 std::function<nlohmann::json(const std::string&)> iw(IwarpConfig c) {
   return [c](const std::string& p) {
     auto j = config_json(c);
-    const auto landings = iwarp_conversation(p, c);
-    if (!landings.empty()) j["marker_landings"] = landings;
+    const IwarpBuilt built = iwarp_conversation(p, c);
+    if (!built.marker_landings.empty()) j["marker_landings"] = built.marker_landings;
+    j["fpdus_split_between_segments"] = built.split_fpdus;
     return j;
   };
 }
@@ -74,13 +76,13 @@ std::vector<Scenario> scenarios() {
   const std::string F = "FAIL", NA = "NOT_APPLICABLE", INC = "INCONCLUSIVE";
 
   // ---- positive traffic
-  iwarp("iwarp-rev2-crc", "MPA revision 2 (RFC 6581 IRD/ORD), CRC asked by the initiator, every RDMAP opcode, FPDUs coalesced into 1448-octet segments", {});
+  iwarp("iwarp-rev2-crc", "MPA revision 2 (RFC 6581 IRD/ORD), CRC asked by the initiator, every RDMAP opcode, whole FPDUs packed into segments of up to 1448 octets", {});
   IwarpConfig rev1;
   rev1.revision = 1;
   rev1.enhanced = false;
   rev1.req_crc = false;
   rev1.mss = 100;
-  iwarp("iwarp-rev1-nocrc-split", "MPA revision 1 without CRC, FPDUs split across 100-octet segments", rev1);
+  iwarp("iwarp-rev1-nocrc-split", "MPA revision 1 without CRC, 100-octet segments: FPDUs larger than that split across segments", rev1);
   IwarpConfig rep_crc6;
   rep_crc6.req_crc = false;
   rep_crc6.rep_crc = true;
@@ -92,14 +94,14 @@ std::vector<Scenario> scenarios() {
   mk.mss = 700;
   // A 205-octet first Send shifts the initiator's FPDUs so that its markers land in every part of an FPDU.
   mk.edit = [](Traffic& t) { t.init[0] = ddp_untagged(iwarp::kOpSend, 0, 1, 0, true, B(pattern(205, 3))); };
-  iwarp("iwarp-markers-crc", "markers in both directions with CRC; markers fall at FPDU starts, in DDP headers, in payloads and right before CRC fields (see marker_landings); 700-octet segments", mk);
+  iwarp("iwarp-markers-crc", "markers in both directions with CRC; markers fall at FPDU starts, in DDP headers, in payloads and right before CRC fields (see marker_landings); segments of up to 700 octets", mk);
   IwarpConfig mk1;
   mk1.revision = 1;
   mk1.enhanced = false;
   mk1.req_crc = false;
   mk1.rep_markers = true;
   mk1.mss = 97;
-  iwarp("iwarp-markers-initiator-nocrc", "MPA revision 1, no CRC, markers from the initiator only (the responder asked), 97-octet segments so markers split across segments", mk1);
+  iwarp("iwarp-markers-initiator-nocrc", "MPA revision 1, no CRC, markers from the initiator only (the responder asked), 97-octet segments, so most FPDUs and their markers are split across segments", mk1);
   IwarpConfig p2p;
   p2p.p2p = true;
   iwarp("iwarp-p2p-send-rtr", "RFC 6581 peer-to-peer mode: the initiator offers Send and Write RTR, the responder selects Send, the initiator's first FPDU is a zero-length Send", p2p);
@@ -152,7 +154,7 @@ std::vector<Scenario> scenarios() {
   {
     Expect e = {{"iwarp.mpa.reject.close", "PASS"}};
     for (const char* id : {"iwarp.mpa.fpdu.before_exchange", "iwarp.mpa.responder.first_fpdu", "iwarp.mpa.v2.ird_ord", "iwarp.mpa.fpdu.crc",
-                           "iwarp.mpa.crc.used", "iwarp.mpa.fpdu.pad", "iwarp.mpa.fpdu.ulpdu_max", "iwarp.mpa.fpdu.whole"})
+                           "iwarp.mpa.crc.used", "iwarp.mpa.fpdu.pad", "iwarp.mpa.fpdu.ulpdu_max", "iwarp.mpa.fpdu.alignment", "iwarp.mpa.fpdu.whole"})
       e[id] = NA;
     for (const auto& [id, want] : iwarp_expect({}))
       if (id.rfind("iwarp.ddp.", 0) == 0 || id.rfind("iwarp.rdmap.", 0) == 0) e[id] = NA;  // no FPDU at all
@@ -174,7 +176,7 @@ std::vector<Scenario> scenarios() {
     Expect e;
     e["iwarp.mpa.rep.key"] = F;
     for (const char* id : {"iwarp.mpa.fpdu.before_exchange", "iwarp.mpa.responder.first_fpdu", "iwarp.mpa.v2.reply_revision", "iwarp.mpa.v2.ird_ord",
-                           "iwarp.mpa.fpdu.ulpdu_max", "iwarp.mpa.fpdu.whole"})
+                           "iwarp.mpa.fpdu.ulpdu_max", "iwarp.mpa.fpdu.alignment", "iwarp.mpa.fpdu.whole"})
       e[id] = NA;
     for (const auto& [id, want] : iwarp_expect({}))
       if (want == "PASS" && id.rfind("iwarp.ddp.", 0) == 0) e[id] = INC;
@@ -188,7 +190,7 @@ std::vector<Scenario> scenarios() {
     // Only the Reply is an MPA frame; the responder's FPDUs wait for a negotiation that never completes.
     Expect e = {{"iwarp.mpa.req.key", F}};
     for (const char* id : {"iwarp.mpa.rr.reject_flag", "iwarp.mpa.v2.reply_revision", "iwarp.mpa.v2.ird_ord", "iwarp.mpa.fpdu.before_exchange",
-                           "iwarp.mpa.responder.first_fpdu", "iwarp.mpa.fpdu.ulpdu_max", "iwarp.mpa.fpdu.crc", "iwarp.mpa.crc.used",
+                           "iwarp.mpa.responder.first_fpdu", "iwarp.mpa.fpdu.ulpdu_max", "iwarp.mpa.fpdu.alignment", "iwarp.mpa.fpdu.crc", "iwarp.mpa.crc.used",
                            "iwarp.mpa.fpdu.whole"})
       e[id] = NA;
     for (const auto& [id, want] : iwarp_expect({}))
@@ -199,7 +201,7 @@ std::vector<Scenario> scenarios() {
   {
     Expect e = {{"iwarp.mpa.reject.close", F}};
     for (const char* id : {"iwarp.mpa.fpdu.before_exchange", "iwarp.mpa.responder.first_fpdu", "iwarp.mpa.v2.ird_ord", "iwarp.mpa.fpdu.crc",
-                           "iwarp.mpa.crc.used", "iwarp.mpa.fpdu.pad", "iwarp.mpa.fpdu.ulpdu_max", "iwarp.mpa.fpdu.whole"})
+                           "iwarp.mpa.crc.used", "iwarp.mpa.fpdu.pad", "iwarp.mpa.fpdu.ulpdu_max", "iwarp.mpa.fpdu.alignment", "iwarp.mpa.fpdu.whole"})
       e[id] = NA;
     for (const auto& [id, want] : iwarp_expect({}))
       if (id.rfind("iwarp.ddp.", 0) == 0 || id.rfind("iwarp.rdmap.", 0) == 0) e[id] = NA;
@@ -215,6 +217,21 @@ std::vector<Scenario> scenarios() {
         {{"iwarp.mpa.fpdu.pad", F}});
   iwarp("iwarp-fault-ulpdu-max", "as iwarp-rev2-crc", faulty("both SYNs advertise an MSS of 536 while FPDUs of up to 1020 octets are sent", [](auto& c) { c.advertised_mss = 536; }),
         {{"iwarp.mpa.fpdu.ulpdu_max", F}});
+  iwarp("iwarp-fault-fpdu-alignment", "as iwarp-rev2-crc",
+        faulty("both sides cut their streams every 1448 octets whatever the FPDU boundaries, splitting FPDUs that fit in one segment "
+               "(see fpdus_split_between_segments)",
+               [](auto& c) { c.unaligned = true; }),
+        {{"iwarp.mpa.fpdu.alignment", F}});
+  {
+    IwarpConfig big;
+    big.unaligned = true;
+    big.mss = 4000;
+    iwarp("iwarp-offloaded-segments",
+          "as iwarp-fault-fpdu-alignment, but in 4000-octet segments, larger than the 1460-octet MSS either side advertised: "
+          "as a capture taken above segmentation offload shows them, so the wire's segment size is unknown and the split "
+          "FPDUs prove nothing",
+          big, {{"iwarp.mpa.fpdu.alignment", INC}});
+  }
   iwarp("iwarp-fault-marker-ptr", "as iwarp-markers-crc", faulty("the initiator's third marker points 8 octets off", [&mk](auto& c) {
           c = IwarpConfig{mk};
           c.fault = "the initiator's third marker points 8 octets off";

@@ -140,6 +140,7 @@ void MpaConnection::stop(int dir, std::uint64_t offset, std::uint64_t frame, std
 
 void MpaConnection::data(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame, std::uint64_t acked) {
   d_[dir].captured += data.size();
+  d_[dir].max_segment = std::max<std::uint64_t>(d_[dir].max_segment, data.size());
   route(dir, offset, data, frame, acked);
 }
 
@@ -351,6 +352,7 @@ void MpaConnection::feed_fpdus(int dir, Bytes data, std::uint64_t frame, std::ui
     const auto ddp = decode_ddp(v->ulpdu);
     e.ddp = &ddp;
     e.index = s.fpdus++;
+    e.max_segment = s.max_segment;
     s.judged += e.wire_size;
     l_.on_fpdu(e);
   }

@@ -91,6 +91,10 @@ struct FpduEvent {
   // What its sender had received of the other direction when it sent the
   // first octet (captures::io::kAckUnknown when the capture cannot tell).
   std::uint64_t acked = captures::io::kAckUnknown;
+  // The largest TCP payload this direction's sender was seen to send up to
+  // the FPDU's last octet (a segment size its sender used, or one the
+  // capture merged or did not yet split: offloads).
+  std::uint64_t max_segment = 0;
 };
 
 // Framing of one direction ended before its stream did (gap, markers not
@@ -214,6 +218,7 @@ class MpaConnection {
     bool gap_seen = false;
     bool sent_any = false;  // this direction carried at least one octet
     bool markers = false;
+    std::uint64_t max_segment = 0;  // largest payload of one captured segment
     // Framing from the direction's first FPDU, or from where it was found
     // (mid-stream, after a gap): stream offset `base` is framer position 0.
     struct Tag {

@@ -79,7 +79,10 @@ bool TcpLink::record(const std::string& path, std::string& err) {
   conv_ = std::make_unique<captures::io::TcpConversation>(*pcap_, our_dir_ == 0 ? us : them, our_dir_ == 0 ? them : us);
   pcap_->set_time_us(std::chrono::duration_cast<std::chrono::microseconds>(
                          std::chrono::system_clock::now().time_since_epoch()).count());
-  conv_->handshake(65495);
+  // No MSS option: the recording's segments are the engine's writes and
+  // reads, not the wire's, so the cases of segment sizes (ulpdu_max,
+  // alignment) have nothing to judge in it.
+  conv_->handshake(0);
   return true;
 }
 

@@ -107,6 +107,37 @@ void add_iwarp_mpa_fpdu_cases(IwarpCases& k) {
               fmt::format("{} octets", e.wire_size), fmt::format("ULPDU length {}", e.fpdu->ulpdu_len));
       });
 
+  // The capture's segment boundaries are always boundaries on the wire too:
+  // segmentation offload (TSO) and receive coalescing (GRO/LRO) only split
+  // or merge segments. So an FPDU that spans two captured segments spanned
+  // two on the wire, and the evidence stands. What the capture cannot show
+  // is the segment size the sender could use: it is taken as the peer's MSS,
+  // or less when the sender was seen to send no larger segments (a smaller
+  // path MTU). A segment larger than the peer's MSS means the capture saw
+  // segments merged or not yet split, whose sizes say nothing of the wire's.
+  add(k, {"iwarp.mpa.fpdu.alignment", "RFC 5044", "§8", Level::should,
+          "A sender keeps FPDUs aligned with TCP segments: an FPDU that fits in the segments its sender uses "
+          "travels in one segment, never split across two."})
+      .fpdu([](CaseCtx& ctx, const IwarpConn& c, const iwarp::FpduEvent& e) {
+        const std::uint16_t mss = c.info->mss[1 - e.dir];  // advertised by the receiver
+        if (mss == 0) return;                              // the segment size the sender may use is unknown
+        if (e.first_frame == e.last_frame) return ctx.tally.pass();
+        if (e.max_segment > mss) {
+          Evidence ev = evidence_at(e, ctx.side(e.dir));
+          ev.detail = fmt::format("the FPDU ({} octets) spans two captured segments, but this sender's segments of up to {} "
+                                  "octets exceed the peer's MSS of {}: the capture was taken where segments are merged or not "
+                                  "yet split, so the segment size on the wire is unknown",
+                                  e.wire_size, e.max_segment, mss);
+          return ctx.tally.inconclusive(std::move(ev));
+        }
+        const std::uint64_t fits = std::min<std::uint64_t>(mss, e.max_segment);
+        RDMACONF_JUDGE(ctx, e, e.wire_size > fits,
+                       fmt::format("one TCP segment (the FPDU's {} octets fit in the {}-octet segments its sender uses)",
+                                   e.wire_size, fits),
+                       fmt::format("split between frames {} and {}", e.first_frame, e.last_frame),
+                       fmt::format("peer's MSS {}, largest segment seen from this sender {}", mss, e.max_segment));
+      });
+
   add(k, {"iwarp.mpa.marker.fpduptr", "RFC 5044", "§4.3", Level::must,
           "Where markers are in use, one sits at every 512th octet of the stream counted from the first FPDU, "
           "and its FPDU pointer is the distance back to the start of the FPDU it sits in (0 when it begins one)."})
