@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <linux/sock_diag.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -283,6 +284,20 @@ std::size_t UdpLink::poll(QueuePair& qp) {
     ++handed;
   }
   return handed;
+}
+
+std::uint64_t UdpLink::kernel_drops() const {
+  // The socket's drop counter (SK_MEMINFO_DROPS of SO_MEMINFO); with a raw
+  // receive socket its copies are the ones read, so its drops count too.
+  std::uint64_t n = 0;
+  for (const Fd* fd : {&fd_, &raw_}) {
+    if (!*fd) continue;
+    std::uint32_t mem[SK_MEMINFO_VARS]{};
+    socklen_t len = sizeof mem;
+    if (::getsockopt(fd->get(), SOL_SOCKET, SO_MEMINFO, mem, &len) == 0 && len > SK_MEMINFO_DROPS * sizeof mem[0])
+      n += mem[SK_MEMINFO_DROPS];
+  }
+  return n;
 }
 
 std::size_t UdpLink::discard_pending() {

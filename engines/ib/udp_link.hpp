@@ -86,6 +86,9 @@ class UdpLink {
   std::uint64_t datagrams_received() const { return received_; }
   std::uint64_t icrc_errors() const { return icrc_bad_; }
   std::uint64_t foreign_datagrams() const { return foreign_; }
+  // Datagrams the kernel dropped at this link's socket (its receive buffer
+  // full, mostly): what a loaded host lost before the engine could see it.
+  std::uint64_t kernel_drops() const;
 
  private:
   void tap(bool outbound, protocols::Bytes pkt);

@@ -125,8 +125,9 @@ void plant_fault(std::string_view name, eng::QpConfig& cfg) {
   if (name == "fault-no-receive") cfg.rnr_retry = 2;
 }
 
-json counters_json(const eng::Counters& c) {
-  return {{"packets_sent", c.packets_sent},       {"packets_received", c.packets_received},
+json counters_json(const eng::Counters& c, const eng::UdpLink& link) {
+  return {{"kernel_dropped_datagrams", link.kernel_drops()},
+          {"packets_sent", c.packets_sent},       {"packets_received", c.packets_received},
           {"dropped_icrc", c.dropped_icrc},       {"dropped_header", c.dropped_header},
           {"dropped_sequence", c.dropped_sequence}, {"dropped_uc_ud", c.dropped_uc_ud},
           {"duplicates", c.duplicates},           {"retransmitted", c.retransmitted},
@@ -134,6 +135,18 @@ json counters_json(const eng::Counters& c) {
           {"naks_sent", c.naks_sent},             {"rnr_naks_sent", c.rnr_naks_sent},
           {"naks_received", c.naks_received},     {"rnr_naks_received", c.rnr_naks_received}};
 }
+
+namespace {
+// What the QP refused (the first 32), for reports.
+json refusals_json(const eng::QueuePair& qp) {
+  json v = json::array();
+  for (const auto& f : qp.refusals()) {
+    if (v.size() >= 32) break;
+    v.push_back({{"what", f.what}, {"why", f.why}, {"psn", f.psn}});
+  }
+  return v;
+}
+}  // namespace
 
 json RunResult::to_json() const {
   json j = {{"scenario", scenario}, {"transport", "roce"}, {"verdict", ok ? "PASS" : "FAIL"}, {"message", message},
@@ -327,7 +340,7 @@ RunResult run_initiator(std::string_view control_peer, const RunOptions& o) {
   const bool fatal_fault = fault && name != "fault-psn-gap" && name != "fault-icrc";
   if (!ran && !fatal_fault) {
     r.message = fmt::format("{}: {}", name, link.error());
-    r.counters = counters_json(qp.counters());
+    r.counters = counters_json(qp.counters(), link);
     return r;
   }
   // The responder's account.
@@ -336,7 +349,7 @@ RunResult run_initiator(std::string_view control_peer, const RunOptions& o) {
     return r;
   }
   auto res = rd.read(o.timeout_ms, err);
-  r.counters = counters_json(qp.counters());
+  r.counters = counters_json(qp.counters(), link);
   if (!res || res->is_null() || !res->contains("result")) {
     r.message = err.empty() ? "no result from the responder" : err;
     return r;
@@ -586,11 +599,7 @@ json serve_one(int cfd, const PeerOptions& o, std::uint64_t index, std::stop_tok
   take_receives();
   std::uint64_t atomic_value = 0;
   std::memcpy(&atomic_value, atom.data(), 8);
-  json refusals = json::array();
-  for (const auto& f : qp.refusals()) {
-    if (refusals.size() >= 32) break;
-    refusals.push_back({{"what", f.what}, {"why", f.why}, {"psn", f.psn}});
-  }
+  const json refusals = refusals_json(qp);
   const json result = {{"recv_count", recv_count},
                        {"recv_digest", recv_digest},
                        {"recv_statuses", statuses},
@@ -598,7 +607,7 @@ json serve_one(int cfd, const PeerOptions& o, std::uint64_t index, std::stop_tok
                        {"src_qp", src_qp},
                        {"buffer_digest", digest(data)},
                        {"atomic_value", atomic_value},
-                       {"counters", counters_json(qp.counters())},
+                       {"counters", counters_json(qp.counters(), link)},
                        {"refusals", refusals},
                        {"state", qp.state() == QpState::rts ? "rts" : "error"},
                        {"error", qp.error()}};
@@ -834,7 +843,7 @@ RunResult run_perftest_client(std::string_view server, std::string_view program,
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.iterations = iters;
   r.bytes = iters * size;
-  r.counters = counters_json(qp.counters());
+  r.counters = counters_json(qp.counters(), link);
   const double gbps = r.seconds > 0 ? static_cast<double>(r.bytes) * 8 / r.seconds / 1e9 : 0;
   const bool report = *verb != PerftestVerb::send;
   if (report && (!ses.barrier(run.mine) ||
@@ -951,7 +960,8 @@ void serve_perftest(int listen_fd, const PeerOptions& o, const std::function<voi
     }
     rep["ok"] = served && closed && qp.state() == QpState::rts && recv_error.empty() && (!send || received > 0);
     rep["version"] = version;
-    rep["counters"] = counters_json(qp.counters());
+    rep["counters"] = counters_json(qp.counters(), link);
+    rep["refusals"] = refusals_json(qp);
     rep["state"] = qp.state() == QpState::rts ? "rts" : "error";
     if (!served || !closed) rep["error"] = !served ? link.error() : ses.error();
     link.stop_recording();

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engines/ib/qp.hpp"
+#include "engines/ib/udp_link.hpp"
 
 namespace rdmaconf::interop::ib {
 
@@ -113,6 +114,7 @@ void serve(int listen_fd, const PeerOptions& o, const std::function<void(const n
 void serve_perftest(int listen_fd, const PeerOptions& o, const std::function<void(const nlohmann::json&)>& on_connection,
                     std::stop_token stop = {});
 
-nlohmann::json counters_json(const eng::Counters& c);
+// The QP's counters and the datagrams the kernel dropped at the link's socket.
+nlohmann::json counters_json(const eng::Counters& c, const eng::UdpLink& link);
 
 }  // namespace rdmaconf::interop::ib

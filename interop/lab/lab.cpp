@@ -175,6 +175,28 @@ std::vector<std::string> planted_fault_problems(const CellOutcome& o, std::vecto
 }
 }  // namespace
 
+namespace {
+// What our RoCE engine counted of losses and repeats, for the reason of a
+// red cell: a loaded host shows there first (datagrams the guest kernel
+// dropped, requests seen twice, gaps, what it refused).
+std::string our_account(const nlohmann::json& j) {
+  if (!j.is_object() || !j.contains("counters") || !j["counters"].is_object()) return {};
+  const auto& k = j["counters"];
+  std::vector<std::string> seen;
+  for (const auto& [key, words] : {std::pair{"kernel_dropped_datagrams", "datagrams dropped by the kernel (socket buffer full)"},
+                                   std::pair{"duplicates", "repeated requests"},
+                                   std::pair{"dropped_sequence", "packets out of sequence"},
+                                   std::pair{"naks_sent", "NAKs sent"}, std::pair{"timeouts", "timeouts"},
+                                   std::pair{"retransmitted", "packets retransmitted"}})
+    if (const auto n = k.value(key, std::uint64_t{0}); n != 0) seen.push_back(fmt::format("{} {}", n, words));
+  std::string out = seen.empty() ? std::string() : fmt::format("; our engine counted {}", fmt::join(seen, ", "));
+  if (const auto& r = j.value("refusals", nlohmann::json::array()); r.is_array() && !r.empty() && r[0].is_object())
+    out += fmt::format("; first refusal: {} at PSN {} ({})", r[0].value("what", std::string()),
+                       r[0].value("psn", std::uint64_t{0}), r[0].value("why", std::string()));
+  return out;
+}
+}  // namespace
+
 Verdict judge(const Cell& c, const CellOutcome& o) {
   std::vector<std::string> problems;
   const bool initiator = c.our_role == "initiator";
@@ -259,6 +281,7 @@ Verdict judge(const Cell& c, const CellOutcome& o) {
     v.color = problems.empty() ? "green" : "red";
     v.reason = problems.empty() ? c.why : fmt::format("{}", fmt::join(problems, "; "));
   }
+  if (v.color == "red") v.reason += our_account(j);
   if (!o.kernel_trouble.empty()) {
     v.color = "red";
     v.reason = fmt::format("the guest kernel logged \"{}\"; {}", o.kernel_trouble, v.reason);

@@ -195,4 +195,37 @@ BOOST_AUTO_TEST_CASE(perftest_refuses_what_perftest_cannot_run) {
   BOOST_TEST(r.message.find("RC only") != std::string::npos, r.message);
 }
 
+// What the kernel drops before the engine reads it is counted (SO_RXQ_OVFL):
+// a flood bigger than the socket's receive buffer, sent over loopback while
+// nobody reads, and the link must report at least the excess once it reads.
+BOOST_AUTO_TEST_CASE(datagrams_the_kernel_dropped_are_counted) {
+  namespace eng = rdmaconf::engine::ib;
+  eng::UdpLink link;
+  std::string err;
+  BOOST_REQUIRE_MESSAGE(link.open("127.0.0.1:0", err), err);
+  const rdmaconf::engine::Fd tx(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  BOOST_REQUIRE(tx);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(link.port());
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  // Enough octets to fill twice the largest buffer the link may have been given (4 MiB, doubled by the kernel).
+  const std::vector<std::byte> d(1400);
+  std::size_t sent = 0;
+  for (std::size_t i = 0; i < 2 * (8u << 20) / d.size(); ++i)
+    sent += ::sendto(tx.get(), d.data(), d.size(), 0, reinterpret_cast<const sockaddr*>(&to), sizeof to) > 0;
+  rdmaconf::engine::ProtectionDomain pd;
+  rdmaconf::engine::CompletionQueue scq, rcq;
+  eng::QpConfig c;
+  eng::QueuePair qp(pd, scq, rcq, c);
+  // No peer is set, so every datagram read counts as foreign; read until the socket is empty.
+  for (std::size_t before = ~std::size_t{0}; before != link.foreign_datagrams();) {
+    before = link.foreign_datagrams();
+    link.poll(qp);
+  }
+  BOOST_TEST_MESSAGE(fmt::format("sent {}, read {}, kernel dropped {}", sent, link.foreign_datagrams(), link.kernel_drops()));
+  BOOST_CHECK_GT(link.kernel_drops(), 0u);
+  BOOST_CHECK_EQUAL(link.foreign_datagrams() + link.kernel_drops(), sent);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -162,6 +162,21 @@ BOOST_AUTO_TEST_CASE(rxe_connection_type_cells) {
   const auto v = lab::judge(r, o);
   BOOST_CHECK_EQUAL(v.color, "red");
   BOOST_CHECK(v.reason.find("received 19 SENDs") != std::string::npos);
+  BOOST_CHECK(v.reason.find("our engine counted") == std::string::npos);  // nothing counted: nothing said
+
+  // A red cell says what our engine saw of a loaded host: the losses and
+  // repeats it counted and what it refused (zero counts are left out).
+  o.ours["counters"] = {{"kernel_dropped_datagrams", 7}, {"duplicates", 3}, {"naks_sent", 0}};
+  o.ours["refusals"] = {{{"what", "silent drop"}, {"psn", 42}, {"why", "repeated Read/Atomic PSN 42 is older than what we remember"}}};
+  const auto w = lab::judge(r, o);
+  BOOST_CHECK_EQUAL(w.color, "red");
+  BOOST_CHECK_MESSAGE(w.reason.find("our engine counted 7 datagrams dropped by the kernel (socket buffer full), 3 repeated "
+                                    "requests; first refusal: silent drop at PSN 42") != std::string::npos,
+                      w.reason);
+  BOOST_CHECK(w.reason.find("NAKs") == std::string::npos);
+  o.ours["received"] = 20;  // green cells say why they are green, not what was counted
+  o.ours["received_octets"] = 20 * 1024;
+  BOOST_CHECK(lab::judge(r, o).reason.find("our engine counted") == std::string::npos);
 }
 
 // Our iWARP engine against perftest -R servers on siw: perftest gets -R and
