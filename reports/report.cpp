@@ -1,5 +1,7 @@
 #include "reports/report.hpp"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <charconv>
 #include <condition_variable>
@@ -410,7 +412,10 @@ class SummaryWriter final : public ReportWriter {
 class Background final : public ReportWriter {
  public:
   Background(std::vector<std::unique_ptr<ReportWriter>> writers, std::size_t limit)
-      : writers_(std::move(writers)), limit_(std::max<std::size_t>(limit / kBatch, 2)), thread_([this] { run(); }) {}
+      : writers_(std::move(writers)), limit_(std::max<std::size_t>(limit / kBatch, 2)), thread_([this] {
+          pthread_setname_np(pthread_self(), "rdmaconf-report");  // (for top and perf)
+          run();
+        }) {}
   ~Background() override {
     if (thread_.joinable()) {
       add(Stop{}, true);
@@ -440,11 +445,22 @@ class Background final : public ReportWriter {
   void add(Event e, bool hand_over) {
     batch_.push_back(std::move(e));
     if (!hand_over && batch_.size() < kBatch) return;
-    std::unique_lock lock(mu_);
-    room_.wait(lock, [&] { return queue_.size() < limit_; });
-    queue_.push_back(std::move(batch_));
+    std::vector<std::vector<Event>> spent;
+    {
+      std::unique_lock lock(mu_);
+      room_.wait(lock, [&] { return queue_.size() < limit_; });
+      queue_.push_back(std::move(batch_));
+      spent.swap(spent_);
+      ready_.notify_one();
+    }
+    // The written events are freed here, on the thread that allocated them:
+    // freed on the writer's thread, each free went to this thread's malloc
+    // arena under its lock, and the two threads contended for it.
     batch_.clear();
-    ready_.notify_one();
+    if (!spent.empty()) {
+      batch_ = std::move(spent.back());
+      batch_.clear();
+    }
   }
   void run() {
     for (;;) {
@@ -456,8 +472,12 @@ class Background final : public ReportWriter {
         queue_.pop_front();
         room_.notify_one();
       }
+      bool stop = false;
       for (auto& e : events) {
-        if (std::holds_alternative<Stop>(e)) return;
+        if (std::holds_alternative<Stop>(e)) {
+          stop = true;
+          break;
+        }
         if (failure_) continue;  // (drain: the check must not block on a dead writer)
         try {
           for (auto& w : writers_) {
@@ -470,6 +490,9 @@ class Background final : public ReportWriter {
           failure_ = std::current_exception();
         }
       }
+      std::lock_guard lock(mu_);
+      spent_.push_back(std::move(events));  // for the check's thread to free
+      if (stop) return;
     }
   }
 
@@ -479,6 +502,7 @@ class Background final : public ReportWriter {
   std::mutex mu_;
   std::condition_variable ready_, room_;
   std::deque<std::vector<Event>> queue_;
+  std::vector<std::vector<Event>> spent_;  // written, to be freed by the check's thread
   std::exception_ptr failure_;
   std::thread thread_;  // last: starts when the rest exists
 };

@@ -1,5 +1,7 @@
 #include "captures/io/pcap_reader.hpp"
 
+#include <pthread.h>
+
 #include <nettle/sha2.h>
 #include <pcap/pcap.h>
 
@@ -117,7 +119,10 @@ class ChunkedSource {
  public:
   ChunkedSource(int fd, bool hash)
       : fd_(fd), hash_(hash), ring_(std::make_unique<ChunkRing>()),
-        worker_([this](std::stop_token st) { hash_ ? hash_chunks(st) : read_ahead(st); }) {}
+        worker_([this](std::stop_token st) {
+          pthread_setname_np(pthread_self(), hash_ ? "rdmaconf-hash" : "rdmaconf-read");  // (for top and perf)
+          hash_ ? hash_chunks(st) : read_ahead(st);
+        }) {}
   ChunkedSource(protocols::Bytes memory, bool hash) : hash_(hash), memory_(memory), in_memory_(true) {}
   ~ChunkedSource() {
     worker_.request_stop();  // wakes any wait through the stop token
