@@ -6,6 +6,7 @@
 #include <fstream>
 #include <optional>
 #include <iostream>
+#include <sstream>
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
@@ -14,6 +15,8 @@
 #include "interop/lab/lab.hpp"
 #include "reports/compare.hpp"
 #include "reports/coverage.hpp"
+#include "reports/dashboard.hpp"
+#include "reports/findings.hpp"
 #include "reports/report.hpp"
 
 namespace rdmaconf::cli {
@@ -55,6 +58,75 @@ ReportCommands::ReportCommands(CLI::App& app, std::string lab_dir) : lab_dir_(st
                         "folders of captures with manifests (repeatable; default: captures/ of the source tree)");
   coverage_->add_option("--cells", cells_, "the lab's table of cells (default: cells.json of the lab scripts)");
   coverage_->add_option("--json", out_, "write the coverage as JSON to FILE");
+  html_ = report->add_subcommand("html", "the dashboard: one self-contained HTML page of check and lab reports");
+  html_->add_option("reports", parts_, "check and lab reports")->required();
+  html_->add_option("--baseline", base_, "mark the regressions against this report (last night's)");
+  html_->add_option("--history", history_dir_, "a history folder (report history --dir): sparklines of past runs");
+  html_->add_option("--coverage", coverage_json_, "a coverage file (report coverage --json) to show");
+  html_->add_option("--title", title_, "the page's heading (default rdmaconf)");
+  html_->add_option("-o,--output", out_, "the page to write")->required();
+  findings_ = report->add_subcommand("findings", "one Markdown bug report per kernel peer finding a lab report shows");
+  findings_->add_option("report", now_, "a lab report (lab run's lab-report.json)")->required();
+  findings_->add_option("-o,--output", dir_, "the folder for the reports (NAME.md each)")->required();
+  findings_->add_option("--json", out_, "also write the records as JSON to FILE");
+}
+
+namespace {
+nlohmann::json read_json_file(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw reports::ReportError(fmt::format("{}: cannot open", path));
+  auto j = nlohmann::json::parse(f, nullptr, false);
+  if (j.is_discarded()) throw reports::ReportError(fmt::format("{}: not JSON", path));
+  return j;
+}
+bool write_text(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+  f.flush();
+  if (!f) std::cerr << "rdmaconf report: cannot write " << path << "\n";
+  return static_cast<bool>(f);
+}
+}  // namespace
+
+int ReportCommands::html() const {
+  reports::DashboardInputs in;
+  for (const auto& p : parts_) in.reports.emplace_back(p);
+  if (!base_.empty()) in.baseline = base_;
+  if (!history_dir_.empty()) in.history = history_dir_;
+  in.title = title_;
+  in.catalog = conformance::Registry::get().all_cases();
+  in.generated = fmt::format("{:%Y-%m-%d %H:%M:%S} UTC", std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()));
+  if (!coverage_json_.empty()) in.coverage = read_json_file(coverage_json_);
+  // The findings of every lab report given (dashboard_model names a file that is not a report).
+  for (const auto& p : parts_) {
+    std::ifstream f(p);
+    const auto doc = nlohmann::json::parse(f, nullptr, false);
+    if (doc.is_object() && doc.contains("cells"))
+      for (auto& r : reports::finding_records(doc, in.catalog)) in.findings.push_back(std::move(r));
+  }
+  const auto model = reports::dashboard_model(in);
+  if (!write_text(out_, reports::dashboard_html(model))) return kExitUsage;
+  std::cout << fmt::format("dashboard: {} lab cells, {} inputs, {} regression(s), {} finding(s): {}\n", model["lab"].size(),
+                           model["inputs"].size(), model["regressions"].size(), model["findings"].size(), out_);
+  return 0;
+}
+
+int ReportCommands::findings() const {
+  const auto doc = read_json_file(now_);
+  if (!doc.contains("cells")) throw reports::ReportError(fmt::format("{}: not a lab report (no cells)", now_));
+  const auto records = reports::finding_records(doc, conformance::Registry::get().all_cases());
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  for (const auto& r : records) {
+    std::ostringstream md;
+    reports::write_finding_markdown(md, r, RDMACONF_VERSION);
+    const auto path = (std::filesystem::path(dir_) / (r.value("name", "finding") + ".md")).string();
+    if (!write_text(path, md.str())) return kExitUsage;
+    std::cout << fmt::format("{}: {} ({} cell(s))\n", path, r.value("title", ""), r["cells"].size());
+  }
+  if (!out_.empty() && !write_text(out_, nlohmann::json(records).dump(2) + "\n")) return kExitUsage;
+  if (records.empty()) std::cout << "no finding in " << now_ << "\n";
+  return 0;
 }
 
 int ReportCommands::coverage() const {
@@ -106,11 +178,13 @@ int ReportCommands::coverage() const {
   return 0;
 }
 
-bool ReportCommands::selected() const { return *diff_ || *summary_ || *history_ || *merge_ || *coverage_; }
+bool ReportCommands::selected() const { return *diff_ || *summary_ || *history_ || *merge_ || *coverage_ || *html_ || *findings_; }
 
 int ReportCommands::run() const {
   if (*coverage_) return coverage();
   try {
+    if (*html_) return html();
+    if (*findings_) return findings();
     if (*merge_) {
       const auto merged = reports::merge_shards(parts_);
       std::ofstream f(out_);

@@ -2,7 +2,10 @@
 // `rdmaconf report`: reports over time (reports/compare.hpp). `diff BASE NEW`
 // prints what got worse and exits 1 when something did (a CI gate);
 // `summary REPORT [--baseline BASE]` writes Markdown for a CI comment;
-// `history --dir DIR REPORT` appends the report's verdicts to DIR/history.jsonl.
+// `history --dir DIR REPORT` appends the report's verdicts to DIR/history.jsonl;
+// `merge` joins shards' reports; `coverage` maps requirements to cases,
+// captures and cells; `html` writes the dashboard; `findings` writes one
+// Markdown bug report per kernel peer finding of a lab report.
 #include <CLI/CLI.hpp>
 
 #include <string>
@@ -23,9 +26,15 @@ class ReportCommands {
   CLI::App* history_ = nullptr;
   CLI::App* merge_ = nullptr;
   CLI::App* coverage_ = nullptr;
+  CLI::App* html_ = nullptr;
+  CLI::App* findings_ = nullptr;
   std::string lab_dir_, cells_;
   std::vector<std::string> capture_dirs_;
   int coverage() const;
+  int html() const;
+  int findings() const;
+  std::string coverage_json_, history_dir_;
+  std::vector<std::string> lab_reports_;
   std::string base_, now_, out_, title_ = "rdmaconf", dir_, run_id_, commit_;
   std::vector<std::string> parts_;
 };

@@ -109,7 +109,14 @@ class VerdictSax final : public json::json_sax_t {
   std::string key_, input_, scope_, case_, cell_, verdict_, error_;
 };
 
-// The folder every path shares ("" when they share none).
+std::string json_line(const RunStamp& s, const std::string& item, const std::string& verdict) {
+  return json{{"run", s.run_id}, {"date", s.date}, {"tool_version", s.tool_version}, {"commit", s.commit},
+              {"item", item}, {"verdict", verdict}}
+             .dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace
+
 std::string common_folder(const std::vector<std::string>& paths) {
   if (paths.empty()) return {};
   std::string prefix = paths.front().substr(0, paths.front().rfind('/') + 1);
@@ -118,14 +125,6 @@ std::string common_folder(const std::vector<std::string>& paths) {
       prefix = prefix.substr(0, prefix.rfind('/', prefix.size() - 2) + 1);
   return prefix;
 }
-
-std::string json_line(const RunStamp& s, const std::string& item, const std::string& verdict) {
-  return json{{"run", s.run_id}, {"date", s.date}, {"tool_version", s.tool_version}, {"commit", s.commit},
-              {"item", item}, {"verdict", verdict}}
-             .dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-}  // namespace
 
 Snapshot read_snapshot(const std::filesystem::path& report) {
   std::ifstream in(report, std::ios::binary);

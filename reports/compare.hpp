@@ -33,6 +33,10 @@ struct Snapshot {
 
 Snapshot read_snapshot(const std::filesystem::path& report);
 
+// The folder every path shares, with its final '/' ("" when they share
+// none): what a check report's item names leave out of its input paths.
+std::string common_folder(const std::vector<std::string>& paths);
+
 struct Change {
   std::string item, before, after;
 };

@@ -604,6 +604,8 @@ nlohmann::json merge_shards(const std::vector<std::string>& reports) {
         throw ReportError(fmt::format("{} {} is in two shards' reports: {} and {}", k->id, id, it->second, file));
       out[k->items].push_back(item);
     }
+    // A lab shard names the findings its cells showed: the merged report names them all.
+    if (const auto f = doc.find("findings"); f != doc.end() && f->is_object()) out["findings"].update(*f);
     const auto& s = doc.value("summary", nlohmann::json::object());
     for (const char* key : k->sums) out["summary"][key] = out["summary"][key].get<std::uint64_t>() + s.value(key, std::uint64_t{0});
   }

@@ -73,12 +73,6 @@ void fill_templates(Cell& c) {
   for (std::string* t : {&c.program, &c.why, &c.server_cmd, &c.client_cmd}) *t = fill(*t, c);
 }
 
-struct Finding {
-  std::string text;
-  std::vector<std::string> cases;
-  bool capture_only = false;
-};
-
 // One cell: its group's defaults overlaid with its own fields.
 Cell read_cell(const json& merged, const std::string& what, const std::map<std::string, Finding>& findings) {
   ControlFields f(merged, what);
@@ -142,6 +136,7 @@ Cell read_cell(const json& merged, const std::string& what, const std::map<std::
   if (!finding.empty()) {
     if (const auto it = findings.find(finding); it != findings.end()) {
       c.known_finding = it->second.text;
+      c.finding = finding;
       c.finding_cases = it->second.cases;
       c.finding_capture_only = it->second.capture_only;
     } else {
@@ -250,9 +245,15 @@ CellTable parse_cells(std::string_view text, std::string_view file_name) {
   if (findings_json)
     for (const auto& [name, value] : findings_json->items()) {
       ControlFields f(value, fmt::format("{}: findings.{}", file_name, name));
-      f.only({"text", "cases", "capture_only"});
-      Finding x{f.text("text", kMaxText), f.strings("cases", 128, true), f.flag("capture_only", false)};
+      f.only({"title", "text", "cases", "source", "capture_only"});
+      Finding x{name,
+                f.text("title", 200),
+                f.text("text", kMaxText),
+                f.strings("cases", 128, true),
+                f.strings("source", 300, true),
+                f.flag("capture_only", false)};
       if (f.ok() && x.text.empty()) f.fail("text: empty");
+      if (f.ok() && x.title.empty()) f.fail("title: empty");
       if (!f.ok()) throw CellsError(f.error());
       findings.emplace(name, std::move(x));
     }
@@ -292,6 +293,7 @@ CellTable parse_cells(std::string_view text, std::string_view file_name) {
     }
   }
   if (table.cells.empty()) throw CellsError(fmt::format("{}: no cells", file_name));
+  table.findings = std::move(findings);
   return table;
 }
 
@@ -319,6 +321,10 @@ std::vector<Cell> select_cells(const CellTable& table, bool sweep, const std::ve
     fill_templates(c);  // read_cells has tried each: they fill
   }
   return cells;
+}
+
+nlohmann::json Finding::to_json() const {
+  return {{"name", name}, {"title", title}, {"text", text}, {"cases", cases}, {"source", source}, {"capture_only", capture_only}};
 }
 
 }  // namespace rdmaconf::interop::lab

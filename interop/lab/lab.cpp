@@ -551,7 +551,7 @@ int run(const LabOptions& o, std::ostream& log) {
     ++count[v.color];
     regressions += v.regression;
     jcells.push_back({{"id", c.id},
-                      {"peer", "siw"},
+                      {"peer", c.kernel},
                       {"our_role", c.our_role},
                       {"peer_program", c.program},
                       {"scenario", c.scenario},
@@ -560,6 +560,7 @@ int run(const LabOptions& o, std::ostream& log) {
                       {"verdict", v.color},
                       {"reason", v.reason},
                       {"known_finding", c.known_finding.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.known_finding)},
+                      {"finding", c.finding.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.finding)},
                       {"regression", v.regression},
                       {"capture", fs::exists(dir / "wire.pcap") ? (dir / "wire.pcap").string() : ""},
                       {"check_report", fs::exists(dir / "check.json") ? (dir / "check.json").string() : ""},
@@ -583,6 +584,15 @@ int run(const LabOptions& o, std::ostream& log) {
       {"summary", {{"cells", cells.size()}, {"green", count["green"]}, {"red", count["red"]}, {"skipped", count["skipped"]},
                    {"regressions", regressions}}},
       {"cells", jcells}};
+  // The findings the cells name, whole: what a bug report upstream needs
+  // beyond the cells (rdmaconf report findings).
+  {
+    const auto table = read_cells(o.cells_file.empty() ? default_cells_file(o.lab_dir) : fs::path(o.cells_file));
+    nlohmann::json findings = nlohmann::json::object();
+    for (const auto& c : cells)
+      if (const auto it = table.findings.find(c.finding); it != table.findings.end()) findings[c.finding] = it->second.to_json();
+    report["findings"] = findings;
+  }
   if (o.shard)
     report["shard"] = {{"index", o.shard->index}, {"count", o.shard->count}, {"cells_in_all_shards", in_all_shards}};
   std::ofstream(out / "lab-report.json") << report.dump(2) << "\n";

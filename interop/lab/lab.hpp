@@ -63,6 +63,7 @@ struct Cell {
   // Non-empty: siw is known to differ from `why` here, for this reason. Such a
   // cell is red in the matrix, but a known red does not fail the run.
   std::string known_finding;
+  std::string finding;  // the finding's name in the table (empty: none)
   // The checker cases the finding makes FAIL. A red cell counts as the known
   // finding only when nothing else FAILs (and, siw against siw, both programs
   // succeed): anything more is a regression.
@@ -83,9 +84,22 @@ struct Cell {
 // require of it and the kernel peer's known findings. In a CellTable the
 // text fields (program, why, the kernel-against-kernel command lines) are
 // still templates; select_cells fills them in.
+// A kernel peer's documented departure from a requirement (cells.json
+// "findings"): what a bug report upstream needs beyond the cells that show it.
+struct Finding {
+  std::string name;
+  std::string title;                 // one line
+  std::string text;                  // what the peer does, and why where known
+  std::vector<std::string> cases;    // the checker cases it makes FAIL
+  std::vector<std::string> source;   // where in the peer's source it comes from ("file: what"), where known
+  bool capture_only = false;         // shows only in the capture: both programs still succeed
+  nlohmann::json to_json() const;
+};
+
 struct CellTable {
   std::vector<Cell> cells;                     // in file order
   std::map<std::string, std::string> not_run;  // a fault scenario with no cell -> why
+  std::map<std::string, Finding> findings;     // by name
 };
 
 // A cells file that cannot be read, parsed or that breaks a rule: the

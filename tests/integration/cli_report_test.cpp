@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "tests/integration/support.hpp"
 
@@ -259,6 +260,60 @@ BOOST_AUTO_TEST_CASE(requirement_coverage_counts) {
   BOOST_TEST(check.status == 0, check.out);
   BOOST_TEST(check.out.find("agree") != std::string::npos, check.out);
   BOOST_TEST(r.out.find("requirements cited by") != std::string::npos, r.out);
+  fs::remove_all(dir);
+}
+
+// A finding becomes an upstream-ready bug report: the requirement's text from
+// the catalog, the frames from the cell's check report, the capture, the
+// source lines; the dashboard lists it. The cell's check report is a real
+// check of the golden capture whose first FPDU carries a non-zero pad octet.
+BOOST_AUTO_TEST_CASE(findings_become_bug_reports) {
+  const auto dir = temp_dir("findings");
+  const auto check = (dir / "check.json").string();
+  const auto pcap = kGolden + "/iwarp-fault-pad.pcap";
+  BOOST_TEST_REQUIRE(run(kBin + " check --quiet --json " + check + " " + pcap + " 2>&1").status == 1);
+  // The frames the check report gives for the pad case, read here independently of report findings.
+  std::ifstream cf(check);
+  const auto cj = nlohmann::json::parse(cf);
+  std::string frames;
+  for (const auto& sc : cj["inputs"][0]["scopes"])
+    for (const auto& r : sc["results"])
+      if (r["case"] == "iwarp.mpa.fpdu.pad") frames = fmt::format("{}", fmt::join(r["evidence"][0]["frames"].get<std::vector<int>>(), ", "));
+  BOOST_TEST_REQUIRE(!frames.empty());
+  const auto lab = dir / "lab-report.json";
+  std::ofstream(lab) << R"({"lab": {"kernel": "6.12.117+deb12-amd64", "manifest": "linux-image-6.12.117+deb12-amd64_6.12.117-1_amd64.deb\nrdma-core_44.0-2_amd64.deb\nzlib1g_1.2.13_amd64.deb\n"},
+  "summary": {"cells": 2, "green": 1, "red": 1, "skipped": 0, "regressions": 0},
+  "findings": {"siw-unzeroed-pad": {"title": "siw sends the pad octets of short FPDUs unzeroed", "text": "the pad is not cleared </script><b>",
+    "cases": ["iwarp.mpa.fpdu.pad"], "source": ["drivers/infiniband/sw/siw/siw_qp_tx.c: the short-FPDU path"], "capture_only": true}},
+  "cells": [{"id": "siw.siw-siw.ib_send_bw", "peer": "siw", "our_role": "none", "peer_program": "ib_send_bw", "scenario": "ib_send_bw",
+    "configuration": {"label": "crc-off.v2"}, "verdict": "red", "reason": "siw finding", "finding": "siw-unzeroed-pad",
+    "capture": ")" << pcap << R"(", "check_report": ")" << check << R"(", "check": {"pass": 1, "fail": 1, "inconclusive": 0, "failed_cases": ["iwarp.mpa.fpdu.pad"]}},
+   {"id": "siw.other", "peer": "siw", "verdict": "green", "finding": null}]})";
+  const auto r = run(kBin + " report findings " + lab.string() + " -o " + (dir / "out").string() + " --json " + (dir / "f.json").string() + " 2>&1");
+  BOOST_TEST_REQUIRE(r.status == 0, r.out);
+  const auto md = slurp(dir / "out" / "siw-unzeroed-pad.md");
+  for (const std::string& want : std::vector<std::string>{"# siw sends the pad octets of short FPDUs unzeroed", "kernel 6.12.117+deb12-amd64",
+                                 "RFC 5044 §4 (MUST)", "`iwarp.mpa.fpdu.pad`", "siw_qp_tx.c: the short-FPDU path",
+                                 "rdma-core_44.0-2_amd64.deb", "| siw.siw-siw.ib_send_bw | iwarp.mpa.fpdu.pad | " + frames + " |", pcap})
+    BOOST_TEST(md.find(want) != std::string::npos, "missing: " << want << "\n" << md);
+  BOOST_TEST(md.find("zlib1g") == std::string::npos);  // only the packages a report upstream asks for
+  BOOST_TEST(!fs::exists(dir / "out" / "siw-other.md"));
+  // The dashboard lists it; a report that is not JSON gets a clear error.
+  const auto h = run(kBin + " report html " + lab.string() + " " + check + " -o " + (dir / "d.html").string() + " 2>&1");
+  BOOST_TEST(h.status == 0, h.out);
+  BOOST_TEST(h.out.find("2 lab cells, 1 inputs, 0 regression(s), 1 finding(s)") != std::string::npos, h.out);
+  const auto page = slurp(dir / "d.html");
+  BOOST_TEST(page.find("siw sends the pad octets") != std::string::npos);
+  // The data block survives text that would end a script element.
+  const std::string open = R"(<script type="application/json" id="data">)";
+  const auto at = page.find(open), end = page.find("</script>", at);
+  BOOST_TEST_REQUIRE((at != std::string::npos && end != std::string::npos));
+  const auto data = nlohmann::json::parse(page.substr(at + open.size(), end - at - open.size()), nullptr, false);
+  BOOST_TEST_REQUIRE(!data.is_discarded());
+  BOOST_TEST(data["findings"][0]["text"] == "the pad is not cleared </script><b>");
+  const auto bad = run(kBin + " report html " + pcap + " -o " + (dir / "x.html").string() + " 2>&1");
+  BOOST_TEST(bad.status == 2, bad.out);
+  BOOST_TEST(bad.out.find(pcap + ": not a JSON report") != std::string::npos, bad.out);
   fs::remove_all(dir);
 }
 

@@ -362,7 +362,8 @@ namespace {
 // A one-group table around `cell` (JSON object members), with `extra` at the top level.
 std::string table_with(const std::string& cell, const std::string& extra = "") {
   return R"({"format": "rdmaconf lab cells 1", )" + extra +
-         R"("findings": {"f1": {"text": "a known finding", "cases": ["iwarp.mpa.fpdu.pad"]}},
+         R"("findings": {"f1": {"title": "a finding", "text": "a known finding", "cases": ["iwarp.mpa.fpdu.pad"],
+  "source": ["siw_qp_tx.c: the short-FPDU path"]}},
   "groups": [{"name": "g", "defaults": {"role": "initiator", "program": "rping -s", "scenario": "rping",
   "why": "RFC 5044 §7.1"}, "cells": [{"id": "siw.one", )" +
          cell + "}]}]}";
@@ -395,6 +396,13 @@ BOOST_AUTO_TEST_CASE(a_good_small_table_reads_with_defaults_and_overrides) {
   BOOST_CHECK(c.siw.crc_required && c.siw.mpa_version == 1);
   BOOST_CHECK_EQUAL(c.known_finding, "a known finding");
   BOOST_CHECK(c.finding_cases == std::vector<std::string>{"iwarp.mpa.fpdu.pad"});
+  BOOST_CHECK_EQUAL(c.finding, "f1");
+  // The table keeps the finding whole, for the records of report findings.
+  BOOST_REQUIRE(t.findings.count("f1"));
+  const auto& f = t.findings.at("f1");
+  BOOST_CHECK_EQUAL(f.title, "a finding");
+  BOOST_CHECK(f.source == std::vector<std::string>{"siw_qp_tx.c: the short-FPDU path"});
+  BOOST_CHECK_EQUAL(f.to_json()["name"], "f1");
 }
 
 // A broken table is refused with the file, the cell and the field named.
@@ -406,6 +414,8 @@ BOOST_AUTO_TEST_CASE(a_broken_table_gets_a_precise_error) {
       {table_with(R"("size": 0)"), "(siw.one): size: expected an integer in 1..67108864, got 0"},
       {table_with(R"("size": "64")"), "(siw.one): size: expected an integer"},
       {table_with(R"("finding": "f2")"), "(siw.one): finding: \"f2\" is not in findings"},
+      {swapped(table_with(R"("size": 64)"), R"("title": "a finding", )", ""), "cells.json: findings.f1: title is missing"},
+      {swapped(table_with(R"("size": 64)"), R"("source": [)", R"("source": [3, )"), "cells.json: findings.f1: source"},
       {table_with(R"("siw": "crc-off.v3")"), "(siw.one): siw: \"crc-off.v3\" is not a configuration"},
       {table_with(R"("why": "see {rfc}")"), "(siw.one): a template (program, why, server or client) does not fill"},
       {table_with(R"("why": "{terminate}")"), "does not fill"},  // rping has no Terminate to require

@@ -1,0 +1,232 @@
+// rdmaconf dashboard: renders the data block that `rdmaconf report html`
+// writes into the page (reports/dashboard.cpp). Plain script, no network,
+// works from file://. Everything is drawn from strings in one pass per
+// section so that 10 000 cells stay quick.
+"use strict";
+(function () {
+  const t0 = performance.now();
+  const D = JSON.parse(document.getElementById("data").textContent);
+  const $ = (id) => document.getElementById(id);
+  const esc = (s) => String(s == null ? "" : s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
+  const VERDICTS = ["PASS", "FAIL", "INCONCLUSIVE", "NOT_APPLICABLE"];
+  const asCheck = { green: "PASS", red: "FAIL", skipped: "NOT_APPLICABLE" };
+  const state = { q: "", family: "", level: "", verdict: "", peer: "" };
+
+  // History: one letter a run, oldest first (g pass/green, r fail/red, i inconclusive, s skipped or n/a, - absent).
+  const SPARK = { g: "#43a047", r: "#e53935", i: "#fbc02d", s: "#b0bec5", "-": "#eceff1" };
+  function spark(h) {
+    if (!h) return "";
+    let x = 0, r = "";
+    for (const c of h) { r += `<rect x="${x}" y="0" width="3" height="12" fill="${SPARK[c] || SPARK["-"]}"/>`; x += 4; }
+    return `<svg class="spark" width="${x}" height="12" aria-label="history">${r}</svg>`;
+  }
+  function requirement(id) {
+    const c = D.catalog[id];
+    return c ? `${esc(c.spec)} ${esc(c.section)} ${esc(c.level)}: ${esc(c.requirement)}` : "";
+  }
+  function fileLink(path, label) {
+    if (!path) return "";
+    const href = path.startsWith("/") ? "file://" + encodeURI(path) : encodeURI(path);
+    return `<a href="${href}">${esc(label || path)}</a>`;
+  }
+
+  // ---------------------------------------------------------------- header
+  function header() {
+    const s = [];
+    if (D.summary.lab) { const l = D.summary.lab; s.push(`lab: ${l.cells} cells, ${l.green} green, ${l.red} red, ${l.skipped} skipped`); }
+    if (D.summary.check) { const c = D.summary.check; s.push(`captures: ${c.inputs} inputs, ${c.pass} PASS, ${c.fail} FAIL, ${c.inconclusive} INCONCLUSIVE`); }
+    $("meta").textContent = `${D.generated} · ${D.tools.join(", ")} · ${s.join(" · ")}`;
+    const r = $("regressions");
+    if (D.baseline == null) { r.classList.add("none"); r.innerHTML = `<h2>Regressions</h2><span class="muted">no baseline given</span>`; return; }
+    if (!D.regressions.length) { r.classList.add("none"); r.innerHTML = `<h2>No regression</h2><span class="muted">against ${esc(D.baseline)}</span>`; return; }
+    let h = `<h2>${D.regressions.length} regression(s) against ${esc(D.baseline)}</h2><table><tr><th>item</th><th>before</th><th>now</th></tr>`;
+    for (const g of D.regressions.slice(0, 500)) h += `<tr class="regression-row"><td><code>${esc(g.item)}</code></td><td>${esc(g.before)}</td><td>${esc(g.after)}</td></tr>`;
+    if (D.regressions.length > 500) h += `<tr><td colspan="3">and ${D.regressions.length - 500} more</td></tr>`;
+    r.innerHTML = h + "</table>";
+  }
+
+  // ---------------------------------------------------------------- filters
+  function filters() {
+    const opts = (sel, values) => { for (const v of values) sel.insertAdjacentHTML("beforeend", `<option value="${esc(v)}">${esc(v)}</option>`); };
+    const fams = new Set(), peers = new Set(), levels = new Set();
+    for (const c of D.lab) { fams.add(c.family); peers.add(c.peer); }
+    for (const f of D.families) fams.add(f.split(".")[0]);
+    for (const id in D.catalog) levels.add(D.catalog[id].level);
+    opts($("f-family"), [...fams].sort());
+    opts($("f-peer"), [...peers].sort());
+    opts($("f-level"), [...levels].sort());
+    opts($("f-verdict"), ["green", "red", "skipped", ...VERDICTS]);
+    const on = (id, key) => $(id).addEventListener(id === "q" ? "input" : "change", (e) => { state[key] = e.target.value; render(); });
+    on("q", "q"); on("f-family", "family"); on("f-level", "level"); on("f-verdict", "verdict"); on("f-peer", "peer");
+  }
+  const wantVerdict = (v) => !state.verdict || v === state.verdict || asCheck[v] === state.verdict || asCheck[state.verdict] === v;
+  const matches = (...texts) => !state.q || texts.some((t) => String(t || "").toLowerCase().includes(state.q.toLowerCase()));
+
+  // ---------------------------------------------------------------- lab
+  function labVisible(c) {
+    if (state.family && c.family !== state.family) return false;
+    if (state.peer && c.peer !== state.peer) return false;
+    if (!wantVerdict(c.verdict)) return false;
+    if (state.level && c.failed.length && !c.failed.some((f) => (D.catalog[f] || {}).level === state.level)) return false;
+    return matches(c.id, c.reason, c.program, c.scenario, c.config, c.finding);
+  }
+  function lab() {
+    const sec = $("lab");
+    if (!D.lab.length) { sec.classList.add("hidden"); return; }
+    const roles = ["initiator", "responder", "none"];
+    const rows = new Map();
+    const n = { green: 0, red: 0, skipped: 0 };
+    for (let i = 0; i < D.lab.length; i++) {
+      const c = D.lab[i];
+      if (!labVisible(c)) continue;
+      n[c.verdict] = (n[c.verdict] || 0) + 1;
+      const key = `${c.peer}\u0000${c.program}\u0000${c.scenario}`;
+      let r = rows.get(key);
+      if (!r) { r = { peer: c.peer, program: c.program, scenario: c.scenario, by: { initiator: [], responder: [], none: [] }, g: 0, red: 0 }; rows.set(key, r); }
+      (r.by[c.role] || r.by.none).push(i);
+      if (c.verdict === "green") r.g++; else if (c.verdict === "red") r.red++;
+    }
+    let h = `<tr><th>peer</th><th>peer's program</th><th>scenario</th>${roles.map((x) => `<th>our engine: ${x === "none" ? "not in it" : x}</th>`).join("")}<th>green / red</th></tr>`;
+    for (const r of [...rows.values()].sort((a, b) => (a.peer + a.scenario + a.program).localeCompare(b.peer + b.scenario + b.program))) {
+      h += `<tr><td>${esc(r.peer)}</td><td>${esc(r.program)}</td><td>${esc(r.scenario)}</td>`;
+      for (const role of roles)
+        h += "<td>" + r.by[role].map((i) => { const c = D.lab[i]; return `<span class="sq ${c.verdict}${c.regression ? " regression" : ""}" data-cell="${i}" title="${esc(c.id)}"></span>`; }).join("") + "</td>";
+      h += `<td class="cnt">${r.g} / ${r.red}</td></tr>`;
+    }
+    $("lab-table").innerHTML = h;
+    const shown = n.green + n.red + n.skipped;
+    $("lab-counts").innerHTML = `<span data-n="${shown}">${shown}</span> cells: <span data-green="${n.green}">${n.green}</span> green, <span data-red="${n.red}">${n.red}</span> red, <span data-skipped="${n.skipped}">${n.skipped}</span> skipped`;
+  }
+  function labDetail(c) {
+    let h = `<h2><span class="sq ${c.verdict}"></span> ${esc(c.id)}</h2>`;
+    h += `<p>${spark(c.hist)}</p><p><b>${esc(c.verdict)}</b>${c.regression ? " <b>(regression)</b>" : ""}: ${esc(c.reason)}</p>`;
+    h += `<table><tr><td>peer</td><td>${esc(c.peer)}: ${esc(c.program)}</td></tr><tr><td>our engine</td><td>${esc(c.role)}, ${esc(c.scenario)}</td></tr>`;
+    h += `<tr><td>configuration</td><td>${esc(c.config)}</td></tr><tr><td>check</td><td>${c.check.pass} pass, ${c.check.fail} fail, ${c.check.inconclusive} inconclusive</td></tr>`;
+    if (c.finding) h += `<tr><td>known finding</td><td>${esc(c.finding)}</td></tr>`;
+    h += `<tr><td>capture</td><td>${fileLink(c.capture)}</td></tr><tr><td>check report</td><td>${fileLink(c.check_report)}</td></tr></table>`;
+    if (c.failed.length) {
+      h += "<h3>Cases that FAIL</h3>";
+      for (const f of c.failed) h += `<div class="ev"><code>${esc(f)}</code><br>${requirement(f)}</div>`;
+    }
+    return h;
+  }
+
+  // ---------------------------------------------------------------- captures
+  const famOf = (id) => id.split(".").slice(0, 2).join(".");
+  function caseVisible(id) {
+    const c = D.catalog[id] || {};
+    if (state.family && id.split(".")[0] !== state.family && c.family !== state.family) return false;
+    if (state.level && c.level !== state.level) return false;
+    return true;
+  }
+  function inputs() {
+    const sec = $("captures");
+    if (!D.inputs.length) { sec.classList.add("hidden"); return; }
+    const fams = D.families.filter((f) => !state.family || f.split(".")[0] === state.family);
+    // Two header rows: the family over its groups of cases (the case ID's second word).
+    const spans = [];
+    for (const f of fams) { const top = f.split(".")[0]; if (spans.length && spans[spans.length - 1][0] === top) spans[spans.length - 1][1]++; else spans.push([top, 1]); }
+    let h = `<tr><th rowspan="2">capture</th><th rowspan="2">history</th>${spans.map(([t, n]) => `<th colspan="${n}" class="famhead">${esc(t)}</th>`).join("")}</tr>`;
+    h += `<tr>${fams.map((f) => `<th class="famcol" title="${esc(f)}">${esc(f.split(".")[1])}</th>`).join("")}</tr>`;
+    const total = { PASS: 0, FAIL: 0, INCONCLUSIVE: 0, NOT_APPLICABLE: 0 };
+    let rowsShown = 0;
+    for (let i = 0; i < D.inputs.length; i++) {
+      const x = D.inputs[i];
+      const per = {};
+      let any = false;
+      const sums = { PASS: 0, FAIL: 0, INCONCLUSIVE: 0, NOT_APPLICABLE: 0 };
+      for (const id in x.res) {
+        if (!caseVisible(id)) continue;
+        const f = famOf(id), v = x.res[id];
+        const p = per[f] || (per[f] = [0, 0, 0, 0]);
+        for (let k = 0; k < 4; k++) { p[k] += v[k]; sums[VERDICTS[k]] += v[k]; }
+      }
+      if (state.verdict) any = sums[asCheck[state.verdict] || state.verdict] > 0; else any = true;
+      if (!any && !(x.error && (!state.verdict || state.verdict === "FAIL" || state.verdict === "red"))) continue;
+      if (!matches(x.key, x.error, ...Object.keys(x.res).filter((id) => x.res[id][1] || x.res[id][2]))) continue;
+      rowsShown++;
+      for (const k of VERDICTS) total[k] += sums[k];
+      h += `<tr><td><a href="#" data-input="${i}">${esc(x.key)}</a>${x.error ? ` <b class="muted">${esc(x.error)}</b>` : ""}</td><td>${spark(x.hist)}</td>`;
+      for (const f of fams) {
+        const p = per[f];
+        if (!p) { h += "<td></td>"; continue; }
+        const worst = p[1] ? "FAIL" : p[2] ? "INCONCLUSIVE" : p[0] ? "PASS" : "NOT_APPLICABLE";
+        const label = p[1] ? p[1] : p[2] ? p[2] : "";
+        h += `<td><span class="fam ${worst}" data-input="${i}" data-fam="${esc(f)}" title="${esc(f)}: pass ${p[0]}, fail ${p[1]}, inconclusive ${p[2]}, n/a ${p[3]}">${label}</span></td>`;
+      }
+      h += "</tr>";
+    }
+    $("input-table").innerHTML = h;
+    $("input-counts").innerHTML = `<span data-n="${rowsShown}">${rowsShown}</span> inputs; results: <span data-pass="${total.PASS}">${total.PASS}</span> PASS, <span data-fail="${total.FAIL}">${total.FAIL}</span> FAIL, <span data-inconclusive="${total.INCONCLUSIVE}">${total.INCONCLUSIVE}</span> INCONCLUSIVE, ${total.NOT_APPLICABLE} NOT_APPLICABLE (a box: the worst verdict of that group of cases in that capture, with the count of FAIL or INCONCLUSIVE results; hover for all counts)`;
+  }
+  function inputDetail(x, fam) {
+    let h = `<h2>${esc(x.key)}</h2><p>${spark(x.hist)}</p><table>`;
+    h += `<tr><td>capture</td><td>${fileLink(x.path)}</td></tr>`;
+    if (x.manifest) h += `<tr><td>manifest</td><td>${fileLink(x.manifest)}</td></tr>`;
+    h += `<tr><td>sha256</td><td><code>${esc(x.sha256)}</code></td></tr></table>`;
+    if (x.error) h += `<p><b>${esc(x.error)}</b></p>`;
+    const probs = x.problems.filter((p) => (!fam || famOf(p.case) === fam) && caseVisible(p.case));
+    h += `<h3>${fam ? esc(fam) + ": " : ""}${probs.length ? "what FAILs or is INCONCLUSIVE" : "nothing FAILs or is INCONCLUSIVE"}</h3>`;
+    for (const p of probs) {
+      h += `<div class="ev ${p.verdict}"><b>${esc(p.verdict)}</b> <code>${esc(p.case)}</code> in ${esc(p.scope)} (${p.failed} failed, ${p.inconclusive} inconclusive)<br>${requirement(p.case)}`;
+      for (const e of p.evidence) {
+        h += `<br>frames ${esc((e.frames || []).join(", "))}${e.stream_offset != null ? `, stream offset ${e.stream_offset}` : ""}${e.side ? `, ${esc(e.side)}` : ""}`;
+        if (e.expected || e.actual) h += `: expected ${esc(e.expected)}, got ${esc(e.actual)}`;
+        if (e.detail) h += ` <span class="muted">(${esc(e.detail)})</span>`;
+      }
+      h += "</div>";
+    }
+    if (x.problems_left_out) h += `<p class="muted">${x.problems_left_out} more results left out of this page: see the JSON report.</p>`;
+    return h;
+  }
+
+  // ---------------------------------------------------------------- coverage and findings
+  function coverage() {
+    const C = D.coverage, sec = $("coverage");
+    if (!C) { sec.classList.add("hidden"); return; }
+    const T = C.totals || {}, L = C.lacking || {};
+    let h = `<p id="coverage-totals">${T.requirements} requirements cited by ${T.cases} cases, over ${T.captures} captures and ${T.cells} lab cells: ` +
+      `${T.with_a_case} with a case, ${T.with_a_fail_capture} with a capture that FAILs them, ${T.with_a_live_cell} with a live cell, ` +
+      `${T.with_a_live_cell_that_fails_it} with a live cell that FAILs them.</p>`;
+    for (const [k, what] of [["a_fail_capture", "no capture FAILs them"], ["a_live_cell", "no live cell runs them"], ["a_live_cell_that_fails_it", "no live cell FAILs them"]])
+      if ((L[k] || []).length) h += `<details><summary>${L[k].length} requirement(s): ${what}</summary>${L[k].map(esc).join("<br>")}</details>`;
+    h += `<table><tr><th>requirement</th><th>case</th><th>golden PASS / FAIL</th><th>lab captures / FAIL</th><th>live cells / FAIL</th></tr>`;
+    for (const r of C.requirements || [])
+      for (const c of r.cases || []) {
+        if (!matches(r.spec, r.section, c.id) || !caseVisible(c.id)) continue;
+        h += `<tr><td>${esc(r.spec)} ${esc(r.section)}</td><td><code>${esc(c.id)}</code> ${esc(c.level)}</td><td>${c.golden_pass} / ${c.golden_fail}</td>` +
+          `<td>${c.lab_captures} / ${c.lab_captures_fail}</td><td>${c.live_cells} / ${(c.live_cells_fail || []).length}</td></tr>`;
+      }
+    $("coverage-table").innerHTML = h + "</table>";
+  }
+  function findings() {
+    const sec = $("findings");
+    if (!D.findings.length) { sec.classList.add("hidden"); return; }
+    let h = `<tr><th>finding</th><th>peer</th><th>cases</th><th>cells</th><th>source</th></tr>`;
+    for (const f of D.findings) {
+      if (!matches(f.name, f.title, f.text)) continue;
+      h += `<tr><td><b>${esc(f.title)}</b><br><span class="muted">${esc(f.text)}</span></td><td>${esc(f.peer)} (${esc(f.kernel)})</td>`;
+      h += `<td>${(f.cases || []).map((c) => `<code>${esc(c)}</code>`).join("<br>")}</td><td>${(f.cells || []).length}</td><td>${(f.source || []).map(esc).join("<br>")}</td></tr>`;
+    }
+    $("findings-table").innerHTML = h;
+  }
+
+  // ---------------------------------------------------------------- detail panel
+  document.addEventListener("click", (e) => {
+    const t = e.target.closest("[data-cell],[data-input],.close");
+    if (!t) return;
+    e.preventDefault();
+    const d = $("detail");
+    if (t.classList.contains("close")) { d.classList.add("hidden"); return; }
+    const body = t.dataset.cell != null ? labDetail(D.lab[+t.dataset.cell]) : inputDetail(D.inputs[+t.dataset.input], t.dataset.fam);
+    d.innerHTML = `<span class="close" title="close">✕</span>` + body;
+    d.classList.remove("hidden");
+  });
+
+  function render() { lab(); inputs(); coverage(); findings(); }
+  header();
+  filters();
+  render();
+  window.renderMs = performance.now() - t0;
+  document.body.dataset.rendered = "yes";
+})();

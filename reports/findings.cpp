@@ -1,0 +1,160 @@
+#include "reports/findings.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <ostream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace rdmaconf::reports {
+
+namespace {
+
+using json = nlohmann::json;
+
+const conformance::CaseInfo* find_case(const std::vector<const conformance::CaseInfo*>& catalog, std::string_view id) {
+  for (const auto* c : catalog)
+    if (c->id == id) return c;
+  return nullptr;
+}
+
+// The lines of the lab's package manifest that name what a report upstream
+// asks for: the kernel, the RDMA user space and the test programs.
+json packages(const json& lab) {
+  json v = json::array();
+  std::istringstream in(lab.value("manifest", std::string()));
+  for (std::string line; std::getline(in, line);)
+    for (const char* p : {"linux-image", "rdma-core", "ibverbs-providers", "librdmacm", "rdmacm-utils", "perftest", "ibverbs-utils"})
+      if (line.rfind(p, 0) == 0) {
+        v.push_back(line);
+        break;
+      }
+  return v;
+}
+
+// What a cell's check report says of `cases`: the results that FAIL, with
+// their first three pieces of evidence.
+json cell_evidence(const std::string& check_report, const std::vector<std::string>& cases, std::string& problem) {
+  json out = json::array();
+  std::ifstream f(check_report);
+  if (check_report.empty() || !f) {
+    problem = check_report.empty() ? "the cell has no check report" : fmt::format("{}: cannot be read", check_report);
+    return out;
+  }
+  const json r = json::parse(f, nullptr, false);
+  if (r.is_discarded() || !r.is_object()) {
+    problem = fmt::format("{}: not a JSON report", check_report);
+    return out;
+  }
+  for (const auto& in : r.value("inputs", json::array()))
+    for (const auto& s : in.value("scopes", json::array()))
+      for (const auto& res : s.value("results", json::array())) {
+        const std::string id = res.value("case", "");
+        if (res.value("verdict", "") != "FAIL" || std::find(cases.begin(), cases.end(), id) == cases.end()) continue;
+        json ev = res.value("evidence", json::array());
+        if (ev.size() > 3) ev.erase(ev.begin() + 3, ev.end());
+        out.push_back({{"case", id}, {"scope", s.value("label", "")}, {"failed", res.value("failed", 0)}, {"evidence", ev}});
+      }
+  return out;
+}
+
+}  // namespace
+
+std::vector<json> finding_records(const json& lab_report, const std::vector<const conformance::CaseInfo*>& catalog) {
+  std::vector<json> out;
+  const json lab = lab_report.value("lab", json::object());
+  const json findings = lab_report.value("findings", json::object());
+  for (const auto& [name, f] : findings.items()) {
+    json rec = f;
+    rec["name"] = name;
+    rec["kernel"] = lab.value("kernel", "");
+    rec["packages"] = packages(lab);
+    const auto cases = f.value("cases", std::vector<std::string>{});
+    rec["requirements"] = json::array();
+    for (const auto& id : cases) {
+      const auto* c = find_case(catalog, id);
+      rec["requirements"].push_back(c ? json{{"case", id},
+                                             {"spec", c->spec},
+                                             {"section", c->section},
+                                             {"level", conformance::level_name(c->level)},
+                                             {"requirement", c->requirement}}
+                                      : json{{"case", id}, {"requirement", "(not in this build's catalog)"}});
+    }
+    rec["cells"] = json::array();
+    std::string peer;
+    for (const auto& c : lab_report.value("cells", json::array())) {
+      if (c.value("finding", json()).is_null() || c.value("finding", json()) != name) continue;
+      if (peer.empty()) peer = c.value("peer", "");
+      std::string problem;
+      json cell = {{"id", c.value("id", "")},
+                   {"verdict", c.value("verdict", "")},
+                   {"our_role", c.value("our_role", "")},
+                   {"peer_program", c.value("peer_program", "")},
+                   {"scenario", c.value("scenario", "")},
+                   {"configuration", c.value("configuration", json::object()).value("label", "")},
+                   {"reason", c.value("reason", "")},
+                   {"capture", c.value("capture", "")},
+                   {"check_report", c.value("check_report", "")},
+                   {"evidence", cell_evidence(c.value("check_report", ""), cases, problem)}};
+      if (!problem.empty()) cell["evidence_problem"] = problem;
+      rec["cells"].push_back(std::move(cell));
+    }
+    rec["peer"] = peer;
+    out.push_back(std::move(rec));
+  }
+  return out;
+}
+
+void write_finding_markdown(std::ostream& os, const json& r, std::string_view tool_version) {
+  const std::string peer = r.value("peer", "");
+  os << "# " << r.value("title", r.value("name", "")) << "\n\n";
+  os << fmt::format("**Peer:** Linux {} (kernel {}). **Seen in:** {} lab cell(s).\n\n", peer.empty() ? "?" : peer,
+                    r.value("kernel", "?"), r["cells"].size());
+  os << "## What happens\n\n" << r.value("text", "") << "\n\n";
+  if (!r["requirements"].empty()) {
+    os << "## What the specification requires\n\n";
+    for (const auto& q : r["requirements"])
+      os << fmt::format("- {} {} ({}): {} (checked by `{}`)\n", q.value("spec", ""), q.value("section", ""),
+                        q.value("level", ""), q.value("requirement", ""), q.value("case", ""));
+    os << "\n";
+  }
+  if (const auto& src = r.value("source", json::array()); !src.empty()) {
+    os << "## Where in the source\n\n";
+    for (const auto& s : src) os << "- " << s.get<std::string>() << "\n";
+    os << "\n";
+  }
+  os << "## Environment\n\n";
+  os << fmt::format("- kernel: {}\n", r.value("kernel", "?"));
+  for (const auto& p : r.value("packages", json::array())) os << "- " << p.get<std::string>() << "\n";
+  os << "- a qemu guest built from Debian packages; the peer on a veth pair (rdmaconf's lab, docs/lab.md)\n\n";
+  os << "## How to reproduce\n\n";
+  for (const auto& c : r["cells"]) {
+    os << fmt::format("- `{}`: {}{} ({}); `rdmaconf lab run --scenario {}`\n", c.value("id", ""), c.value("peer_program", ""),
+                      c.value("our_role", "") == "none" ? "" : fmt::format(" against rdmaconf as {}", c.value("our_role", "")),
+                      c.value("configuration", ""), c.value("scenario", ""));
+  }
+  os << "\n## What the capture shows\n\n";
+  bool any = false;
+  for (const auto& c : r["cells"]) {
+    for (const auto& e : c.value("evidence", json::array()))
+      for (const auto& ev : e.value("evidence", json::array())) {
+        if (!any) os << "| cell | case | frames | stream offset | expected | actual |\n| --- | --- | --- | --- | --- | --- |\n";
+        any = true;
+        os << fmt::format("| {} | {} | {} | {} | {} | {} |\n", c.value("id", ""), e.value("case", ""),
+                          fmt::join(ev.value("frames", std::vector<std::uint64_t>{}), ", "),
+                          ev.contains("stream_offset") ? ev["stream_offset"].dump() : "", ev.value("expected", ""),
+                          ev.value("actual", ""));
+      }
+    if (c.contains("evidence_problem")) os << fmt::format("- {}: {}\n", c.value("id", ""), c.value("evidence_problem", ""));
+  }
+  if (!any) os << "The finding shows in the programs' behaviour rather than in one frame: see each cell's reason.\n";
+  os << "\n## Captures\n\n";
+  for (const auto& c : r["cells"])
+    os << fmt::format("- {}: `{}` (checked: `{}`)\n  - {}\n", c.value("id", ""), c.value("capture", ""),
+                      c.value("check_report", ""), c.value("reason", ""));
+  os << fmt::format("\n---\nFound by rdmaconf {} (an open conformance suite for RDMA wire protocols).\n", tool_version);
+}
+
+}  // namespace rdmaconf::reports
