@@ -55,6 +55,8 @@ guest_mods=(siw rdma_rxe rdma_ucm rdma_cm iw_cm ib_cm ib_uverbs ib_core configfs
 
 key=$( {
   for p in "${kpkgs[@]}"; do basename "$(deb "$p")"; done
+  # The user space the guest runs (the host's, copied in): what a bug report upstream asks for.
+  dpkg-query -W -f='${Package}_${Version}\n' rdma-core ibverbs-providers rdmacm-utils perftest ibverbs-utils
   for b in "${guest_bins[@]}"; do dpkg -S "$b" 2>/dev/null | cut -d: -f1 | xargs -r dpkg-query -W -f='${Package} ${Version}\n'; done
   printf '%s\n' "${guest_mods[@]}"
   cat "$here/build.sh" "$here/init" "$here/guest.sh"
@@ -157,6 +159,8 @@ cp "$siw/siw.ko" "$out.tmp/siw.ko"
 {
   echo "kernel $kver"
   for p in "${kpkgs[@]}"; do basename "$(deb "$p")"; done
+  # The user space the guest runs (the host's, copied in): what a bug report upstream asks for.
+  dpkg-query -W -f='${Package}_${Version}\n' rdma-core ibverbs-providers rdmacm-utils perftest ibverbs-utils
   modinfo -F parm "$siw/siw.ko" | sed 's/^/siw parameter /'
 } >"$out.tmp/manifest.txt"
 rm -rf "$out" && mv "$out.tmp" "$out"
