@@ -101,8 +101,11 @@ int ReportCommands::html() const {
   for (const auto& p : parts_) {
     std::ifstream f(p);
     const auto doc = nlohmann::json::parse(f, nullptr, false);
-    if (doc.is_object() && doc.contains("cells"))
-      for (auto& r : reports::finding_records(doc, in.catalog)) in.findings.push_back(std::move(r));
+    if (doc.is_object() && doc.contains("cells")) try {
+        for (auto& r : reports::finding_records(doc, in.catalog)) in.findings.push_back(std::move(r));
+      } catch (const nlohmann::json::exception& e) {
+        throw reports::ReportError(fmt::format("{}: not a lab report of this tool's form: {}", p, e.what()));
+      }
   }
   const auto model = reports::dashboard_model(in);
   if (!write_text(out_, reports::dashboard_html(model))) return kExitUsage;
@@ -114,7 +117,12 @@ int ReportCommands::html() const {
 int ReportCommands::findings() const {
   const auto doc = read_json_file(now_);
   if (!doc.contains("cells")) throw reports::ReportError(fmt::format("{}: not a lab report (no cells)", now_));
-  const auto records = reports::finding_records(doc, conformance::Registry::get().all_cases());
+  std::vector<nlohmann::json> records;
+  try {
+    records = reports::finding_records(doc, conformance::Registry::get().all_cases());
+  } catch (const nlohmann::json::exception& e) {
+    throw reports::ReportError(fmt::format("{}: not a lab report of this tool's form: {}", now_, e.what()));
+  }
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   for (const auto& r : records) {

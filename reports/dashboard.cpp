@@ -199,7 +199,11 @@ json dashboard_model(const DashboardInputs& in) {
     m["catalog"][std::string(c->id)] = {{"spec", c->spec}, {"section", c->section}, {"level", conformance::level_name(c->level)},
                                         {"requirement", c->requirement}, {"family", c->family}};
   std::optional<History> hist;
-  if (in.history) hist = read_history(*in.history, in.history_runs);
+  if (in.history) try {
+      hist = read_history(*in.history, in.history_runs);
+    } catch (const json::exception& e) {
+      throw ReportError(fmt::format("{}/history.jsonl: a record of another form: {}", in.history->string(), e.what()));
+    }
 
   std::optional<Snapshot> base;
   if (in.baseline) base = read_snapshot(*in.baseline);
@@ -209,7 +213,7 @@ json dashboard_model(const DashboardInputs& in) {
   json lab = json::array(), inputs = json::array(), tools = json::array();
   json lab_sum = nullptr, check_sum = nullptr;
   std::set<std::string> families, tool_set;
-  for (const auto& p : in.reports) {
+  for (const auto& p : in.reports) try {
     const json doc = read_report(p);
     const bool is_lab = doc.contains("cells") && !doc.contains("inputs");
     std::set<std::string> regressed;
@@ -242,6 +246,9 @@ json dashboard_model(const DashboardInputs& in) {
         check_sum[k] = check_sum[k].get<std::uint64_t>() + s.value(k, std::uint64_t{0});
       tool_set.insert(fmt::format("rdmaconf {}", doc.value("tool", json::object()).value("version", "?")));
     }
+  } catch (const json::exception& e) {
+    // A field of another type than a report has (a hand-edited or foreign file).
+    throw ReportError(fmt::format("{}: not a report of this tool's form: {}", p.string(), e.what()));
   }
   for (const auto& t : tool_set) tools.push_back(t);
   m["tools"] = tools;

@@ -48,15 +48,20 @@ json cell_evidence(const std::string& check_report, const std::vector<std::strin
     problem = fmt::format("{}: not a JSON report", check_report);
     return out;
   }
-  for (const auto& in : r.value("inputs", json::array()))
-    for (const auto& s : in.value("scopes", json::array()))
-      for (const auto& res : s.value("results", json::array())) {
-        const std::string id = res.value("case", "");
-        if (res.value("verdict", "") != "FAIL" || std::find(cases.begin(), cases.end(), id) == cases.end()) continue;
-        json ev = res.value("evidence", json::array());
-        if (ev.size() > 3) ev.erase(ev.begin() + 3, ev.end());
-        out.push_back({{"case", id}, {"scope", s.value("label", "")}, {"failed", res.value("failed", 0)}, {"evidence", ev}});
-      }
+  try {
+    for (const auto& in : r.value("inputs", json::array()))
+      for (const auto& s : in.value("scopes", json::array()))
+        for (const auto& res : s.value("results", json::array())) {
+          const std::string id = res.value("case", "");
+          if (res.value("verdict", "") != "FAIL" || std::find(cases.begin(), cases.end(), id) == cases.end()) continue;
+          json ev = res.value("evidence", json::array());
+          if (ev.size() > 3) ev.erase(ev.begin() + 3, ev.end());
+          out.push_back({{"case", id}, {"scope", s.value("label", "")}, {"failed", res.value("failed", 0)}, {"evidence", ev}});
+        }
+  } catch (const json::exception& e) {
+    problem = fmt::format("{}: not a check report of this tool's form: {}", check_report, e.what());
+    out = json::array();
+  }
   return out;
 }
 

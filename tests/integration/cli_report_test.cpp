@@ -314,6 +314,15 @@ BOOST_AUTO_TEST_CASE(findings_become_bug_reports) {
   const auto bad = run(kBin + " report html " + pcap + " -o " + (dir / "x.html").string() + " 2>&1");
   BOOST_TEST(bad.status == 2, bad.out);
   BOOST_TEST(bad.out.find(pcap + ": not a JSON report") != std::string::npos, bad.out);
+  // A report with a field of the wrong type (hand-edited, or from elsewhere) is refused by name, not a crash.
+  const auto odd = dir / "odd.json";
+  std::ofstream(odd) << R"({"lab": {}, "summary": {"cells": 1}, "findings": {"x": {"title": "t", "cases": "not a list"}},
+    "cells": [{"id": "siw.a", "verdict": "red", "finding": "x", "check": {"pass": "many"}}]})";
+  for (const std::string& sub : {"html " + odd.string() + " -o " + (dir / "y.html").string(), "findings " + odd.string() + " -o " + (dir / "z").string()}) {
+    const auto o = run(kBin + " report " + sub + " 2>&1");
+    BOOST_TEST(o.status == 2, sub << ": " << o.out);
+    BOOST_TEST(o.out.find(odd.string() + ": not a") != std::string::npos, o.out);
+  }
   fs::remove_all(dir);
 }
 
