@@ -97,16 +97,6 @@ int ReportCommands::html() const {
   in.catalog = conformance::Registry::get().all_cases();
   in.generated = fmt::format("{:%Y-%m-%d %H:%M:%S} UTC", std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()));
   if (!coverage_json_.empty()) in.coverage = read_json_file(coverage_json_);
-  // The findings of every lab report given (dashboard_model names a file that is not a report).
-  for (const auto& p : parts_) {
-    std::ifstream f(p);
-    const auto doc = nlohmann::json::parse(f, nullptr, false);
-    if (doc.is_object() && doc.contains("cells")) try {
-        for (auto& r : reports::finding_records(doc, in.catalog)) in.findings.push_back(std::move(r));
-      } catch (const nlohmann::json::exception& e) {
-        throw reports::ReportError(fmt::format("{}: not a lab report of this tool's form: {}", p, e.what()));
-      }
-  }
   const auto model = reports::dashboard_model(in);
   if (!write_text(out_, reports::dashboard_html(model))) return kExitUsage;
   std::cout << fmt::format("dashboard: {} lab cells, {} inputs, {} regression(s), {} finding(s): {}\n", model["lab"].size(),
@@ -167,7 +157,7 @@ int ReportCommands::coverage() const {
     for (const auto& c : interop::lab::cells_to_run(lo)) {
       auto fail = interop::lab::planted_failures(c);
       fail.insert(fail.end(), c.finding_cases.begin(), c.finding_cases.end());
-      in.cells.push_back({c.id, c.kernel == "rxe" ? "ib" : "iwarp", std::move(fail)});
+      in.cells.push_back({c.id, std::string(interop::lab::family_of(c)), std::move(fail)});
     }
   } catch (const interop::lab::CellsError& e) {
     std::cerr << "rdmaconf report coverage: " << e.what() << "\n";

@@ -34,7 +34,6 @@ class ReportCommands {
   int html() const;
   int findings() const;
   std::string coverage_json_, history_dir_;
-  std::vector<std::string> lab_reports_;
   std::string base_, now_, out_, title_ = "rdmaconf", dir_, run_id_, commit_;
   std::vector<std::string> parts_;
 };

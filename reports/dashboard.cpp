@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include "reports/compare.hpp"
+#include "reports/findings.hpp"
+#include "reports/report.hpp"
 
 namespace rdmaconf::reports {
 
@@ -113,7 +115,7 @@ json lab_cells(const json& report, const History* hist, const std::set<std::stri
     const json check = c.value("check", json::object());
     json cell = {{"id", id},
                  {"peer", peer},
-                 {"family", peer == "rxe" ? "ib" : "iwarp"},
+                 {"family", c.value("family", "")},
                  {"role", c.value("our_role", "")},
                  {"program", c.value("peer_program", "")},
                  {"scenario", c.value("scenario", "")},
@@ -195,9 +197,7 @@ json dashboard_model(const DashboardInputs& in) {
   m["title"] = in.title;
   m["generated"] = in.generated;
   m["catalog"] = json::object();
-  for (const auto* c : in.catalog)
-    m["catalog"][std::string(c->id)] = {{"spec", c->spec}, {"section", c->section}, {"level", conformance::level_name(c->level)},
-                                        {"requirement", c->requirement}, {"family", c->family}};
+  for (const auto* c : in.catalog) m["catalog"][std::string(c->id)] = case_json(*c);
   std::optional<History> hist;
   if (in.history) try {
       hist = read_history(*in.history, in.history_runs);
@@ -210,7 +210,7 @@ json dashboard_model(const DashboardInputs& in) {
   m["baseline"] = in.baseline ? json(in.baseline->string()) : json();
   m["regressions"] = json::array();
 
-  json lab = json::array(), inputs = json::array(), tools = json::array();
+  json lab = json::array(), inputs = json::array(), tools = json::array(), findings = json::array();
   json lab_sum = nullptr, check_sum = nullptr;
   std::set<std::string> families, tool_set;
   for (const auto& p : in.reports) try {
@@ -227,16 +227,14 @@ json dashboard_model(const DashboardInputs& in) {
     }
     if (is_lab) {
       for (auto& c : lab_cells(doc, hist ? &*hist : nullptr, regressed)) lab.push_back(std::move(c));
+      for (auto& r : finding_records(doc, in.catalog)) findings.push_back(std::move(r));
       const json s = doc.value("summary", json::object());
       if (lab_sum.is_null()) lab_sum = {{"cells", 0}, {"green", 0}, {"red", 0}, {"skipped", 0}, {"regressions", 0}};
       for (const char* k : {"cells", "green", "red", "skipped", "regressions"})
         lab_sum[k] = lab_sum[k].get<std::uint64_t>() + s.value(k, std::uint64_t{0});
       tool_set.insert(fmt::format("lab on kernel {}", doc.value("lab", json::object()).value("kernel", "?")));
     } else {
-      for (const auto& c : doc.value("catalog", json::array()))
-        m["catalog"][c.value("id", "")] = {{"spec", c.value("spec", "")}, {"section", c.value("section", "")},
-                                           {"level", c.value("level", "")}, {"requirement", c.value("requirement", "")},
-                                           {"family", c.value("family", "")}};
+      for (const auto& c : doc.value("catalog", json::array())) m["catalog"][c.value("id", "")] = c;  // case_json's form
       const auto n = inputs.size();
       for (auto& x : check_inputs(doc, hist ? &*hist : nullptr, families)) inputs.push_back(std::move(x));
       const json s = doc.value("summary", json::object());
@@ -258,7 +256,7 @@ json dashboard_model(const DashboardInputs& in) {
   m["summary"] = {{"lab", lab_sum}, {"check", check_sum}};
   m["history_runs"] = hist ? json(hist->runs) : json::array();
   m["coverage"] = in.coverage ? *in.coverage : json();
-  m["findings"] = json(in.findings);
+  m["findings"] = std::move(findings);
   return m;
 }
 

@@ -22,7 +22,6 @@ struct DashboardInputs {
   std::optional<std::filesystem::path> baseline;   // last night's report of one of those kinds
   std::optional<std::filesystem::path> history;    // a folder with history.jsonl (report history)
   std::optional<nlohmann::json> coverage;          // report coverage --json
-  std::vector<nlohmann::json> findings;            // finding_records
   std::vector<const conformance::CaseInfo*> catalog;  // requirement texts (the reports' own catalogs win)
   std::string title = "rdmaconf";
   std::string generated;  // date and time of this page

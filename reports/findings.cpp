@@ -1,5 +1,7 @@
 #include "reports/findings.hpp"
 
+#include "reports/report.hpp"
+
 #include <algorithm>
 #include <fstream>
 #include <ostream>
@@ -80,12 +82,7 @@ std::vector<json> finding_records(const json& lab_report, const std::vector<cons
     rec["requirements"] = json::array();
     for (const auto& id : cases) {
       const auto* c = find_case(catalog, id);
-      rec["requirements"].push_back(c ? json{{"case", id},
-                                             {"spec", c->spec},
-                                             {"section", c->section},
-                                             {"level", conformance::level_name(c->level)},
-                                             {"requirement", c->requirement}}
-                                      : json{{"case", id}, {"requirement", "(not in this build's catalog)"}});
+      rec["requirements"].push_back(c ? case_json(*c) : json{{"id", id}, {"requirement", "(not in this build's catalog)"}});
     }
     rec["cells"] = json::array();
     std::string peer;
@@ -122,7 +119,7 @@ void write_finding_markdown(std::ostream& os, const json& r, std::string_view to
     os << "## What the specification requires\n\n";
     for (const auto& q : r["requirements"])
       os << fmt::format("- {} {} ({}): {} (checked by `{}`)\n", q.value("spec", ""), q.value("section", ""),
-                        q.value("level", ""), q.value("requirement", ""), q.value("case", ""));
+                        q.value("level", ""), q.value("requirement", ""), q.value("id", ""));
     os << "\n";
   }
   if (const auto& src = r.value("source", json::array()); !src.empty()) {

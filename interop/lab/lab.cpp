@@ -445,6 +445,8 @@ void export_capture(const Cell& c, const CellOutcome& oc, const Verdict& v, cons
 
 }  // namespace
 
+std::string_view family_of(const Cell& c) { return c.kernel == "rxe" ? "ib" : "iwarp"; }
+
 std::vector<std::string> planted_failures(const Cell& c) {
   if (const auto* info = iwarp::find_scenario(c.scenario); info && c.kernel == "siw" && (info->expect || info->close_only))
     return {info->failing_cases.begin(), info->failing_cases.end()};
@@ -552,6 +554,7 @@ int run(const LabOptions& o, std::ostream& log) {
     regressions += v.regression;
     jcells.push_back({{"id", c.id},
                       {"peer", c.kernel},
+                      {"family", family_of(c)},
                       {"our_role", c.our_role},
                       {"peer_program", c.program},
                       {"scenario", c.scenario},

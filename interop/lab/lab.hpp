@@ -141,6 +141,10 @@ struct Verdict {
   bool regression = false;  // red and not a known finding
 };
 
+// The checker family whose cases judge a cell's capture: rxe speaks RoCE,
+// siw iWARP.
+std::string_view family_of(const Cell& c);
+
 // The cases a cell's planted fault must make FAIL (its iWARP terminate-*
 // scenario's, or its RoCE fault-* scenario's); none for other cells.
 std::vector<std::string> planted_failures(const Cell& c);
