@@ -89,95 +89,101 @@ InputResult Checker::check_memory(const std::string& name, protocols::Bytes data
   return check(name, PcapReader::open_memory(name, data, err, opt_.hash), err);
 }
 
-InputResult Checker::check(const std::string& path, std::unique_ptr<PcapReader> reader, const std::string& open_error) const {
-  InputResult out;
-  out.path = path;
-  if (!reader) {
-    out.error = open_error;
-    return out;
-  }
-  const int linktype = reader->linktype();
-  out.linktype = linktype_name(linktype);
-
-  // Where ended scopes go: counted, then streamed out or kept.
-  auto sink = [&](ScopeResult&& r) {
-    for (const auto& o : r.outcomes) out.verdicts.add(o.tally.verdict());
-    if (opt_.on_scope) opt_.on_scope(path, std::move(r));
-    else out.scopes.push_back(std::move(r));
-  };
+struct CheckRun::Impl {
+  const Checker& checker;
+  const CheckOptions& opt;
+  std::string path;
+  int linktype;
+  InputResult& out;
+  bool refused = false;  // no one reads the link type
   // Each family's run on this input, and who gets what.
   std::vector<std::unique_ptr<RunContext>> contexts;
   std::vector<std::unique_ptr<FamilyRun>> runs;
-  std::vector<TcpSink*> stream_sinks;
   std::vector<std::pair<std::uint16_t, FamilyRun*>> by_port, by_ethertype;
   FamilyRun* whole_link = nullptr;  // a family that owns the input's link type
-  for (const auto& a : families_) {
-    contexts.push_back(
-        std::make_unique<RunContext>(out, opt_.family_options, a.cases, sink, opt_.reassembly.idle_timeout_us));
-    if (!opt_.listing_family.empty() && a.family->name() == opt_.listing_family) contexts.back()->on_unit = opt_.on_unit;
-    runs.push_back(a.family->start(*contexts.back()));
-    FamilyRun* run = runs.back().get();
-    if (a.claims.tcp_streams)
-      if (auto* s = run->streams()) stream_sinks.push_back(s);
-    for (auto p : a.claims.udp_ports)
-      if (!owner(by_port, p)) by_port.emplace_back(p, run);
-    for (auto t : a.claims.ethertypes)
-      if (!owner(by_ethertype, t)) by_ethertype.emplace_back(t, run);
-    if (!whole_link && std::find(a.claims.linktypes.begin(), a.claims.linktypes.end(), linktype) != a.claims.linktypes.end())
-      whole_link = run;
-  }
-  if (!whole_link && !supported_linktype(linktype)) {
-    std::string claimed;
-    for (const auto& a : families_)
-      for (int t : a.claims.linktypes) claimed += ", " + linktype_name(t);
-    out.error = fmt::format("{}: link type {} is not supported (Ethernet, Linux cooked v1/v2, raw IP{} are)", path,
-                            out.linktype, claimed);
-    out.sha256 = reader->sha256();
-    return out;
-  }
-
-  StreamFanOut fan(stream_sinks, out.stats.tcp_connections);
-  TcpReassembler tcp(fan, opt_.reassembly);
-  RunContext capture_ctx(out, opt_.family_options, {});
+  std::unique_ptr<StreamFanOut> fan;
+  std::unique_ptr<TcpReassembler> tcp;
+  std::unique_ptr<RunContext> capture_ctx;
   std::uint64_t last = 0;
   std::int64_t latest_ts = std::numeric_limits<std::int64_t>::min();
   std::uint64_t latest_frame = 0;
-  while (auto f = reader->next()) {
-    last = f->number;
+
+  Impl(const Checker& c, std::string p, int lt, InputResult& o)
+      : checker(c), opt(c.opt_), path(std::move(p)), linktype(lt), out(o) {
+    out.path = path;
+    out.linktype = linktype_name(linktype);
+    std::vector<TcpSink*> stream_sinks;
+    for (const auto& a : checker.families_) {
+      contexts.push_back(std::make_unique<RunContext>(out, opt.family_options, a.cases, [this](ScopeResult&& r) { sink(std::move(r)); },
+                                                      opt.reassembly.idle_timeout_us));
+      if (opt.listing_family.empty() || a.family->name() == opt.listing_family) contexts.back()->on_unit = opt.on_unit;
+      runs.push_back(a.family->start(*contexts.back()));
+      FamilyRun* run = runs.back().get();
+      if (a.claims.tcp_streams)
+        if (auto* s = run->streams()) stream_sinks.push_back(s);
+      for (auto port : a.claims.udp_ports)
+        if (!owner(by_port, port)) by_port.emplace_back(port, run);
+      for (auto t : a.claims.ethertypes)
+        if (!owner(by_ethertype, t)) by_ethertype.emplace_back(t, run);
+      if (!whole_link && std::find(a.claims.linktypes.begin(), a.claims.linktypes.end(), linktype) != a.claims.linktypes.end())
+        whole_link = run;
+    }
+    if (!whole_link && !supported_linktype(linktype)) {
+      std::string claimed;
+      for (const auto& a : checker.families_)
+        for (int t : a.claims.linktypes) claimed += ", " + linktype_name(t);
+      out.error = fmt::format("{}: link type {} is not supported (Ethernet, Linux cooked v1/v2, raw IP{} are)", path,
+                              out.linktype, claimed);
+      refused = true;
+      return;
+    }
+    fan = std::make_unique<StreamFanOut>(stream_sinks, out.stats.tcp_connections);
+    tcp = std::make_unique<TcpReassembler>(*fan, opt.reassembly);
+    capture_ctx = std::make_unique<RunContext>(out, opt.family_options, std::vector<std::size_t>{});
+  }
+
+  // Where ended scopes go: counted, then streamed out or kept.
+  void sink(ScopeResult&& r) {
+    for (const auto& o : r.outcomes) out.verdicts.add(o.tally.verdict());
+    if (opt.on_scope) opt.on_scope(path, std::move(r));
+    else out.scopes.push_back(std::move(r));
+  }
+
+  void frame(const Frame& f) {
+    last = f.number;
     ++out.stats.frames;
     // File-level sanity: warned with the frame number, never silent.
-    if (f->caplen > f->orig_len)
-      capture_ctx.anomaly(fmt::format("frame {}: captured length {} is greater than the original length {} (an "
-                                      "inconsistent record; judged as captured)",
-                                      f->number, f->caplen, f->orig_len));
-    if (const std::int64_t ts = f->ts_sec * 1000000 + f->ts_usec; ts < latest_ts)
-      capture_ctx.anomaly(fmt::format("frame {}: timestamp {} us earlier than frame {}'s", f->number, latest_ts - ts, latest_frame));
+    if (f.caplen > f.orig_len)
+      capture_ctx->anomaly(fmt::format("frame {}: captured length {} is greater than the original length {} (an "
+                                       "inconsistent record; judged as captured)",
+                                       f.number, f.caplen, f.orig_len));
+    if (const std::int64_t ts = f.ts_sec * 1000000 + f.ts_usec; ts < latest_ts)
+      capture_ctx->anomaly(fmt::format("frame {}: timestamp {} us earlier than frame {}'s", f.number, latest_ts - ts, latest_frame));
     else {
       latest_ts = ts;
-      latest_frame = f->number;
+      latest_frame = f.number;
     }
-    out.stats.octets += f->data.size();
-    if (opt_.progress && (f->number & 0xfff) == 0) opt_.progress(reader->bytes_read(), reader->file_size());
+    out.stats.octets += f.data.size();
     if (whole_link) {
       Packet p;
-      p.frame = f->number;
-      p.ts_us = f->ts_sec * 1000000 + f->ts_usec;
-      p.l3 = f->data;
-      p.orig_len = f->orig_len;
+      p.frame = f.number;
+      p.ts_us = f.ts_sec * 1000000 + f.ts_usec;
+      p.l3 = f.data;
+      p.orig_len = f.orig_len;
       whole_link->packet(p);
-      continue;
+      return;
     }
-    const Dissected d = dissect(linktype, *f);
+    const Dissected d = dissect(linktype, f);
     switch (d.status) {
       case DissectStatus::error:
-        capture_ctx.undecodable(d.error);
+        capture_ctx->undecodable(d.error);
         break;
       case DissectStatus::link:
         if (auto* r = owner(by_ethertype, d.pkt.ethertype)) r->packet(d.pkt);
         break;
       case DissectStatus::ok:
         if (d.pkt.protocol == 6) {
-          tcp.add(d.pkt);
+          tcp->add(d.pkt);
         } else if (d.pkt.protocol == 17) {
           if (auto* r = owner(by_port, d.pkt.dport)) r->packet(d.pkt);
         }
@@ -186,23 +192,57 @@ InputResult Checker::check(const std::string& path, std::unique_ptr<PcapReader> 
         break;
     }
   }
-  if (!reader->error().empty()) out.error = reader->error();
-  tcp.finish(last);
-  for (auto& r : runs) {
-    std::vector<ScopeResult> open;
-    r->finish(open, out.stats.families);
-    for (auto& s : open) sink(std::move(s));
+
+  void finish() {
+    if (refused) return;
+    tcp->finish(last);
+    for (auto& r : runs) {
+      std::vector<ScopeResult> open;
+      r->finish(open, out.stats.families);
+      for (auto& s : open) sink(std::move(s));
+    }
+    // Kept scopes: each family's, in the family's order, families in turn.
+    const auto& fams = checker.families_;
+    auto rank = [&](const ScopeResult& s) {
+      std::size_t f = 0;
+      while (f < fams.size() && fams[f].family->name() != s.family) ++f;
+      return f;
+    };
+    std::stable_sort(out.scopes.begin(), out.scopes.end(), [&](const ScopeResult& x, const ScopeResult& y) {
+      const auto fx = rank(x), fy = rank(y);
+      return fx != fy ? fx < fy : x.order < y.order;
+    });
   }
-  // Kept scopes: each family's, in the family's order, families in turn.
-  auto rank = [&](const ScopeResult& s) {
-    std::size_t f = 0;
-    while (f < families_.size() && families_[f].family->name() != s.family) ++f;
-    return f;
-  };
-  std::stable_sort(out.scopes.begin(), out.scopes.end(), [&](const ScopeResult& x, const ScopeResult& y) {
-    const auto fx = rank(x), fy = rank(y);
-    return fx != fy ? fx < fy : x.order < y.order;
-  });
+};
+
+CheckRun::CheckRun(const Checker& c, std::string path, int linktype, InputResult& out)
+    : impl_(std::make_unique<Impl>(c, std::move(path), linktype, out)) {}
+CheckRun::~CheckRun() = default;
+void CheckRun::frame(const Frame& f) {
+  if (!impl_->refused) impl_->frame(f);
+}
+void CheckRun::finish() { impl_->finish(); }
+
+InputResult Checker::check(const std::string& path, std::unique_ptr<PcapReader> reader, const std::string& open_error) const {
+  InputResult out;
+  out.path = path;
+  if (!reader) {
+    out.error = open_error;
+    return out;
+  }
+  {
+    CheckRun run(*this, path, reader->linktype(), out);
+    if (!out.error.empty()) {
+      out.sha256 = reader->sha256();
+      return out;
+    }
+    while (auto f = reader->next()) {
+      run.frame(*f);
+      if (opt_.progress && (f->number & 0xfff) == 0) opt_.progress(reader->bytes_read(), reader->file_size());
+    }
+    if (!reader->error().empty()) out.error = reader->error();
+    run.finish();
+  }
   out.sha256 = reader->sha256();
   if (opt_.progress) opt_.progress(reader->file_size(), reader->file_size());
   return out;

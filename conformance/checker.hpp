@@ -21,7 +21,8 @@ struct CheckOptions {
   FamilyOptions family_options;            // the families' own options (--roce-port ...)
   // Called now and then with octets read so far and the file size.
   std::function<void(std::uint64_t, std::uint64_t)> progress;
-  // A family's decoded listing (`rdmaconf fpdus`): its name, and what gets each unit.
+  // A family's decoded listing (`rdmaconf fpdus`): its name, and what gets
+  // each unit (every family's units when the name is empty and on_unit is set).
   std::string listing_family;
   std::function<void(const nlohmann::json&)> on_unit;
   // Compute each capture's SHA-256 (for the JSON report), on a second thread.
@@ -37,6 +38,8 @@ struct CheckOptions {
   std::function<void(const std::string& path, ScopeResult&&)> on_scope;
 };
 
+class CheckRun;
+
 class Checker {
  public:
   explicit Checker(CheckOptions o);
@@ -47,6 +50,7 @@ class Checker {
   InputResult check_memory(const std::string& name, protocols::Bytes data) const;
 
  private:
+  friend class CheckRun;
   InputResult check(const std::string& path, std::unique_ptr<captures::io::PcapReader> reader, const std::string& open_error) const;
   struct Active {
     const ProtocolFamily* family;
@@ -55,6 +59,28 @@ class Checker {
   };
   CheckOptions opt_;
   std::vector<Active> families_;
+};
+
+// One input checked frame by frame, for a caller that is handed the frames
+// (the Wireshark plugin) rather than a file: what Checker::check_file does
+// between opening the file and its end. Results go to `out` (and scopes to
+// CheckOptions::on_scope when set) as they end; finish() ends the rest.
+class CheckRun {
+ public:
+  // `linktype` is the input's (a pcap LINKTYPE_ value); out.error is set
+  // when neither the checker nor a family reads it.
+  CheckRun(const Checker& c, std::string path, int linktype, InputResult& out);
+  ~CheckRun();
+  CheckRun(const CheckRun&) = delete;
+  CheckRun& operator=(const CheckRun&) = delete;
+  // The next frame (numbers ascending); ignored when out.error was set at the start.
+  void frame(const captures::io::Frame& f);
+  // End of input: every open scope ends, families add their counts, kept scopes are sorted.
+  void finish();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 bool case_selected(const CaseInfo& c, const std::vector<std::string>& patterns, bool strict);
