@@ -229,7 +229,7 @@ int main(int argc, char** argv) {
     o.case_patterns = {"-"};  // no case runs: decoding only
     o.hash = false;
     o.listing_family = l.family;
-    o.on_unit = [](const nlohmann::json& j) { std::cout << j.dump() << "\n"; };
+    o.on_unit = [](const conformance::ProtocolFamily&, const nlohmann::json& j) { std::cout << j.dump() << "\n"; };
     const auto r = conformance::Checker(o).check_file(l.path);
     if (!r.error.empty()) {
       std::cerr << "rdmaconf: " << r.error << "\n";

@@ -116,7 +116,8 @@ struct CheckRun::Impl {
     for (const auto& a : checker.families_) {
       contexts.push_back(std::make_unique<RunContext>(out, opt.family_options, a.cases, [this](ScopeResult&& r) { sink(std::move(r)); },
                                                       opt.reassembly.idle_timeout_us));
-      if (opt.listing_family.empty() || a.family->name() == opt.listing_family) contexts.back()->on_unit = opt.on_unit;
+      if (opt.on_unit && (opt.listing_family.empty() || a.family->name() == opt.listing_family))
+        contexts.back()->on_unit = [this, f = a.family](const nlohmann::json& j) { opt.on_unit(*f, j); };
       runs.push_back(a.family->start(*contexts.back()));
       FamilyRun* run = runs.back().get();
       if (a.claims.tcp_streams)

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "captures/io/packet.hpp"
 #include "captures/io/tcp_reassembly.hpp"
 #include "conformance/result.hpp"
+#include "protocols/core/field.hpp"
 
 namespace rdmaconf::conformance {
 
@@ -104,10 +106,17 @@ class FamilyRun {
   virtual void finish(std::vector<ScopeResult>& scopes, std::vector<FamilyCount>& counts) = 0;
 };
 
-// A `rdmaconf <command> PATH` listing of every decoded unit, one JSON object per line.
+// A `rdmaconf <command> PATH` listing of every decoded unit, one JSON object
+// per line. A unit's keys are its headers (objects keyed by their tables'
+// field abbreviations) and its own values, which `fields` declares (abbrev:
+// the JSON key; width and display: the value's), so that the dissector can
+// show and filter them as `rdmaconf.<unit>.<key>`.
 struct Listing {
   std::string_view command;  // "fpdus"
   std::string_view help;
+  std::string_view unit;     // "fpdu"
+  std::string_view unit_title;  // "FPDU"
+  std::span<const protocols::FieldDef> fields;
 };
 
 class ProtocolFamily {
@@ -122,6 +131,9 @@ class ProtocolFamily {
   virtual std::vector<OptionSpec> options() const { return {}; }
   virtual Claims claims(const FamilyOptions&) const = 0;
   virtual std::vector<Listing> listings() const { return {}; }
+  // The header tables the family's listings and cases decode (the
+  // dissector registers their fields).
+  virtual std::span<const protocols::HeaderDef* const> headers() const { return {}; }
   virtual std::unique_ptr<FamilyRun> start(RunContext& ctx) const = 0;
 };
 

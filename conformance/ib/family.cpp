@@ -26,6 +26,27 @@ namespace {
 constexpr std::string_view kPortOption = "--roce-port";
 constexpr std::string_view kMtuOption = "--roce-mtu";
 
+using protocols::Display;
+using protocols::FieldDef;
+
+// The values of a packet unit that are not header fields (packet_json's keys).
+constexpr FieldDef kPacketFields[] = {
+    {"frame", "Frame", 0, 32},
+    {"dir", "Direction", 0, 1},
+    {"error", "Not decoded", 0, 8, Display::ascii},
+    {"payload_length", "Payload length", 0, 32},
+    {"pad", "Pad count", 0, 8},
+    {"icrc", "ICRC", 0, 32, Display::hex},
+    {"icrc_ok", "ICRC correct", 0, 1, Display::flag},
+    {"vcrc", "VCRC", 0, 16, Display::hex},
+    {"vcrc_ok", "VCRC correct", 0, 1, Display::flag},
+};
+
+constexpr const protocols::HeaderDef* kHeaders[] = {
+    &pib::kLrh, &pib::kGrh, &pib::kBth, &pib::kRdeth, &pib::kDeth, &pib::kXrceth, &pib::kReth,
+    &pib::kAtomicEth, &pib::kAeth, &pib::kAtomicAckEth, &pib::kImmDt, &pib::kIeth, &pib::kFeth,
+};
+
 // `rdmaconf packets`: one packet, with the link and network headers of a native or RoCEv1 frame.
 nlohmann::json packet_json(const RocePacketEvent& e) {
   nlohmann::json j = {{"frame", e.pkt->frame}, {"dir", e.dir}};
@@ -77,8 +98,10 @@ class Family final : public ProtocolFamily {
     return c;
   }
   std::vector<Listing> listings() const override {
-    return {{"packets", "list every RoCEv2, RoCEv1 or native InfiniBand packet decoded from a capture, one JSON object per line"}};
+    return {{"packets", "list every RoCEv2, RoCEv1 or native InfiniBand packet decoded from a capture, one JSON object per line",
+             "packet", "InfiniBand packet", kPacketFields}};
   }
+  std::span<const protocols::HeaderDef* const> headers() const override { return kHeaders; }
   std::unique_ptr<FamilyRun> start(RunContext& ctx) const override;
   const IbCases& impl() const { return cases_; }
 

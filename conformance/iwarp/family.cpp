@@ -48,6 +48,27 @@ nlohmann::json negotiated_json(const Negotiated& n) {
   return j;
 }
 
+namespace pi = protocols::iwarp;
+using protocols::Display;
+using protocols::FieldDef;
+
+// The values of an FPDU unit that are not header fields (fpdu_json's keys).
+constexpr FieldDef kFpduFields[] = {
+    {"frame", "Last frame", 0, 32},
+    {"first_frame", "First frame", 0, 32},
+    {"dir", "Direction", 0, 1},
+    {"offset", "Stream offset", 0, 64},
+    {"ulpdu_length", "ULPDU length", 0, 16},
+    {"crc", "CRC", 0, 32, Display::hex},
+    {"crc_ok", "CRC correct", 0, 1, Display::flag},
+    {"markers", "Markers", 0, 16},
+};
+
+constexpr const protocols::HeaderDef* kHeaders[] = {
+    &pi::kMpaRr, &pi::kMpaV2, &pi::kMpaFpdu, &pi::kMpaMarker, &pi::kDdpTagged, &pi::kDdpUntagged, &pi::kReadRequest,
+    &pi::kTerminate, &pi::kDdpSegLen, &pi::kImmediate, &pi::kAtomicRequest, &pi::kAtomicResponse,
+};
+
 // `rdmaconf fpdus`: one FPDU as JSON.
 nlohmann::json fpdu_json(const FpduEvent& e) {
   nlohmann::json j = {{"frame", e.last_frame}, {"first_frame", e.first_frame}, {"dir", e.dir}, {"offset", e.offset},
@@ -81,8 +102,9 @@ class Family final : public ProtocolFamily {
     return c;
   }
   std::vector<Listing> listings() const override {
-    return {{"fpdus", "list every FPDU decoded from a capture, one JSON object per line"}};
+    return {{"fpdus", "list every FPDU decoded from a capture, one JSON object per line", "fpdu", "FPDU", kFpduFields}};
   }
+  std::span<const protocols::HeaderDef* const> headers() const override { return kHeaders; }
   std::unique_ptr<FamilyRun> start(RunContext& ctx) const override;
   const IwarpCases& impl() const { return cases_; }
 

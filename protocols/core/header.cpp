@@ -145,8 +145,7 @@ void to_json(nlohmann::json& j, const Header& h) {
   j = nlohmann::json::object();
   for (std::size_t i = 0; i < h.def().fields.size(); ++i) {
     const FieldDef& f = h.def().fields[i];
-    if (f.is_wide() || f.display == Display::ascii || f.display == Display::ipv6 ||
-        f.display == Display::mac || f.display == Display::ipv4)
+    if (json_as_text(f))
       j[std::string(f.abbrev)] = format_value(h, i);
     else
       j[std::string(f.abbrev)] = h.get(i);

@@ -61,6 +61,12 @@ class Header {
 std::string format_field(const Header& h, std::size_t field);
 // One line per field, indented, for --verbose and for test diagnostics.
 std::string to_text(const Header& h);
+// Whether to_json gives a field as text (addresses, wide fields, ASCII)
+// rather than as a number.
+constexpr bool json_as_text(const FieldDef& f) {
+  return f.is_wide() || f.display == Display::ascii || f.display == Display::ipv6 || f.display == Display::mac ||
+         f.display == Display::ipv4;
+}
 // {"ddp.qn": 1, ...}: keys are the table abbreviations.
 void to_json(nlohmann::json& j, const Header& h);
 

@@ -201,7 +201,7 @@ BOOST_AUTO_TEST_CASE(the_checker_gives_a_family_what_it_claims) {
   o.case_patterns = {"-"};
   o.listing_family = "toy";
   std::vector<std::uint64_t> listed;
-  o.on_unit = [&](const nlohmann::json& j) { listed.push_back(j["frame"].get<std::uint64_t>()); };
+  o.on_unit = [&](const conformance::ProtocolFamily&, const nlohmann::json& j) { listed.push_back(j["frame"].get<std::uint64_t>()); };
   (void)Checker(o).check_file(path.string());
   BOOST_TEST(listed == (std::vector<std::uint64_t>{1, 2, 3, 4}));
   fs::remove(path);

@@ -1,0 +1,80 @@
+#include "dissectors/capture_checks.hpp"
+
+#include <fmt/format.h>
+
+namespace rdmaconf::dissectors {
+
+using namespace conformance;
+
+const std::vector<std::pair<const ProtocolFamily*, std::vector<Listing>>>& CaptureChecks::listings() {
+  static const auto all = [] {
+    std::vector<std::pair<const ProtocolFamily*, std::vector<Listing>>> v;
+    for (const auto* f : Registry::get().families()) v.emplace_back(f, f->listings());
+    return v;
+  }();
+  return all;
+}
+
+CaptureChecks::CaptureChecks(bool strict) {
+  CheckOptions o;
+  o.strict = strict;
+  o.hash = false;
+  // Units of every family, each stored on the frame it ends in.
+  o.on_unit = [this](const ProtocolFamily& f, const nlohmann::json& j) {
+    const Listing* listing = nullptr;
+    for (const auto& [fam, ls] : listings())
+      if (fam == &f && !ls.empty()) listing = &ls.front();
+    const auto frame = j.value("frame", std::uint64_t{0});
+    if (frame) notes_[frame].units.push_back({listing, j});
+  };
+  // Scopes that end (a connection closed, a conversation idle) are stored
+  // at once; the rest when the pass ends.
+  o.on_scope = [this](const std::string&, ScopeResult&& s) { scope_done(s); };
+  checker_ = std::make_unique<Checker>(std::move(o));
+}
+
+CaptureChecks::~CaptureChecks() = default;
+
+void CaptureChecks::scope_done(const ScopeResult& s) {
+  const std::string scope = fmt::format("{} {}", s.id, s.label);
+  each_shown_verdict(s, [&](std::uint64_t frame, const CaseOutcome& o, const Evidence& e) {
+    notes_[frame].verdicts.push_back({o.info, o.tally.verdict(), scope, e});
+  });
+}
+
+void CaptureChecks::frame(std::uint64_t number, int linktype, std::int64_t ts_sec, std::int64_t ts_usec,
+                          std::uint32_t orig_len, protocols::Bytes data) {
+  if (finished_) {
+    ++skipped_;
+    return;
+  }
+  if (!run_) {
+    linktype_ = linktype;
+    run_ = std::make_unique<CheckRun>(*checker_, "capture", linktype, out_);
+  }
+  if (linktype != linktype_) {
+    ++skipped_;
+    return;
+  }
+  captures::io::Frame f;
+  f.number = number;
+  f.ts_sec = ts_sec;
+  f.ts_usec = ts_usec;
+  f.orig_len = orig_len;
+  f.caplen = static_cast<std::uint32_t>(data.size());
+  f.data = data;
+  run_->frame(f);
+}
+
+void CaptureChecks::finish() {
+  if (finished_) return;
+  finished_ = true;
+  if (run_) run_->finish();
+}
+
+const FrameNotes* CaptureChecks::notes(std::uint64_t frame) const {
+  auto it = notes_.find(frame);
+  return it == notes_.end() ? nullptr : &it->second;
+}
+
+}  // namespace rdmaconf::dissectors
