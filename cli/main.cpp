@@ -128,7 +128,7 @@ int main(int argc, char** argv) {
   check->add_option("--junit", junit_out, "write a JUnit XML report to FILE");
   check->add_option("--cases", patterns, "only cases whose ID matches the glob PATTERN (comma-separated; repeatable)");
   check->add_flag("--strict", strict, "also run SHOULD- and MAY-level cases");
-  std::uint64_t idle_timeout_s = 600, reassembly_mib = 256;
+  std::uint64_t idle_timeout_s = conformance::kDefaultIdleTimeoutS, reassembly_mib = 256;
   std::string shard_flag;
   bool list_inputs = false;
   check->add_option("--shard", shard_flag,

@@ -15,6 +15,10 @@
 
 namespace rdmaconf::conformance {
 
+// `rdmaconf check`'s default for the idle time that ends a connection or
+// conversation (the Wireshark plugin uses the same, so that both agree).
+inline constexpr std::uint64_t kDefaultIdleTimeoutS = 600;
+
 struct CheckOptions {
   std::vector<std::string> case_patterns;  // globs; empty = all
   bool strict = false;                     // also SHOULD and MAY cases

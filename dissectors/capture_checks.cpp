@@ -19,6 +19,7 @@ CaptureChecks::CaptureChecks(bool strict) {
   CheckOptions o;
   o.strict = strict;
   o.hash = false;
+  o.reassembly.idle_timeout_us = static_cast<std::int64_t>(kDefaultIdleTimeoutS) * 1000000;
   // Units of every family, each stored on the frame it ends in.
   o.on_unit = [this](const ProtocolFamily& f, const nlohmann::json& j) {
     const Listing* listing = nullptr;

@@ -1,0 +1,174 @@
+// The Wireshark plugin's core without Wireshark: frames pushed one at a time
+// reach the verdicts the golden manifests state (how each capture was made),
+// the same frames carry the same verdicts as a file checked whole, and every
+// key of every unit it stores is one the plugin registers a field for.
+#include "dissectors/capture_checks.hpp"
+
+#include <boost/test/unit_test.hpp>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "captures/io/pcap_reader.hpp"
+#include "protocols/core/header.hpp"
+
+namespace fs = std::filesystem;
+using namespace rdmaconf;
+using namespace rdmaconf::conformance;
+
+namespace {
+
+const fs::path kGolden = fs::path(RDMACONF_SOURCE_DIR) / "captures" / "golden";
+
+nlohmann::json manifest(const fs::path& pcap) {
+  std::ifstream f(pcap.parent_path() / (pcap.stem().string() + ".manifest.json"));
+  return nlohmann::json::parse(f);
+}
+
+// Pushes every frame of a capture, as the plugin does on Wireshark's first pass.
+std::unique_ptr<dissectors::CaptureChecks> push(const fs::path& pcap, std::uint64_t& frames) {
+  auto c = std::make_unique<dissectors::CaptureChecks>(true);
+  std::string err;
+  auto r = captures::io::PcapReader::open(pcap.string(), err, false);
+  BOOST_TEST_REQUIRE(r != nullptr, err);
+  frames = 0;
+  while (auto f = r->next()) {
+    c->frame(f->number, r->linktype(), f->ts_sec, f->ts_usec, f->orig_len, f->data);
+    frames = f->number;
+  }
+  c->finish();
+  return c;
+}
+
+using Pairs = std::set<std::tuple<std::uint64_t, std::string, std::string>>;  // frame, case, verdict
+
+Pairs stored(const dissectors::CaptureChecks& c, std::uint64_t frames) {
+  Pairs p;
+  for (std::uint64_t f = 1; f <= frames; ++f)
+    if (const auto* n = c.notes(f))
+      for (const auto& v : n->verdicts) p.emplace(f, std::string(v.info->id), std::string(verdict_name(v.verdict)));
+  return p;
+}
+
+std::vector<fs::path> golden() {
+  std::vector<fs::path> v;
+  for (const auto& e : fs::directory_iterator(kGolden))
+    if (e.path().extension() == ".pcap") v.push_back(e.path());
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(capture_checks)
+
+// A case the manifest expects to FAIL shows a FAIL on some frame; one it
+// expects to PASS or to be NOT_APPLICABLE shows none.
+BOOST_AUTO_TEST_CASE(pushed_frames_reach_the_manifest_verdicts) {
+  int expected_fails = 0;
+  for (const auto& pcap : golden()) {
+    std::uint64_t frames = 0;
+    const auto c = push(pcap, frames);
+    std::set<std::string> failed;
+    for (const auto& [f, id, v] : stored(*c, frames))
+      if (v == "FAIL") failed.insert(id);
+    BOOST_TEST_CONTEXT(pcap.filename().string()) {
+      const auto m = manifest(pcap);
+      for (const auto& [id, v] : m["expected"].items()) {
+        if (v == "FAIL") {
+          BOOST_TEST(failed.count(id) == 1, id << " should FAIL on a frame");
+          ++expected_fails;
+        } else if (v == "PASS" || v == "NOT_APPLICABLE") {
+          BOOST_TEST(failed.count(id) == 0, id << " should not FAIL");
+        }
+      }
+    }
+  }
+  BOOST_TEST(expected_fails > 50);
+}
+
+// The frames and verdicts stored from pushed frames are those of the same
+// capture checked as a file, by the rule the plugin shows them with.
+BOOST_AUTO_TEST_CASE(pushed_frames_match_the_file_check) {
+  CheckOptions o;
+  o.strict = true;
+  o.hash = false;
+  o.reassembly.idle_timeout_us = static_cast<std::int64_t>(kDefaultIdleTimeoutS) * 1000000;
+  const Checker checker(o);
+  std::size_t pairs = 0;
+  for (const auto& pcap : golden()) {
+    std::uint64_t frames = 0;
+    const auto c = push(pcap, frames);
+    const auto whole = checker.check_file(pcap.string());
+    Pairs want;
+    for (const auto& s : whole.scopes)
+      dissectors::each_shown_verdict(s, [&](std::uint64_t f, const CaseOutcome& out, const Evidence&) {
+        want.emplace(f, std::string(out.info->id), std::string(verdict_name(out.tally.verdict())));
+      });
+    BOOST_TEST((stored(*c, frames) == want), pcap.filename().string());
+    BOOST_TEST(c->result().stats.frames == whole.stats.frames);
+    pairs += want.size();
+  }
+  BOOST_TEST(pairs > 100u);
+}
+
+// Every key of every stored unit is declared: a value of its listing, or an
+// object holding one of its family's header tables field for field.
+BOOST_AUTO_TEST_CASE(every_unit_key_is_declared) {
+  std::size_t units = 0;
+  std::set<std::string> families_seen;
+  for (const auto& pcap : golden()) {
+    std::uint64_t frames = 0;
+    const auto c = push(pcap, frames);
+    for (std::uint64_t f = 1; f <= frames; ++f) {
+      const auto* n = c->notes(f);
+      if (!n) continue;
+      for (const auto& u : n->units) {
+        BOOST_TEST_REQUIRE(u.listing != nullptr);
+        ++units;
+        const ProtocolFamily* fam = nullptr;
+        for (const auto& [pf, ls] : dissectors::CaptureChecks::listings())
+          if (!ls.empty() && &ls.front() == u.listing) fam = pf;
+        BOOST_TEST_REQUIRE(fam != nullptr);
+        families_seen.insert(std::string(fam->name()));
+        BOOST_TEST(u.unit.value("frame", std::uint64_t{0}) == f);
+        for (const auto& [k, v] : u.unit.items()) {
+          if (v.is_object()) {
+            bool matched = false;
+            for (const auto* h : fam->headers()) {
+              if (h->fields.size() != v.size()) continue;
+              bool all = true;
+              for (const auto& fd : h->fields) all &= v.contains(std::string(fd.abbrev));
+              matched |= all;
+            }
+            BOOST_TEST(matched, pcap.filename().string() << " frame " << f << ": " << k << " is no header table");
+          } else {
+            bool declared = false;
+            for (const auto& fd : u.listing->fields) declared |= fd.abbrev == k;
+            BOOST_TEST(declared, pcap.filename().string() << ": " << k << " is not declared");
+          }
+        }
+      }
+    }
+  }
+  BOOST_TEST(units > 1000u);
+  BOOST_TEST(families_seen.size() >= 2u);
+}
+
+// Frames of another link type than the first frame's, and frames after
+// the pass ended, are counted and left out.
+BOOST_AUTO_TEST_CASE(frames_it_cannot_take_are_counted) {
+  dissectors::CaptureChecks c(false);
+  const std::byte junk[20] = {};
+  c.frame(1, 1, 0, 0, 20, junk);
+  c.frame(2, 113, 0, 0, 20, junk);
+  c.finish();
+  c.frame(3, 1, 0, 0, 20, junk);
+  BOOST_TEST(c.skipped_frames() == 2u);
+  BOOST_TEST(c.result().stats.frames == 1u);
+  BOOST_TEST(c.finished());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
