@@ -28,7 +28,7 @@ struct CheckOptions {
   // A family's decoded listing (`rdmaconf fpdus`): its name, and what gets
   // each unit (every family's units when the name is empty and on_unit is set).
   std::string listing_family;
-  std::function<void(const ProtocolFamily&, const nlohmann::json&)> on_unit;
+  std::function<void(const ProtocolFamily&, nlohmann::json&&)> on_unit;
   // Compute each capture's SHA-256 (for the JSON report), on a second thread.
   bool hash = true;
   // TCP reassembly's bounds: per connection, for all together, and the

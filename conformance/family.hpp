@@ -73,7 +73,7 @@ class RunContext {
   // scope ends only with its protocol's close or the capture).
   std::int64_t idle_timeout_us() const { return idle_timeout_us_; }
   // Set by `rdmaconf <listing>`: called with every decoded unit as JSON.
-  std::function<void(const nlohmann::json&)> on_unit;
+  std::function<void(nlohmann::json&&)> on_unit;
 
  private:
   InputResult& out_;

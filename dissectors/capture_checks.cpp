@@ -21,12 +21,12 @@ CaptureChecks::CaptureChecks(bool strict) {
   o.hash = false;
   o.reassembly.idle_timeout_us = static_cast<std::int64_t>(kDefaultIdleTimeoutS) * 1000000;
   // Units of every family, each stored on the frame it ends in.
-  o.on_unit = [this](const ProtocolFamily& f, const nlohmann::json& j) {
+  o.on_unit = [this](const ProtocolFamily& f, nlohmann::json&& j) {
     const Listing* listing = nullptr;
     for (const auto& [fam, ls] : listings())
       if (fam == &f && !ls.empty()) listing = &ls.front();
     const auto frame = j.value("frame", std::uint64_t{0});
-    if (frame) notes_[frame].units.push_back({listing, j});
+    if (frame) notes_[frame].units.push_back({listing, std::move(j)});
   };
   // Scopes that end (a connection closed, a conversation idle) are stored
   // at once; the rest when the pass ends.
