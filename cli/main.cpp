@@ -159,14 +159,15 @@ int main(int argc, char** argv) {
   // Each family's decoded listing (`rdmaconf fpdus PATH`, ...).
   struct ListingCommand {
     CLI::App* cmd;
-    std::string family;
+    std::string family, unit;
     std::string path;
   };
   std::vector<ListingCommand> listings;
   listings.reserve(families.size() * 4);
   for (const auto* f : families)
     for (const auto& l : f->listings()) {
-      listings.push_back({app.add_subcommand(std::string(l.command), std::string(l.help)), std::string(f->name()), {}});
+      listings.push_back({app.add_subcommand(std::string(l.command), std::string(l.help)), std::string(f->name()),
+                          std::string(l.unit), {}});
       listings.back().cmd->add_option("path", listings.back().path, "capture file")->required();
     }
 
@@ -229,7 +230,8 @@ int main(int argc, char** argv) {
     o.case_patterns = {"-"};  // no case runs: decoding only
     o.hash = false;
     o.listing_family = l.family;
-    o.on_unit = [](const conformance::ProtocolFamily&, const nlohmann::json& j) { std::cout << j.dump() << "\n"; };
+    o.listing_unit = l.unit;
+    o.on_unit = [](const conformance::ProtocolFamily&, std::string_view, const nlohmann::json& j) { std::cout << j.dump() << "\n"; };
     const auto r = conformance::Checker(o).check_file(l.path);
     if (!r.error.empty()) {
       std::cerr << "rdmaconf: " << r.error << "\n";

@@ -117,7 +117,9 @@ struct CheckRun::Impl {
       contexts.push_back(std::make_unique<RunContext>(out, opt.family_options, a.cases, [this](ScopeResult&& r) { sink(std::move(r)); },
                                                       opt.reassembly.idle_timeout_us));
       if (opt.on_unit && (opt.listing_family.empty() || a.family->name() == opt.listing_family))
-        contexts.back()->on_unit = [this, f = a.family](nlohmann::json&& j) { opt.on_unit(*f, std::move(j)); };
+        contexts.back()->on_unit = [this, f = a.family](std::string_view unit, nlohmann::json&& j) {
+          if (opt.listing_unit.empty() || unit == opt.listing_unit) opt.on_unit(*f, unit, std::move(j));
+        };
       runs.push_back(a.family->start(*contexts.back()));
       FamilyRun* run = runs.back().get();
       if (a.claims.tcp_streams)

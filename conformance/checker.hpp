@@ -25,10 +25,10 @@ struct CheckOptions {
   FamilyOptions family_options;            // the families' own options (--roce-port ...)
   // Called now and then with octets read so far and the file size.
   std::function<void(std::uint64_t, std::uint64_t)> progress;
-  // A family's decoded listing (`rdmaconf fpdus`): its name, and what gets
-  // each unit (every family's units when the name is empty and on_unit is set).
-  std::string listing_family;
-  std::function<void(const ProtocolFamily&, nlohmann::json&&)> on_unit;
+  // A decoded listing (`rdmaconf fpdus`): its family and unit names, and
+  // what gets each unit (every listing's units when the names are empty).
+  std::string listing_family, listing_unit;
+  std::function<void(const ProtocolFamily&, std::string_view unit, nlohmann::json&&)> on_unit;
   // Compute each capture's SHA-256 (for the JSON report), on a second thread.
   bool hash = true;
   // TCP reassembly's bounds: per connection, for all together, and the

@@ -72,8 +72,9 @@ class RunContext {
   // A scope with no traffic for this long in capture time has ended (0: a
   // scope ends only with its protocol's close or the capture).
   std::int64_t idle_timeout_us() const { return idle_timeout_us_; }
-  // Set by `rdmaconf <listing>`: called with every decoded unit as JSON.
-  std::function<void(nlohmann::json&&)> on_unit;
+  // Set by `rdmaconf <listing>` and the dissector: called with every decoded
+  // unit as JSON, with the name of its listing's unit (Listing::unit).
+  std::function<void(std::string_view unit, nlohmann::json&&)> on_unit;
 
  private:
   InputResult& out_;

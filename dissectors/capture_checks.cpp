@@ -21,10 +21,12 @@ CaptureChecks::CaptureChecks(bool strict) {
   o.hash = false;
   o.reassembly.idle_timeout_us = static_cast<std::int64_t>(kDefaultIdleTimeoutS) * 1000000;
   // Units of every family, each stored on the frame it ends in.
-  o.on_unit = [this](const ProtocolFamily& f, nlohmann::json&& j) {
+  o.on_unit = [this](const ProtocolFamily& f, std::string_view unit, nlohmann::json&& j) {
     const Listing* listing = nullptr;
     for (const auto& [fam, ls] : listings())
-      if (fam == &f && !ls.empty()) listing = &ls.front();
+      if (fam == &f)
+        for (const auto& l : ls)
+          if (l.unit == unit) listing = &l;
     const auto frame = j.value("frame", std::uint64_t{0});
     if (frame) notes_[frame].units.push_back({listing, std::move(j)});
   };

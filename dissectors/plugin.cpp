@@ -236,8 +236,12 @@ void show_unit(proto_tree* t, tvbuff_t* tvb, const dissectors::FrameUnit& u) {
     for (const auto& d : u.listing->fields)
       if (auto it = u.unit.find(std::string(d.abbrev)); it != u.unit.end())
         if (const Field* f = reg().find(prefix + std::string(d.abbrev))) add_value(sub, tvb, *f, *it);
-  for (const auto& [k, v] : u.unit.items())
+  for (const auto& [k, v] : u.unit.items()) {
     if (v.is_object()) add_header(sub, tvb, k, v);
+    if (v.is_array())
+      for (const auto& x : v)
+        if (x.is_object()) add_header(sub, tvb, k, x);
+  }
 }
 
 std::string_view verdict_word(Verdict v) { return conformance::verdict_name(v); }
@@ -270,9 +274,11 @@ void show_verdict(proto_tree* t, packet_info* pinfo, tvbuff_t* tvb, const dissec
   // The expert entry, at the requirement's level.
   const auto ce = reg().case_experts.find(c.id);
   if (ce == reg().case_experts.end()) return;
-  std::string msg = fmt::format("{} {}: {}", verdict_word(fv.verdict), c.id, c.requirement);
-  if (!e.expected.empty() || !e.actual.empty()) msg += fmt::format(" (expected {}, actual {})", e.expected, e.actual);
-  else if (!e.detail.empty()) msg += fmt::format(" ({})", e.detail);
+  // What was found first (the item is cut at 240 characters), then the requirement.
+  std::string msg = fmt::format("{} {}: ", verdict_word(fv.verdict), c.id);
+  if (!e.expected.empty() || !e.actual.empty()) msg += fmt::format("expected {}, actual {}. ", e.expected, e.actual);
+  else if (!e.detail.empty()) msg += fmt::format("{}. ", e.detail);
+  msg += fmt::format("{} {}: {}", c.spec, c.section, c.requirement);
   expert_add_info_format(pinfo, top, fv.verdict == Verdict::fail ? ce->second.first : ce->second.second, "%s", msg.c_str());
 }
 

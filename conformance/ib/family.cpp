@@ -199,7 +199,7 @@ class Run final : public FamilyRun {
       e.facts = &c.qp.packet(e.dir, *pkt, p.frame, damaged);
     }
     if (e.facts) record_artefacts(c.scope, e, *pkt);
-    if (ctx_.on_unit) ctx_.on_unit(packet_json(e));
+    if (ctx_.on_unit) ctx_.on_unit("packet", packet_json(e));
     for (std::size_t i = 0; i < cases_.size(); ++i) {
       // A damaged packet's fields may be the link's doing, not the sender's.
       if (damaged && infos_[i]->id != "roce.icrc" && infos_[i]->id != "ib.vcrc") continue;

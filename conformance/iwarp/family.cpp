@@ -62,6 +62,19 @@ constexpr FieldDef kFpduFields[] = {
     {"crc", "CRC", 0, 32, Display::hex},
     {"crc_ok", "CRC correct", 0, 1, Display::flag},
     {"markers", "Markers", 0, 16},
+    {"markers_ok", "Marker pointers correct", 0, 1, Display::flag},
+};
+
+// The values of an MPA Request or Reply unit that are not header fields (rr_json's keys).
+constexpr FieldDef kMpaFields[] = {
+    {"frame", "Last frame", 0, 32},
+    {"first_frame", "First frame", 0, 32},
+    {"dir", "Direction", 0, 1},
+    {"offset", "Stream offset", 0, 64},
+    {"from_initiator", "From the initiator", 0, 1, Display::flag},
+    {"kind", "Kind", 0, 8, Display::ascii},
+    {"private_data", "Private data", 0, 8, Display::ascii},
+    {"error", "Not decoded", 0, 8, Display::ascii},
 };
 
 constexpr const protocols::HeaderDef* kHeaders[] = {
@@ -74,11 +87,49 @@ nlohmann::json fpdu_json(const FpduEvent& e) {
   nlohmann::json j = {{"frame", e.last_frame}, {"first_frame", e.first_frame}, {"dir", e.dir}, {"offset", e.offset},
                       {"ulpdu_length", e.fpdu->ulpdu_len}, {"crc", e.fpdu->crc_wire}, {"markers", e.markers.size()}};
   if (e.crc_in_use) j["crc_ok"] = e.fpdu->crc_wire == e.crc_computed;
+  if (!e.markers.empty()) {
+    // Each marker as its table gives it, and whether every one points back
+    // to the start of its FPDU with zero reserved bits (RFC 5044 §5).
+    bool ok = true;
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& m : e.markers) {
+      list.push_back(protocols::Header::with(pi::kMpaMarker, {{pi::MpaMarker::rsvd, m.rsvd}, {pi::MpaMarker::fpduptr, m.fpduptr}}));
+      ok &= m.rsvd == 0 && m.fpduptr == m.expected_ptr;
+    }
+    j["marker_list"] = std::move(list);
+    j["markers_ok"] = ok;
+  }
   if (e.ddp->ok()) {
     const auto& s = **e.ddp;
     j["ddp"] = s.ddp;
     if (s.body) j["rdmap"] = *s.body;
   }
+  return j;
+}
+
+// `rdmaconf mpa-frames`: one MPA Request or Reply as JSON.
+nlohmann::json rr_json(const RrEvent& e) {
+  nlohmann::json j = {{"frame", e.last_frame}, {"first_frame", e.first_frame}, {"dir", e.dir}, {"offset", e.offset},
+                      {"from_initiator", e.from_initiator}};
+  if (!e.frame) {
+    j["error"] = "not a decodable MPA Request or Reply";
+    return j;
+  }
+  const auto kind = e.frame->kind();
+  j["kind"] = kind == pi::MpaFrameKind::request ? "request" : kind == pi::MpaFrameKind::reply ? "reply" : "unknown key";
+  j["mpa"] = e.frame->hdr;
+  if (e.frame->v2) j["mpa_v2"] = *e.frame->v2;
+  // Private data as text where it is printable (what applications put there), else hex.
+  const auto pd = e.frame->private_data.subspan(e.frame->v2 ? pi::kMpaV2.size : 0);
+  std::string text;
+  bool printable = true;
+  for (auto b : pd) {
+    const auto c = static_cast<unsigned char>(b);
+    printable &= c >= 0x20 && c < 0x7f;
+    text += fmt::format("{:02x}", c);
+  }
+  if (printable) text.assign(reinterpret_cast<const char*>(pd.data()), pd.size());
+  if (!pd.empty()) j["private_data"] = text;
   return j;
 }
 
@@ -102,7 +153,9 @@ class Family final : public ProtocolFamily {
     return c;
   }
   std::vector<Listing> listings() const override {
-    return {{"fpdus", "list every FPDU decoded from a capture, one JSON object per line", "fpdu", "FPDU", kFpduFields}};
+    return {{"fpdus", "list every FPDU decoded from a capture, one JSON object per line", "fpdu", "FPDU", kFpduFields},
+            {"mpa-frames", "list every MPA Request and Reply decoded from a capture, one JSON object per line", "mpa",
+             "MPA Request/Reply", kMpaFields}};
   }
   std::span<const protocols::HeaderDef* const> headers() const override { return kHeaders; }
   std::unique_ptr<FamilyRun> start(RunContext& ctx) const override;
@@ -151,11 +204,12 @@ class Run final : public FamilyRun, public TcpSink {
       }
     }
     void on_rr(const RrEvent& e) override {
+      if (run->ctx_.on_unit) run->ctx_.on_unit("mpa", rr_json(e));
       label();
       each(IwarpCase::rr, [&](const IwarpCase& k, CaseCtx& c) { k.on_rr(c, view, e); });
     }
     void on_fpdu(const FpduEvent& e) override {
-      if (run->ctx_.on_unit) run->ctx_.on_unit(fpdu_json(e));
+      if (run->ctx_.on_unit) run->ctx_.on_unit("fpdu", fpdu_json(e));
       // An FPDU that fails its CRC may carry the link's damage: its content
       // feeds no case but the CRC's, and what it hides (a request, a segment)
       // is a hole the cases that need it see. (A CRC field of zero is one the

@@ -47,7 +47,7 @@ class ToyRun final : public FamilyRun {
     ++frames_;
     auto& s = scopes_.try_emplace(udp ? 1 : 0, infos_.size()).first->second;
     s.sides[0] = udp ? "UDP sender" : "Ethernet sender";
-    if (ctx_.on_unit) ctx_.on_unit({{"frame", p.frame}, {"octets", msg.size()}});
+    if (ctx_.on_unit) ctx_.on_unit("message", {{"frame", p.frame}, {"octets", msg.size()}});
     if (msg.empty()) return ctx_.undecodable(fmt::format("frame {}: toy message without its count octet", p.frame));
     for (std::size_t i = 0; i < infos_.size(); ++i) {
       CaseCtx c = s.ctx(i);
@@ -201,7 +201,7 @@ BOOST_AUTO_TEST_CASE(the_checker_gives_a_family_what_it_claims) {
   o.case_patterns = {"-"};
   o.listing_family = "toy";
   std::vector<std::uint64_t> listed;
-  o.on_unit = [&](const conformance::ProtocolFamily&, const nlohmann::json& j) { listed.push_back(j["frame"].get<std::uint64_t>()); };
+  o.on_unit = [&](const conformance::ProtocolFamily&, std::string_view, const nlohmann::json& j) { listed.push_back(j["frame"].get<std::uint64_t>()); };
   (void)Checker(o).check_file(path.string());
   BOOST_TEST(listed == (std::vector<std::uint64_t>{1, 2, 3, 4}));
   fs::remove(path);

@@ -119,6 +119,7 @@ BOOST_AUTO_TEST_CASE(pushed_frames_match_the_file_check) {
 BOOST_AUTO_TEST_CASE(every_unit_key_is_declared) {
   std::size_t units = 0;
   std::set<std::string> families_seen;
+  std::map<std::string, std::size_t> units_by_kind;
   for (const auto& pcap : golden()) {
     std::uint64_t frames = 0;
     const auto c = push(pcap, frames);
@@ -128,22 +129,29 @@ BOOST_AUTO_TEST_CASE(every_unit_key_is_declared) {
       for (const auto& u : n->units) {
         BOOST_TEST_REQUIRE(u.listing != nullptr);
         ++units;
+        ++units_by_kind[std::string(u.listing->unit)];
         const ProtocolFamily* fam = nullptr;
         for (const auto& [pf, ls] : dissectors::CaptureChecks::listings())
-          if (!ls.empty() && &ls.front() == u.listing) fam = pf;
+          for (const auto& l : ls)
+            if (&l == u.listing) fam = pf;
         BOOST_TEST_REQUIRE(fam != nullptr);
         families_seen.insert(std::string(fam->name()));
         BOOST_TEST(u.unit.value("frame", std::uint64_t{0}) == f);
+        auto is_table = [&](const nlohmann::json& v) {
+          bool matched = false;
+          for (const auto* h : fam->headers()) {
+            if (h->fields.size() != v.size()) continue;
+            bool all = true;
+            for (const auto& fd : h->fields) all &= v.contains(std::string(fd.abbrev));
+            matched |= all;
+          }
+          return matched;
+        };
         for (const auto& [k, v] : u.unit.items()) {
           if (v.is_object()) {
-            bool matched = false;
-            for (const auto* h : fam->headers()) {
-              if (h->fields.size() != v.size()) continue;
-              bool all = true;
-              for (const auto& fd : h->fields) all &= v.contains(std::string(fd.abbrev));
-              matched |= all;
-            }
-            BOOST_TEST(matched, pcap.filename().string() << " frame " << f << ": " << k << " is no header table");
+            BOOST_TEST(is_table(v), pcap.filename().string() << " frame " << f << ": " << k << " is no header table");
+          } else if (v.is_array()) {
+            for (const auto& x : v) BOOST_TEST(is_table(x), pcap.filename().string() << ": " << k << " holds no header table");
           } else {
             bool declared = false;
             for (const auto& fd : u.listing->fields) declared |= fd.abbrev == k;
@@ -155,6 +163,9 @@ BOOST_AUTO_TEST_CASE(every_unit_key_is_declared) {
   }
   BOOST_TEST(units > 1000u);
   BOOST_TEST(families_seen.size() >= 2u);
+  BOOST_TEST(units_by_kind["mpa"] > 50u);
+  BOOST_TEST(units_by_kind["fpdu"] > 500u);
+  BOOST_TEST(units_by_kind["packet"] > 500u);
 }
 
 // Frames of another link type than the first frame's, and frames after

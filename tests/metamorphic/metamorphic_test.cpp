@@ -300,7 +300,8 @@ std::optional<Capture> plant_ddp_version(const Capture& orig, std::size_t from, 
   conformance::CheckOptions o;
   o.hash = false;
   o.listing_family = "iwarp";
-  o.on_unit = [&](const conformance::ProtocolFamily&, const nlohmann::json& j) { units.push_back(j); };
+  o.listing_unit = "fpdu";
+  o.on_unit = [&](const conformance::ProtocolFamily&, std::string_view, const nlohmann::json& j) { units.push_back(j); };
   conformance::Checker(o).check_file(tmp.path);
   std::map<std::string, int> seen;  // FPDUs per flow (one direction of one connection) so far
   for (const auto& u : units) {
