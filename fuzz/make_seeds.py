@@ -42,6 +42,12 @@ for cap in sorted(os.listdir(golden)):
     streams = {}
     roce = b""
     put("fuzz_capture", cap, open(path, "rb").read())
+    # fuzz_dissector: the link type's choice octet (strict), then each frame
+    # with its 2-octet length, as the plugin pushes them
+    linktype = struct.unpack_from("<I", open(path, "rb").read(24), 20)[0]
+    choice = {1: 0, 113: 1, 276: 2, 101: 3, 228: 4, 229: 5, 247: 6}.get(linktype, 0)
+    frames = [f[:0x7fff] for f in records(path)]
+    put("fuzz_dissector", cap, bytes([0x80 | choice]) + b"".join(struct.pack(">H", len(f)) + f for f in frames))
     if struct.unpack_from("<I", open(path, "rb").read(24), 20)[0] == 247:
         # native InfiniBand: fuzz_link's link type 7 is LINKTYPE_INFINIBAND;
         # the transport packet follows the LRH (and the GRH when LNH is 3)
