@@ -3,6 +3,7 @@
 // the cases of RFC 5044, RFC 6581, RFC 5041, RFC 5040 and RFC 7306.
 #include "conformance/iwarp/family.hpp"
 
+#include <array>
 #include <bit>
 #include <map>
 
@@ -52,30 +53,46 @@ namespace pi = protocols::iwarp;
 using protocols::Display;
 using protocols::FieldDef;
 
-// The values of an FPDU unit that are not header fields (fpdu_json's keys).
-constexpr FieldDef kFpduFields[] = {
+// Where a unit of a TCP stream sits: the first keys of every iWARP unit (place_json's).
+constexpr FieldDef kPlaceFields[] = {
     {"frame", "Last frame", 0, 32},
     {"first_frame", "First frame", 0, 32},
     {"dir", "Direction", 0, 1},
     {"offset", "Stream offset", 0, 64},
+};
+
+nlohmann::json place_json(int dir, std::uint64_t first_frame, std::uint64_t last_frame, std::uint64_t offset) {
+  return {{"frame", last_frame}, {"first_frame", first_frame}, {"dir", dir}, {"offset", offset}};
+}
+
+// A unit's declared values: its place, then its own.
+template <std::size_t N>
+constexpr std::array<FieldDef, std::size(kPlaceFields) + N> placed(const FieldDef (&own)[N]) {
+  std::array<FieldDef, std::size(kPlaceFields) + N> all{};
+  std::size_t i = 0;
+  for (const auto& f : kPlaceFields) all[i++] = f;
+  for (const auto& f : own) all[i++] = f;
+  return all;
+}
+
+// The values of an FPDU unit that are not header fields (fpdu_json's keys).
+constexpr FieldDef kFpduOwn[] = {
     {"ulpdu_length", "ULPDU length", 0, 16},
     {"crc", "CRC", 0, 32, Display::hex},
     {"crc_ok", "CRC correct", 0, 1, Display::flag},
     {"markers", "Markers", 0, 16},
     {"markers_ok", "Marker pointers correct", 0, 1, Display::flag},
 };
+constexpr auto kFpduFields = placed(kFpduOwn);
 
 // The values of an MPA Request or Reply unit that are not header fields (rr_json's keys).
-constexpr FieldDef kMpaFields[] = {
-    {"frame", "Last frame", 0, 32},
-    {"first_frame", "First frame", 0, 32},
-    {"dir", "Direction", 0, 1},
-    {"offset", "Stream offset", 0, 64},
+constexpr FieldDef kMpaOwn[] = {
     {"from_initiator", "From the initiator", 0, 1, Display::flag},
     {"kind", "Kind", 0, 8, Display::ascii},
     {"private_data", "Private data", 0, 8, Display::ascii},
     {"error", "Not decoded", 0, 8, Display::ascii},
 };
+constexpr auto kMpaFields = placed(kMpaOwn);
 
 constexpr const protocols::HeaderDef* kHeaders[] = {
     &pi::kMpaRr, &pi::kMpaV2, &pi::kMpaFpdu, &pi::kMpaMarker, &pi::kDdpTagged, &pi::kDdpUntagged, &pi::kReadRequest,
@@ -84,8 +101,10 @@ constexpr const protocols::HeaderDef* kHeaders[] = {
 
 // `rdmaconf fpdus`: one FPDU as JSON.
 nlohmann::json fpdu_json(const FpduEvent& e) {
-  nlohmann::json j = {{"frame", e.last_frame}, {"first_frame", e.first_frame}, {"dir", e.dir}, {"offset", e.offset},
-                      {"ulpdu_length", e.fpdu->ulpdu_len}, {"crc", e.fpdu->crc_wire}, {"markers", e.markers.size()}};
+  nlohmann::json j = place_json(e.dir, e.first_frame, e.last_frame, e.offset);
+  j["ulpdu_length"] = e.fpdu->ulpdu_len;
+  j["crc"] = e.fpdu->crc_wire;
+  j["markers"] = e.markers.size();
   if (e.crc_in_use) j["crc_ok"] = e.fpdu->crc_wire == e.crc_computed;
   if (!e.markers.empty()) {
     // Each marker as its table gives it, and whether every one points back
@@ -109,8 +128,8 @@ nlohmann::json fpdu_json(const FpduEvent& e) {
 
 // `rdmaconf mpa-frames`: one MPA Request or Reply as JSON.
 nlohmann::json rr_json(const RrEvent& e) {
-  nlohmann::json j = {{"frame", e.last_frame}, {"first_frame", e.first_frame}, {"dir", e.dir}, {"offset", e.offset},
-                      {"from_initiator", e.from_initiator}};
+  nlohmann::json j = place_json(e.dir, e.first_frame, e.last_frame, e.offset);
+  j["from_initiator"] = e.from_initiator;
   if (!e.frame) {
     j["error"] = "not a decodable MPA Request or Reply";
     return j;
