@@ -35,6 +35,9 @@ extern "C" {
 #include <wiretap/pcap-encap.h>
 #include <wiretap/wtap.h>
 #include <ws_version.h>
+#if WIRESHARK_VERSION_MAJOR > 4 || (WIRESHARK_VERSION_MAJOR == 4 && WIRESHARK_VERSION_MINOR >= 2)
+#include <wsutil/plugins.h>
+#endif
 }
 
 #include "conformance/family.hpp"
