@@ -1,6 +1,10 @@
 #include "conformance/family.hpp"
 
 #include <algorithm>
+#include <charconv>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace rdmaconf::conformance {
 
@@ -11,6 +15,29 @@ constexpr std::size_t kMaxWarnings = 20;
 std::vector<std::uint64_t> option_values(const FamilyOptions& o, std::string_view name, std::vector<std::uint64_t> fallback) {
   const auto it = o.find(name);
   return it == o.end() || it->second.empty() ? fallback : it->second;
+}
+
+std::optional<std::string> parse_option(const OptionSpec& spec, std::string_view text, std::vector<std::uint64_t>& values) {
+  values.clear();
+  std::size_t i = 0;
+  while (i < text.size()) {
+    if (text[i] == ',' || text[i] == ' ' || text[i] == '\t') {
+      ++i;
+      continue;
+    }
+    std::uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(text.data() + i, text.data() + text.size(), v);
+    const std::size_t stop = static_cast<std::size_t>(end - text.data());
+    if (ec != std::errc() || (stop < text.size() && text[stop] != ',' && text[stop] != ' ' && text[stop] != '\t'))
+      return fmt::format("{}: '{}' is not a number", spec.name, text.substr(i, text.find_first_of(", \t", i) - i));
+    if (v > spec.max) return fmt::format("{}: {} is above {}", spec.name, v, spec.max);
+    if (!spec.allowed.empty() && std::find(spec.allowed.begin(), spec.allowed.end(), v) == spec.allowed.end())
+      return fmt::format("{}: {} is not one of {}", spec.name, v, fmt::join(spec.allowed, ", "));
+    values.push_back(v);
+    i = stop;
+  }
+  if (values.size() > 1 && !spec.repeatable) return fmt::format("{} takes one value, not {}", spec.name, values.size());
+  return std::nullopt;
 }
 
 void RunContext::undecodable(const std::string& message) {

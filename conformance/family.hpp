@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -36,6 +37,12 @@ struct OptionSpec {
   std::vector<std::uint64_t> allowed;  // empty: any value up to max
   std::uint64_t max = UINT64_MAX;
 };
+
+// An option's values given as text ("4791, 4792": numbers separated by
+// commas or blanks; one unless the option is repeatable), each checked
+// against the spec. Empty text gives no values. On error, returns a message
+// naming the option and the value.
+std::optional<std::string> parse_option(const OptionSpec& spec, std::string_view text, std::vector<std::uint64_t>& values);
 
 // What a family takes from a capture. The checker offers every TCP stream to
 // the families that read streams (each decides whether a stream is its own),

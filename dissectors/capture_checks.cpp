@@ -15,9 +15,10 @@ const std::vector<std::pair<const ProtocolFamily*, std::vector<Listing>>>& Captu
   return all;
 }
 
-CaptureChecks::CaptureChecks(bool strict) {
+CaptureChecks::CaptureChecks(bool strict, FamilyOptions options) {
   CheckOptions o;
   o.strict = strict;
+  o.family_options = std::move(options);
   o.hash = false;
   o.reassembly.idle_timeout_us = static_cast<std::int64_t>(kDefaultIdleTimeoutS) * 1000000;
   // Units of every family, each stored on the frame it ends in.

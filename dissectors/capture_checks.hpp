@@ -58,8 +58,9 @@ void each_shown_verdict(const conformance::ScopeResult& s, F&& f) {
 
 class CaptureChecks {
  public:
-  // `strict`: SHOULD and MAY cases too, as `rdmaconf check --strict`.
-  explicit CaptureChecks(bool strict);
+  // `strict`: SHOULD and MAY cases too, as `rdmaconf check --strict`;
+  // `options`: the families' own (`--roce-port` ...).
+  explicit CaptureChecks(bool strict, conformance::FamilyOptions options = {});
   ~CaptureChecks();
   // The next frame of the first pass. `linktype` is its pcap LINKTYPE_
   // value; the first frame's is the capture's, and frames of another are

@@ -17,6 +17,7 @@
 #define WS_BUILD_DLL
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <exception>
@@ -75,6 +76,14 @@ using protocols::HeaderDef;
 int proto_rdmaconf = -1;
 dissector_handle_t handle;
 gboolean pref_strict = TRUE;
+// The families' own options (`rdmaconf check --roce-port` ...) as text
+// preferences, by option; empty: the family's default.
+struct OptionPref {
+  const conformance::OptionSpec* spec;
+  const char* value = "";
+};
+std::deque<conformance::OptionSpec> option_specs;
+std::deque<OptionPref> option_prefs;
 
 // ---- Registered fields -------------------------------------------------
 
@@ -173,6 +182,7 @@ gint* ett_unit;
 gint* ett_header;
 gint* ett_verdict;
 expert_field* ei_internal;
+expert_field* ei_preference;
 
 // ---- Showing what is stored ----------------------------------------------
 
@@ -289,9 +299,19 @@ void show_verdict(proto_tree* t, packet_info* pinfo, tvbuff_t* tvb, const dissec
 
 std::unique_ptr<dissectors::CaptureChecks> checks;
 bool broken = false;  // the checker stopped (an internal error); shown once per frame after
+std::vector<std::string> preference_errors;  // shown on the first frame
 
 void capture_init() {
-  checks = std::make_unique<dissectors::CaptureChecks>(pref_strict != FALSE);
+  conformance::FamilyOptions options;
+  preference_errors.clear();
+  for (const auto& p : option_prefs) {
+    std::vector<std::uint64_t> values;
+    if (auto err = conformance::parse_option(*p.spec, p.value ? p.value : "", values))
+      preference_errors.push_back(*err + " (preference ignored)");
+    else if (!values.empty())
+      options[p.spec->name] = std::move(values);
+  }
+  checks = std::make_unique<dissectors::CaptureChecks>(pref_strict != FALSE, std::move(options));
   broken = false;
 }
 void capture_cleanup() { checks.reset(); }
@@ -334,6 +354,10 @@ int dissect_rdmaconf(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void*)
     broken = true;
     expert_add_info_format(pinfo, nullptr, ei_internal, "rdmaconf stopped checking at this frame: %s", ex.what());
     return 0;
+  }
+  if (pinfo->num == 1 && !preference_errors.empty()) {
+    proto_item* pi = proto_tree_add_item(tree, proto_rdmaconf, tvb, 0, 0, ENC_NA);
+    for (const auto& e : preference_errors) expert_add_info_format(pinfo, pi, ei_preference, "rdmaconf: %s", e.c_str());
   }
   const dissectors::FrameNotes* notes = checks->notes(pinfo->num);
   if (!notes) return 0;
@@ -404,6 +428,7 @@ void register_fields() {
     r.case_experts.emplace(c->id, std::make_pair(fail, inc));
   }
   ei_internal = expert("rdmaconf.internal", PI_MALFORMED, PI_ERROR, "rdmaconf stopped checking");
+  ei_preference = expert("rdmaconf.preference", PI_PROTOCOL, PI_WARN, "rdmaconf preference not understood");
   expert_module_t* em = expert_register_protocol(proto_rdmaconf);
   expert_register_field_array(em, r.ei.data(), static_cast<int>(r.ei.size()));
 }
@@ -415,6 +440,18 @@ void proto_register_rdmaconf() {
   prefs_register_bool_preference(m, "strict", "Judge SHOULD and MAY cases too",
                                  "As rdmaconf check --strict: SHOULD-level FAILs are warnings, MUST-level ones errors",
                                  &pref_strict);
+  // "--roce-port" becomes the preference rdmaconf.roce_port.
+  for (const auto* fam : conformance::Registry::get().families())
+    for (auto spec : fam->options()) {
+      const auto* s = &option_specs.emplace_back(std::move(spec));
+      std::string name = s->name.substr(s->name.find_first_not_of('-'));
+      std::replace(name.begin(), name.end(), '-', '_');
+      auto& p = option_prefs.emplace_back(OptionPref{s});
+      prefs_register_string_preference(m, reg().keep(name), reg().keep(fmt::format("{} ({})", s->name, fam->title())),
+                                       reg().keep(s->help + (s->repeatable ? "; several separated by commas" : "") +
+                                                  ". Empty: the default"),
+                                       &p.value);
+    }
   register_init_routine(capture_init);
   register_cleanup_routine(capture_cleanup);
   register_postseq_cleanup_routine(first_pass_done);

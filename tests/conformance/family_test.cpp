@@ -351,4 +351,24 @@ BOOST_AUTO_TEST_CASE(idle_conversations_end_in_capture_time) {
   fs::remove(twice);
 }
 
+// A family option given as text (the Wireshark plugin's preferences): lists,
+// limits and allowed values, each refusal naming the option and the value.
+BOOST_AUTO_TEST_CASE(options_parse_from_text) {
+  const OptionSpec ports{"--roce-port", "", true, {}, 65535};
+  const OptionSpec mtu{"--roce-mtu", "", false, {256, 1024}};
+  std::vector<std::uint64_t> v;
+  BOOST_TEST(!parse_option(ports, "4791, 4792 5000", v));
+  BOOST_TEST((v == std::vector<std::uint64_t>{4791, 4792, 5000}));
+  BOOST_TEST(!parse_option(ports, "", v));
+  BOOST_TEST(v.empty());
+  BOOST_TEST(!parse_option(mtu, "1024", v));
+  BOOST_TEST((v == std::vector<std::uint64_t>{1024}));
+  BOOST_TEST(*parse_option(ports, "47x", v) == "--roce-port: '47x' is not a number");
+  BOOST_TEST(*parse_option(ports, "70000", v) == "--roce-port: 70000 is above 65535");
+  BOOST_TEST(*parse_option(ports, "-1", v) == "--roce-port: '-1' is not a number");
+  BOOST_TEST(*parse_option(ports, "99999999999999999999999", v) == "--roce-port: '99999999999999999999999' is not a number");
+  BOOST_TEST(*parse_option(mtu, "512", v) == "--roce-mtu: 512 is not one of 256, 1024");
+  BOOST_TEST(*parse_option(mtu, "256,1024", v) == "--roce-mtu takes one value, not 2");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

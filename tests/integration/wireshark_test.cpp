@@ -75,8 +75,8 @@ struct Shown {
 
 // What tshark shows with the plugin, in two passes (the first feeds the
 // checker; the second shows every frame with all verdicts known).
-Shown shown(const fs::path& pcap) {
-  const auto r = run(tshark("-n -2 -r " + pcap.string() +
+Shown shown(const fs::path& pcap, const std::string& options = "") {
+  const auto r = run(tshark("-n -2 " + options + "-r " + pcap.string() +
                             " -Y 'rdmaconf.case || rdmaconf.internal' -T fields -E aggregator='|' -e frame.number"
                             " -e rdmaconf.case -e rdmaconf.verdict -e _ws.expert.message -e _ws.expert.severity 2>&1"));
   BOOST_TEST_REQUIRE(r.status == 0, pcap.string() << ": " << r.out);
@@ -208,6 +208,48 @@ BOOST_AUTO_TEST_CASE(verdicts_agree_with_check) {
                                  << ", INCONCLUSIVE pairs " << inconclusive_pairs << ", mismatches " << mismatches);
   BOOST_TEST(files.size() > 150u);
   BOOST_TEST(fail_pairs > 50u);
+  fs::remove_all(dir);
+}
+
+// A family option is a preference (`--roce-port` is rdmaconf.roce_port): a
+// RoCE capture moved to UDP port 4792 shows nothing from the plugin by
+// default, and with the preference the same pairs as `rdmaconf check
+// --roce-port 4792` (the move breaks every ICRC, which covers the ports).
+// A value the option refuses is named on frame 1 and ignored.
+BOOST_AUTO_TEST_CASE(family_options_are_preferences) {
+  const auto dir = temp_dir("wireshark-port");
+  fs::permissions(dir, fs::perms::all);
+  std::string pcap = slurp(fs::path(kGolden) / "roce-fault-icrc.pcap");
+  int moved = 0;
+  for (std::size_t off = 24; off + 16 <= pcap.size();) {
+    const auto u8 = [&](std::size_t i) { return static_cast<unsigned char>(pcap[i]); };
+    const std::size_t caplen = u8(off + 8) | u8(off + 9) << 8 | u8(off + 10) << 16 | static_cast<std::size_t>(u8(off + 11)) << 24;
+    const std::size_t f = off + 16, udp = f + 14 + (u8(f + 14) & 15u) * 4;
+    if (u8(f + 12) == 0x08 && u8(f + 13) == 0x00 && udp + 4 <= f + caplen && u8(udp + 2) == 0x12 && u8(udp + 3) == 0xb7) {
+      pcap[udp + 3] = static_cast<char>(0xb8);  // 4791 -> 4792
+      ++moved;
+    }
+    off = f + caplen;
+  }
+  BOOST_TEST_REQUIRE(moved > 10);
+  const auto moved_pcap = dir / "moved.pcap";
+  std::ofstream(moved_pcap, std::ios::binary) << pcap;
+  fs::permissions(moved_pcap, fs::perms::all);
+
+  BOOST_TEST(shown(moved_pcap).fail.empty());
+  const auto json = dir / "check.json";
+  const auto c = run(kBin + " check --strict --quiet --roce-port 4792 --json " + json.string() + " " + moved_pcap.string() + " 2>&1");
+  BOOST_TEST_REQUIRE(c.status == 1, c.out);
+  Pairs fail, inconclusive;
+  expected_pairs(nlohmann::json::parse(slurp(json))["inputs"][0], fail, inconclusive);
+  const Shown s = shown(moved_pcap, "-o rdmaconf.roce_port:4792 ");
+  BOOST_TEST(fail.size() >= conformance::Tally::kMaxEvidence);  // (evidence is kept up to this many per case)
+  BOOST_TEST((s.fail == fail));
+  BOOST_TEST((s.inconclusive == inconclusive));
+
+  const auto bad = run(tshark("-n -2 -o 'rdmaconf.roce_port:47x' -r " + moved_pcap.string() +
+                              " -Y frame.number==1 -T fields -e _ws.expert.message 2>&1"));
+  BOOST_TEST(bad.out.find("--roce-port: '47x' is not a number") != std::string::npos, bad.out);
   fs::remove_all(dir);
 }
 
