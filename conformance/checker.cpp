@@ -120,6 +120,7 @@ struct CheckRun::Impl {
         contexts.back()->on_unit = [this, f = a.family](std::string_view unit, nlohmann::json&& j) {
           if (opt.listing_unit.empty() || unit == opt.listing_unit) opt.on_unit(*f, unit, std::move(j));
         };
+      contexts.back()->on_warning = opt.on_warning;
       runs.push_back(a.family->start(*contexts.back()));
       FamilyRun* run = runs.back().get();
       if (a.claims.tcp_streams)
@@ -143,6 +144,7 @@ struct CheckRun::Impl {
     fan = std::make_unique<StreamFanOut>(stream_sinks, out.stats.tcp_connections);
     tcp = std::make_unique<TcpReassembler>(*fan, opt.reassembly);
     capture_ctx = std::make_unique<RunContext>(out, opt.family_options, std::vector<std::size_t>{});
+    capture_ctx->on_warning = opt.on_warning;
   }
 
   // Where ended scopes go: counted, then streamed out or kept.
@@ -157,11 +159,11 @@ struct CheckRun::Impl {
     ++out.stats.frames;
     // File-level sanity: warned with the frame number, never silent.
     if (f.caplen > f.orig_len)
-      capture_ctx->anomaly(fmt::format("frame {}: captured length {} is greater than the original length {} (an "
+      capture_ctx->anomaly(f.number, fmt::format("frame {}: captured length {} is greater than the original length {} (an "
                                        "inconsistent record; judged as captured)",
                                        f.number, f.caplen, f.orig_len));
     if (const std::int64_t ts = f.ts_sec * 1000000 + f.ts_usec; ts < latest_ts)
-      capture_ctx->anomaly(fmt::format("frame {}: timestamp {} us earlier than frame {}'s", f.number, latest_ts - ts, latest_frame));
+      capture_ctx->anomaly(f.number, fmt::format("frame {}: timestamp {} us earlier than frame {}'s", f.number, latest_ts - ts, latest_frame));
     else {
       latest_ts = ts;
       latest_frame = f.number;
@@ -179,7 +181,7 @@ struct CheckRun::Impl {
     const Dissected d = dissect(linktype, f);
     switch (d.status) {
       case DissectStatus::error:
-        capture_ctx->undecodable(d.error);
+        capture_ctx->undecodable(f.number, d.error);
         break;
       case DissectStatus::link:
         if (auto* r = owner(by_ethertype, d.pkt.ethertype)) r->packet(d.pkt);

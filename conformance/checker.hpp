@@ -29,6 +29,8 @@ struct CheckOptions {
   // what gets each unit (every listing's units when the names are empty).
   std::string listing_family, listing_unit;
   std::function<void(const ProtocolFamily&, std::string_view unit, nlohmann::json&&)> on_unit;
+  // Called with every warning of the input and its frame (RunContext::on_warning).
+  std::function<void(std::uint64_t frame, bool undecodable, const std::string& message)> on_warning;
   // Compute each capture's SHA-256 (for the JSON report), on a second thread.
   bool hash = true;
   // TCP reassembly's bounds: per connection, for all together, and the

@@ -40,13 +40,15 @@ std::optional<std::string> parse_option(const OptionSpec& spec, std::string_view
   return std::nullopt;
 }
 
-void RunContext::undecodable(const std::string& message) {
+void RunContext::undecodable(std::uint64_t frame, const std::string& message) {
+  if (on_warning) on_warning(frame, true, message);
   ++out_.stats.undecodable_frames;
   if (out_.warnings.size() < kMaxWarnings) out_.warnings.push_back(out_.path + ": " + message);
   ++out_.warnings_total;
 }
 
-void RunContext::anomaly(const std::string& message) {
+void RunContext::anomaly(std::uint64_t frame, const std::string& message) {
+  if (on_warning) on_warning(frame, false, message);
   ++out_.stats.capture_anomalies;
   if (out_.warnings.size() < kMaxWarnings) out_.warnings.push_back(out_.path + ": " + message);
   ++out_.warnings_total;

@@ -70,9 +70,12 @@ class RunContext {
   }
   // A frame the family claimed but could not decode: counted and, the first
   // few times, reported with the input's name.
-  void undecodable(const std::string& message);
+  void undecodable(std::uint64_t frame, const std::string& message);
   // A file-level oddity of one frame (warned, counted; the frame is still judged).
-  void anomaly(const std::string& message);
+  void anomaly(std::uint64_t frame, const std::string& message);
+  // Set by the dissector: called with every warning and its frame
+  // (`undecodable` true for a frame not decoded, false for an oddity).
+  std::function<void(std::uint64_t frame, bool undecodable, const std::string& message)> on_warning;
   // A scope that has ended (its connection closed, its conversation went
   // idle): handed on at once, so that the family keeps only open state.
   void scope_done(ScopeResult&& r) { sink_(std::move(r)); }

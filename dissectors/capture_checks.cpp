@@ -31,6 +31,9 @@ CaptureChecks::CaptureChecks(bool strict, FamilyOptions options) {
     const auto frame = j.value("frame", std::uint64_t{0});
     if (frame) notes_[frame].units.push_back({listing, std::move(j)});
   };
+  o.on_warning = [this](std::uint64_t frame, bool undecodable, const std::string& message) {
+    notes_[frame].warnings.push_back({undecodable, message});
+  };
   // Scopes that end (a connection closed, a conversation idle) are stored
   // at once; the rest when the pass ends.
   o.on_scope = [this](const std::string&, ScopeResult&& s) { scope_done(s); };

@@ -32,9 +32,16 @@ struct FrameUnit {
   nlohmann::json unit;
 };
 
+// A warning of the checker about a frame (as `rdmaconf check` reports the first few).
+struct FrameWarning {
+  bool undecodable = false;  // a frame not decoded; otherwise a file-level oddity
+  std::string message;
+};
+
 struct FrameNotes {
   std::vector<FrameUnit> units;
   std::vector<FrameVerdict> verdicts;
+  std::vector<FrameWarning> warnings;
 };
 
 // The frames each verdict of a scope is shown on: every frame its evidence

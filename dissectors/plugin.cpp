@@ -183,6 +183,8 @@ gint* ett_header;
 gint* ett_verdict;
 expert_field* ei_internal;
 expert_field* ei_preference;
+expert_field* ei_undecodable;
+expert_field* ei_anomaly;
 
 // ---- Showing what is stored ----------------------------------------------
 
@@ -366,7 +368,10 @@ int dissect_rdmaconf(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void*)
   if (fails) col_append_fstr(pinfo->cinfo, COL_INFO, " [rdmaconf: %zu FAIL]", fails);
   proto_item* ti = proto_tree_add_item(tree, proto_rdmaconf, tvb, 0, 0, ENC_NA);
   proto_item_append_text(ti, ", %zu unit(s), %zu verdict(s)", notes->units.size(), notes->verdicts.size());
+  if (!notes->warnings.empty()) proto_item_append_text(ti, ", %zu warning(s)", notes->warnings.size());
   proto_tree* root = proto_item_add_subtree(ti, *ett_root);
+  for (const auto& w : notes->warnings)
+    expert_add_info_format(pinfo, ti, w.undecodable ? ei_undecodable : ei_anomaly, "rdmaconf: %s", w.message.c_str());
   for (const auto& v : notes->verdicts) show_verdict(root, pinfo, tvb, v);
   if (tree)
     for (const auto& u : notes->units) show_unit(root, tvb, u);
@@ -428,6 +433,8 @@ void register_fields() {
     r.case_experts.emplace(c->id, std::make_pair(fail, inc));
   }
   ei_internal = expert("rdmaconf.internal", PI_MALFORMED, PI_ERROR, "rdmaconf stopped checking");
+  ei_undecodable = expert("rdmaconf.undecodable", PI_MALFORMED, PI_WARN, "rdmaconf could not decode this frame");
+  ei_anomaly = expert("rdmaconf.anomaly", PI_PROTOCOL, PI_WARN, "The capture file describes this frame oddly");
   ei_preference = expert("rdmaconf.preference", PI_PROTOCOL, PI_WARN, "rdmaconf preference not understood");
   expert_module_t* em = expert_register_protocol(proto_rdmaconf);
   expert_register_field_array(em, r.ei.data(), static_cast<int>(r.ei.size()));

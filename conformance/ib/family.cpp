@@ -136,7 +136,7 @@ class Run final : public FamilyRun {
   void packet(const captures::io::Packet& p) override {
     if (p.protocol == 17) return judge(from_udp(p));
     const DecodedFrame d = p.ethertype == pib::kRoceV1Ethertype ? decode_roce_v1(p) : decode_native(p);
-    if (d.status == FrameStatus::error) return ctx_.undecodable(d.error);
+    if (d.status == FrameStatus::error) return ctx_.undecodable(p.frame, d.error);
     if (d.status == FrameStatus::ok) judge(d.f);
   }
 

@@ -48,7 +48,7 @@ class ToyRun final : public FamilyRun {
     auto& s = scopes_.try_emplace(udp ? 1 : 0, infos_.size()).first->second;
     s.sides[0] = udp ? "UDP sender" : "Ethernet sender";
     if (ctx_.on_unit) ctx_.on_unit("message", {{"frame", p.frame}, {"octets", msg.size()}});
-    if (msg.empty()) return ctx_.undecodable(fmt::format("frame {}: toy message without its count octet", p.frame));
+    if (msg.empty()) return ctx_.undecodable(p.frame, fmt::format("frame {}: toy message without its count octet", p.frame));
     for (std::size_t i = 0; i < infos_.size(); ++i) {
       CaseCtx c = s.ctx(i);
       const bool ok = infos_[i] == &kLength ? std::to_integer<std::size_t>(msg[0]) == msg.size() - 1 : msg.size() > 1;

@@ -168,6 +168,28 @@ BOOST_AUTO_TEST_CASE(every_unit_key_is_declared) {
   BOOST_TEST(units_by_kind["packet"] > 500u);
 }
 
+// The checker's warnings land on their frames: a frame it cannot decode (an
+// IPv4 header cut short), and a record whose captured length exceeds the
+// original length.
+BOOST_AUTO_TEST_CASE(warnings_land_on_their_frames) {
+  dissectors::CaptureChecks c(false);
+  std::byte eth[20] = {};
+  eth[12] = std::byte{0x08};  // IPv4, and then too few octets for its header
+  c.frame(1, 1, 0, 0, 20, eth);
+  c.frame(2, 1, 0, 0, 10, eth);  // 20 octets captured of 10 sent
+  c.finish();
+  BOOST_TEST_REQUIRE(c.notes(1) != nullptr);
+  BOOST_TEST_REQUIRE(c.notes(1)->warnings.size() == 1u);
+  BOOST_TEST(c.notes(1)->warnings[0].undecodable);
+  BOOST_TEST_REQUIRE(c.notes(2) != nullptr);
+  bool oddity = false;
+  for (const auto& w : c.notes(2)->warnings)
+    oddity |= !w.undecodable && w.message.find("greater than the original length") != std::string::npos;
+  BOOST_TEST(oddity);
+  BOOST_TEST(c.result().stats.undecodable_frames >= 1u);
+  BOOST_TEST(c.result().stats.capture_anomalies == 1u);
+}
+
 // Frames of another link type than the first frame's, and frames after
 // the pass ended, are counted and left out.
 BOOST_AUTO_TEST_CASE(frames_it_cannot_take_are_counted) {
