@@ -515,9 +515,11 @@ int run(const LabOptions& o, std::ostream& log) {
   // emulated TSC comes from the host's clock on every vCPU alike.
   const unsigned limit = 120 + kCellBudgetS * static_cast<unsigned>(cells.size());
   log << fmt::format("lab: booting the guest for {} cells (at most {} s)\n", cells.size(), limit);
-  // Under TCG the guest kernel now and then dies while it boots (an int3
-  // Oops from its live code patching, before init runs); nothing of the plan
-  // has run then, so the boot is tried again, at most twice more.
+  // Under TCG the guest kernel now and then dies while it boots or soon
+  // after (an int3 Oops from its live code patching: before init runs, or
+  // when the random generator becomes ready some 8 s in and flips its static
+  // keys while the first cell starts). When no cell has finished, nothing of
+  // the plan is lost: the boot is tried again, at most twice more.
   constexpr int kBootAttempts = 3;
   const auto boot0 = std::chrono::steady_clock::now();
   for (int attempt = 1; attempt <= kBootAttempts; ++attempt) {
@@ -529,11 +531,17 @@ int run(const LabOptions& o, std::ostream& log) {
         limit, shell_quote((lab / "vmlinuz").string()), shell_quote((lab / "initrd.img").string()),
         shell_quote(out.string()), shell_quote((out / "console.log").string())));
     if (qrc != 0) log << fmt::format("lab: qemu exited with status {} (console: {})\n", qrc, (out / "console.log").string());
-    if (fs::exists(out / "guest.log") || attempt == kBootAttempts) break;
+    if (attempt == kBootAttempts) break;
+    const bool ran_plan = fs::exists(out / "guest.log");
+    bool cell_finished = false;
+    for (const auto& c : cells) cell_finished = cell_finished || fs::exists(out / "cells" / c.id / "finished");
+    if (cell_finished || (ran_plan && read_text(out / "console.log").find("Kernel panic") == std::string::npos)) break;
     const fs::path kept = out / fmt::format("console-boot{}.log", attempt);
     fs::rename(out / "console.log", kept, ec);
-    log << fmt::format("lab: the guest died before it ran its plan (boot {} of {}, console kept as {}); booting again\n",
-                       attempt, kBootAttempts, kept.string());
+    if (ran_plan) fs::rename(out / "guest.log", out / fmt::format("guest-boot{}.log", attempt), ec);
+    fs::remove_all(out / "cells", ec);
+    log << fmt::format("lab: the guest died before {} (boot {} of {}, console kept as {}); booting again\n",
+                       ran_plan ? "any cell finished" : "it ran its plan", attempt, kBootAttempts, kept.string());
   }
   const double boot_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - boot0).count();
   fs::remove_all(out / "engine", ec);
