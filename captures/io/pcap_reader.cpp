@@ -159,12 +159,7 @@ class ChunkedSource {
   std::string finish() {
     if (!hash_) return {};
     if (in_memory_) {
-      sha256_ctx md;
-      sha256_init(&md);
-      sha256_update(&md, memory_.size(), reinterpret_cast<const std::uint8_t*>(memory_.data()));
-      unsigned char out[SHA256_DIGEST_SIZE];
-      sha256_digest(&md, sizeof out, out);
-      return to_hex(out, sizeof out);
+      return sha256_hex(memory_);
     }
     while (next_chunk()) {
     }
@@ -486,6 +481,15 @@ std::optional<Frame> PcapReader::next() {
 
 std::uint64_t PcapReader::bytes_read() const {
   return impl_->records ? impl_->records->consumed() : impl_->source->consumed();
+}
+
+std::string sha256_hex(protocols::Bytes b) {
+  sha256_ctx md;
+  sha256_init(&md);
+  sha256_update(&md, b.size(), reinterpret_cast<const std::uint8_t*>(b.data()));
+  unsigned char out[SHA256_DIGEST_SIZE];
+  sha256_digest(&md, sizeof out, out);
+  return to_hex(out, sizeof out);
 }
 
 std::string PcapReader::sha256() { return impl_->source->finish(); }

@@ -19,6 +19,9 @@ struct Frame {
   protocols::Bytes data;     // valid until the next call to next()
 };
 
+// The SHA-256 of some octets, as 64 lower-case hex digits.
+std::string sha256_hex(protocols::Bytes b);
+
 class PcapReader {
  public:
   // Opens `path`; on failure returns nullptr and sets `error`. With `hash`

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "protocols/core/header.hpp"
+#include "protocols/net/checksum.hpp"
 #include "protocols/net/headers.hpp"
 
 namespace rdmaconf::captures::io {
@@ -40,14 +41,19 @@ PcapWriter::~PcapWriter() {
   if (dead_) pcap_close(dead_);
 }
 
+void eth_header(const Host& from, const Host& to, std::vector<std::byte>& out) {
+  for (auto x : to.mac) out.push_back(std::byte{x});
+  for (auto x : from.mac) out.push_back(std::byte{x});
+  const std::uint16_t etype = from.ipv6 ? 0x86dd : 0x0800;
+  out.push_back(std::byte(etype >> 8));
+  out.push_back(std::byte(etype & 0xff));
+}
+
 void PcapWriter::ip_packet(const Host& from, const Host& to, Bytes l3) {
   frame_.clear();
   const std::uint16_t etype = from.ipv6 ? 0x86dd : 0x0800;
   if (linktype_ == DLT_EN10MB) {
-    for (auto x : to.mac) frame_.push_back(std::byte{x});
-    for (auto x : from.mac) frame_.push_back(std::byte{x});
-    frame_.push_back(std::byte(etype >> 8));
-    frame_.push_back(std::byte(etype & 0xff));
+    eth_header(from, to, frame_);
   } else {  // Linux cooked v2
     std::array<std::byte, 20> h{};
     put_be16(h, 0, etype);
@@ -74,28 +80,13 @@ void PcapWriter::frame(Bytes f) {
 
 namespace {
 
-std::uint32_t sum16(Bytes b, std::uint32_t s = 0) {
-  for (std::size_t i = 0; i + 1 < b.size(); i += 2) s += be16(b, i);
-  if (b.size() & 1) s += static_cast<std::uint32_t>(u8(b, b.size() - 1)) << 8;
-  return s;
-}
-std::uint16_t fold(std::uint32_t s) {
-  while (s >> 16) s = (s & 0xffff) + (s >> 16);
-  return static_cast<std::uint16_t>(~s);
-}
-
 std::vector<std::byte> ip_wrap(const Host& from, const Host& to, std::uint8_t proto, std::vector<std::byte> l4,
                                std::size_t csum_at, bool checksum) {
-  // Pseudo-header sum for the transport checksum.
-  std::uint32_t ps = 0;
-  const std::size_t alen = from.ipv6 ? 16 : 4;
-  ps = sum16({reinterpret_cast<const std::byte*>(from.addr.data()), alen}, ps);
-  ps = sum16({reinterpret_cast<const std::byte*>(to.addr.data()), alen}, ps);
-  ps += proto;
-  ps += static_cast<std::uint32_t>(l4.size());
   if (checksum) {
-    std::uint16_t c = fold(sum16(l4, ps));
-    if (proto == 17 && c == 0) c = 0xffff;
+    const std::size_t alen = from.ipv6 ? 16 : 4;
+    std::uint16_t c = net::transport_checksum({reinterpret_cast<const std::byte*>(from.addr.data()), alen},
+                                              {reinterpret_cast<const std::byte*>(to.addr.data()), alen}, proto, l4);
+    if (proto == 17 && c == 0) c = 0xffff;  // RFC 768: zero means "no checksum"
     put_be16(l4, csum_at, c);
   }
   std::vector<std::byte> out;
@@ -118,7 +109,7 @@ std::vector<std::byte> ip_wrap(const Host& from, const Host& to, std::uint8_t pr
     h.set(net::Ipv4::protocol, proto);
     h.set(net::Ipv4::src, be32({reinterpret_cast<const std::byte*>(from.addr.data()), 4}, 0));
     h.set(net::Ipv4::dst, be32({reinterpret_cast<const std::byte*>(to.addr.data()), 4}, 0));
-    h.set(net::Ipv4::checksum, fold(sum16(h.bytes())));
+    h.set(net::Ipv4::checksum, net::fold(net::sum16(h.bytes())));
     out.assign(h.bytes().begin(), h.bytes().end());
   }
   out.insert(out.end(), l4.begin(), l4.end());

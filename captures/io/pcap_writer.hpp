@@ -21,6 +21,8 @@ struct Host {
 };
 Host host_v4(std::uint8_t a, std::uint8_t b, std::uint8_t c, std::uint8_t d, std::uint16_t port);
 Host host_v6(std::uint16_t last, std::uint16_t port);
+// Appends the Ethernet II header of a frame from `from` to `to` (IPv4 or IPv6 by `from`).
+void eth_header(const Host& from, const Host& to, std::vector<std::byte>& out);
 
 class PcapWriter {
  public:

@@ -1,0 +1,111 @@
+#include "cli/nic_cmd.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "conformance/checker.hpp"
+#include "conformance/fastudp/nic_cases.hpp"
+#include "interop/fastudp/nic_suite.hpp"
+#include "reports/report.hpp"
+
+#ifndef RDMACONF_VERSION
+#define RDMACONF_VERSION "0.0.0"
+#endif
+
+namespace rdmaconf::cli {
+
+namespace {
+constexpr int kExitFail = 1;
+constexpr int kExitUsage = 2;
+}  // namespace
+
+NicCommands::NicCommands(CLI::App& app) {
+  auto* nic = app.add_subcommand("nic", "Fast UDP NIC plug-ins (rdmaconf/fastudp_shim.h): the conformance suite");
+  nic->require_subcommand(1);
+  check_ = nic->add_subcommand("check", "load a NIC plug-in into the harness, drive it with generated traffic, judge it");
+  check_->add_option("--plugin", plugin_, "the plug-in's shared object (built against rdmaconf/fastudp_shim.h)");
+  check_->add_option("--plugin-args", plugin_args_, "text handed to the plug-in's fudp_plugin_init");
+  check_->add_option("--scenario", scenarios_, "run only this scenario (repeatable; see --list)");
+  check_->add_option("--cases", patterns_, "only cases whose ID matches the glob PATTERN (comma-separated; repeatable)");
+  check_->add_option("--json", json_out_, "write the JSON report (reports/schema/report-v1.schema.json) to FILE");
+  check_->add_option("--junit", junit_out_, "write a JUnit XML report to FILE");
+  check_->add_option("--timeout", timeout_ms_, "milliseconds a scenario may take before the plug-in is called hung")
+      ->check(CLI::Range(100, 3600000));
+  check_->add_flag("--in-process", in_process_,
+                   "run the plug-in in this process, not in a child per scenario (for a debugger; a crash is then ours)");
+  check_->add_flag("--list", list_, "list the scenarios and cases, and exit");
+  auto* q = check_->add_flag("--quiet", quiet_, "print nothing but errors");
+  check_->add_flag("--verbose", verbose_, "list every verdict, not only failures")->excludes(q);
+}
+
+bool NicCommands::selected() const { return check_->parsed(); }
+
+int NicCommands::run(const std::vector<std::string>& arguments) const {
+  namespace fu = interop::fastudp;
+  std::vector<std::string> patterns;
+  for (const auto& p : patterns_) {
+    std::size_t start = 0;
+    for (;;) {
+      const auto comma = p.find(',', start);
+      const auto part = p.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (!part.empty()) patterns.push_back(part);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  fu::NicCheckOptions opt;
+  for (const auto* c : conformance::fastudp::nic_cases())
+    if (conformance::case_selected(*c, patterns, true)) opt.cases.push_back(c);
+  if (list_) {
+    std::cout << "Scenarios:\n";
+    for (const auto& s : fu::nic_scenarios()) std::cout << fmt::format("  {:<14} {}\n", s.name, s.summary);
+    std::cout << "Cases:\n";
+    for (const auto* c : opt.cases)
+      std::cout << fmt::format("  {:<28} {:<6} {:<18} {}\n", c->id, conformance::level_name(c->level), c->spec, c->requirement);
+    return 0;
+  }
+  if (plugin_.empty()) {
+    std::cerr << "rdmaconf nic check: --plugin PATH is required (the NIC plug-in's shared object)\n";
+    return kExitUsage;
+  }
+  if (opt.cases.empty()) {
+    std::cerr << fmt::format("rdmaconf nic check: no case matches --cases {}\n", fmt::join(patterns, ","));
+    return kExitUsage;
+  }
+  opt.plugin = plugin_;
+  opt.plugin_args = plugin_args_;
+  opt.scenarios = scenarios_;
+  opt.timeout_ms = timeout_ms_;
+  opt.isolate = !in_process_;
+  const auto in = fu::nic_check(opt);
+  if (!in.error.empty()) std::cerr << "rdmaconf nic check: " << in.error << "\n";
+
+  const reports::RunInfo run{RDMACONF_VERSION, arguments, true, patterns, opt.cases, std::nullopt, 1};
+  bool ok = true;
+  for (const auto& [path, json] : {std::pair{json_out_, true}, std::pair{junit_out_, false}}) {
+    if (path.empty()) continue;
+    std::error_code ec;
+    const auto parent = std::filesystem::path(path).parent_path();
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    std::ofstream os(path, std::ios::binary);
+    if (!os) {
+      std::cerr << fmt::format("rdmaconf nic check: cannot write the report to {}\n", path);
+      return kExitUsage;
+    }
+    auto w = json ? reports::json_writer(os, run) : reports::junit_writer(os, run);
+    reports::replay(*w, {in});
+    os.flush();
+    ok = ok && static_cast<bool>(os);
+  }
+  if (!quiet_) {
+    auto w = reports::summary_writer(std::cout, verbose_);
+    reports::replay(*w, {in});
+  }
+  if (!in.error.empty() || !ok) return kExitUsage;
+  return in.verdicts.fail ? kExitFail : 0;
+}
+
+}  // namespace rdmaconf::cli

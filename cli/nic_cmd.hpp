@@ -1,0 +1,25 @@
+#pragma once
+// `rdmaconf nic check --plugin PATH.so`: the Fast UDP NIC plug-in suite
+// (interop/fastudp/nic_suite.hpp), reported like `rdmaconf check`.
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+namespace rdmaconf::cli {
+
+class NicCommands {
+ public:
+  explicit NicCommands(CLI::App& app);
+  bool selected() const;
+  int run(const std::vector<std::string>& arguments) const;
+
+ private:
+  CLI::App* check_ = nullptr;
+  std::string plugin_, plugin_args_, json_out_, junit_out_;
+  std::vector<std::string> scenarios_, patterns_;
+  int timeout_ms_ = 30000;
+  bool list_ = false, quiet_ = false, verbose_ = false, in_process_ = false;
+};
+
+}  // namespace rdmaconf::cli

@@ -1,0 +1,213 @@
+#pragma once
+// The host side of the Fast UDP shim ABI ("the simulator"): a NIC plug-in
+// loaded from a shared object, simulated physical memory whose regions the
+// host's driver registers, MMIO dispatch to the plug-in's register windows,
+// an event scheduler on a cycle clock, interrupt lines and a small driver
+// that posts receives and transmits, drains the kernel ring and completes
+// user receives. Every NIC write outside a posted receive buffer, the
+// kernel ring or the producer index word, and every write over a ring slot
+// the driver has not consumed, is refused and recorded.
+//
+// Deterministic: the clock moves only by the NIC's delay_cycles and by
+// running scheduled jobs, so a run is a function of its inputs.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <queue>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "rdmaconf/fastudp_shim.h"
+
+namespace rdmaconf::engine::fastudp {
+
+using Bytes = std::span<const std::byte>;
+
+// A plug-in's shared object, opened and checked: the ABI version it was
+// built for and its four entry points.
+class Plugin {
+ public:
+  // Opens `path`; on failure returns nothing and says why in `error` (the
+  // file, the missing symbol, the version it was built for).
+  static std::unique_ptr<Plugin> open(const std::string& path, std::string& error);
+  ~Plugin();
+  Plugin(const Plugin&) = delete;
+  Plugin& operator=(const Plugin&) = delete;
+  const std::string& path() const { return path_; }
+  fudp_plugin_init_fn init = nullptr;
+  fudp_plugin_fini_fn fini = nullptr;
+  fudp_plugin_receive_fn receive = nullptr;
+
+ private:
+  Plugin() = default;
+  void* handle_ = nullptr;
+  std::string path_;
+};
+
+enum class Region { ring, prod_word, rx_buffer, rx_desc, tx_desc, tx_frame };
+
+// Something the NIC did that the contract forbids.
+struct Violation {
+  enum class Kind { write_outside, read_outside, ring_overwrite, bad_call };
+  Kind kind;
+  std::uint64_t addr = 0, len = 0;
+  std::uint64_t frame = 0;  // the wire frame (1-based) being handled, 0: none
+  std::string what;
+};
+std::string_view violation_name(Violation::Kind k);
+
+// A NIC write to host memory that landed.
+struct Write {
+  std::uint64_t addr = 0, len = 0;
+  bool cache = false;
+  std::uint64_t frame = 0;
+  std::uint64_t cycle = 0;
+};
+
+// A kernel ring entry as the driver took it.
+struct RingEntry {
+  fudp_ring_entry head{};
+  std::vector<std::byte> data;  // `stored` octets
+  std::uint64_t slot = 0;       // producer count it was published under (0-based)
+  std::uint64_t frame = 0;      // the wire frame being handled when it was published
+  std::uint64_t cycle = 0;      // when the driver took it
+};
+
+struct Interrupt {
+  std::uint32_t vector = 0;
+  std::uint64_t cycle = 0;
+  std::uint64_t frame = 0;
+  std::uint64_t writes_before = 0;  // NIC writes that had landed when it was raised
+};
+
+struct HarnessOptions {
+  std::uint32_t ring_slots = 64;
+  std::uint32_t slot_size = 2048;
+  std::uint64_t coalesce = 0;  // FUDP_REG_IRQ_COALESCE
+  std::string plugin_args;
+  std::size_t max_jobs = 4096;   // queued schedule_job calls before FUDP_ENOSPC
+  std::uint64_t max_events = 1u << 20;  // jobs run per call before the harness calls it a livelock
+};
+
+class Harness {
+ public:
+  // Initialises the plug-in; on failure `error()` says why and nothing else works.
+  Harness(const Plugin& plugin, HarnessOptions opt = {});
+  ~Harness();
+  Harness(const Harness&) = delete;
+  Harness& operator=(const Harness&) = delete;
+  const std::string& error() const { return error_; }
+  bool ok() const { return error_.empty(); }
+
+  // ---- The driver ("the host OS") ----
+  // A user receive on `port` (family 0, 4 or 6 with `addr`) into a fresh
+  // buffer of `length` octets; returns its cookie.
+  std::uint64_t post_receive(std::uint16_t port, std::uint32_t length, std::uint8_t family = 0,
+                             std::span<const std::uint8_t> addr = {});
+  void cancel_receive(std::uint64_t cookie);
+  // Hands a frame to the NIC to transmit; returns the transmit's cookie.
+  std::uint64_t transmit(Bytes frame, bool checksum);
+  // A frame arrives from the wire; the NIC takes it, then scheduled jobs
+  // run and interrupts are serviced until nothing is left to do.
+  void wire_receive(Bytes frame);
+  // Runs scheduled jobs (and services interrupts) until none is left.
+  void run_until_idle();
+  // While paused the driver leaves interrupts unserviced and the ring undrained.
+  void pause_driver(bool paused);
+  std::uint64_t read_stat(fudp_stat s);
+
+  // ---- What happened ----
+  struct Receive {
+    std::uint64_t cookie = 0, buffer = 0;
+    std::uint32_t length = 0;
+    std::uint16_t port = 0;
+    bool completed = false;
+    std::optional<std::size_t> entry;  // index into entries() that completed it
+  };
+  const std::vector<Receive>& receives() const { return receives_; }
+  const Receive* receive(std::uint64_t cookie) const;
+  // The receive whose buffer holds `addr`, if any.
+  const Receive* receive_at(std::uint64_t addr) const;
+  std::uint64_t prod_word() const { return prod_word_; }
+  std::uint32_t slot_size() const { return opt_.slot_size; }
+  // The buffer's octets now.
+  std::vector<std::byte> buffer(std::uint64_t cookie) const;
+  const std::vector<RingEntry>& entries() const { return entries_; }
+  const std::vector<Write>& writes() const { return writes_; }
+  const std::vector<Violation>& violations() const { return violations_; }
+  const std::vector<Interrupt>& interrupts() const { return interrupts_; }
+  const std::vector<std::vector<std::byte>>& transmitted() const { return wire_out_; }
+  const std::vector<std::string>& log() const { return log_; }
+  std::uint64_t cycles() const { return now_; }
+  std::uint64_t nic_cycles() const { return busy_; }  // by delay_cycles
+  std::uint64_t mem_writes() const { return mem_writes_; }
+  std::uint64_t cache_writes() const { return cache_writes_; }
+  std::uint64_t frames() const { return frame_; }
+
+  // Allocates a region of simulated memory (a 4 KiB guard gap on each side).
+  std::uint64_t alloc(std::size_t len, Region kind);
+  // Called back for each frame the NIC puts on the wire (after it is recorded).
+  std::function<void(Bytes)> on_transmit;
+
+ private:
+  struct Area {
+    std::uint64_t base = 0;
+    Region kind;
+    bool writable = false;  // by the NIC
+    std::vector<std::byte> mem;
+  };
+  struct Window {
+    std::uint64_t size = 0;
+    fudp_mmio_read_fn read = nullptr;
+    fudp_mmio_write_fn write = nullptr;
+    void* nic = nullptr;
+  };
+  struct Job {
+    std::uint64_t at = 0, seq = 0;
+    fudp_job_fn fn = nullptr;
+    void* nic = nullptr;
+    std::uint64_t arg = 0;
+    bool operator>(const Job& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+  };
+
+  friend struct Shim;
+  int nic_write(std::uint64_t addr, const void* src, std::size_t len, bool cache);
+  int nic_read(std::uint64_t addr, void* dst, std::size_t len);
+  Area* find(std::uint64_t addr);
+  void reg_write(std::uint64_t off, std::uint64_t v);
+  std::uint64_t reg_read(std::uint64_t off);
+  void violation(Violation::Kind k, std::uint64_t addr, std::uint64_t len, std::string what);
+  void service();  // the driver's interrupt handler
+  void drain();
+  bool slot_busy(std::uint64_t addr, std::uint64_t len) const;
+
+  const Plugin& plugin_;
+  HarnessOptions opt_;
+  std::string error_;
+  fudp_host host_{};
+  void* nic_ = nullptr;
+  std::map<std::uint32_t, Window> windows_;
+  std::map<std::uint64_t, Area> areas_;  // by base
+  std::uint64_t next_addr_ = 0x100000;
+  std::priority_queue<Job, std::vector<Job>, std::greater<>> jobs_;
+  std::uint64_t seq_ = 0, now_ = 0, busy_ = 0;
+  std::uint64_t frame_ = 0;
+  bool irq_pending_ = false, paused_ = false, in_service_ = false;
+  std::uint64_t ring_ = 0, prod_word_ = 0, cons_ = 0, prod_seen_ = 0;
+  std::uint64_t next_cookie_ = 1;
+  std::uint64_t mem_writes_ = 0, cache_writes_ = 0;
+  std::vector<Receive> receives_;
+  std::map<std::uint64_t, std::uint64_t> tx_areas_;  // cookie -> frame area
+  std::vector<RingEntry> entries_;
+  std::vector<Write> writes_;
+  std::vector<Violation> violations_;
+  std::vector<Interrupt> interrupts_;
+  std::vector<std::vector<std::byte>> wire_out_;
+  std::vector<std::string> log_;
+};
+
+}  // namespace rdmaconf::engine::fastudp

@@ -1,0 +1,28 @@
+#include "protocols/net/checksum.hpp"
+
+namespace rdmaconf::protocols::net {
+
+std::uint32_t sum16(Bytes b, std::uint32_t s) {
+  std::size_t i = 0;
+  for (; i + 1 < b.size(); i += 2) s += be16(b, i);
+  if (i < b.size()) s += static_cast<std::uint32_t>(u8(b, i)) << 8;
+  // Fold as we go, so that any length of input stays within 32 bits.
+  while (s >> 16) s = (s & 0xffff) + (s >> 16);
+  return s;
+}
+
+std::uint16_t fold(std::uint32_t s) {
+  while (s >> 16) s = (s & 0xffff) + (s >> 16);
+  return static_cast<std::uint16_t>(~s);
+}
+
+std::uint16_t transport_checksum(Bytes src, Bytes dst, std::uint8_t protocol, Bytes l4) {
+  std::uint32_t s = sum16(src);
+  s = sum16(dst, s);
+  s += protocol;
+  // IPv4 sums a 16-bit length, IPv6 a 32-bit one: the same folded value.
+  s += static_cast<std::uint32_t>(l4.size() >> 16) + static_cast<std::uint32_t>(l4.size() & 0xffff);
+  return fold(sum16(l4, s));
+}
+
+}  // namespace rdmaconf::protocols::net
