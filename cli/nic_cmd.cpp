@@ -32,6 +32,7 @@ NicCommands::NicCommands(CLI::App& app) {
   check_->add_option("--cases", patterns_, "only cases whose ID matches the glob PATTERN (comma-separated; repeatable)");
   check_->add_option("--json", json_out_, "write the JSON report (reports/schema/report-v1.schema.json) to FILE");
   check_->add_option("--junit", junit_out_, "write a JUnit XML report to FILE");
+  check_->add_option("--pcap-dir", pcap_dir_, "record each scenario's wire traffic (both ways) to DIR/SCENARIO.pcap");
   check_->add_option("--timeout", timeout_ms_, "milliseconds a scenario may take before the plug-in is called hung")
       ->check(CLI::Range(100, 3600000));
   check_->add_flag("--in-process", in_process_,
@@ -79,6 +80,15 @@ int NicCommands::run(const std::vector<std::string>& arguments) const {
   opt.plugin_args = plugin_args_;
   opt.scenarios = scenarios_;
   opt.timeout_ms = timeout_ms_;
+  if (!pcap_dir_.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(pcap_dir_, ec);
+    if (ec) {
+      std::cerr << fmt::format("rdmaconf nic check: cannot make {}: {}\n", pcap_dir_, ec.message());
+      return kExitUsage;
+    }
+    opt.pcap_dir = pcap_dir_;
+  }
   opt.isolate = !in_process_;
   const auto in = fu::nic_check(opt);
   if (!in.error.empty()) std::cerr << "rdmaconf nic check: " << in.error << "\n";

@@ -176,7 +176,9 @@ struct Posted {
 
 class Script {
  public:
-  explicit Script(eng::Harness& h) : h_(h) {}
+  Script(eng::Harness& h, captures::io::PcapWriter* pcap) : h_(h), pcap_(pcap) {
+    if (pcap_) h_.on_transmit = [this](Bytes f) { pcap_->frame(f); };
+  }
 
   std::uint64_t post(std::uint16_t port, std::uint32_t len, std::uint8_t family = 0, std::uint8_t dst = 2) {
     Posted p;
@@ -266,11 +268,13 @@ class Script {
 
  private:
   void send(Sent s) {
+    if (pcap_) pcap_->frame(s.frame);
     h_.wire_receive(s.frame);
     s.index = h_.frames();
     sent_.push_back(std::move(s));
   }
   eng::Harness& h_;
+  captures::io::PcapWriter* pcap_;
   std::vector<Posted> outstanding_;
   std::vector<Sent> sent_;
   std::vector<Tx> tx_;
@@ -700,7 +704,8 @@ const std::vector<NicScenarioInfo>& nic_scenarios() {
 }
 
 conf::ScopeResult run_scenario(const eng::Plugin& plugin, std::string_view scenario,
-                               const std::vector<const conf::CaseInfo*>& cases, const std::string& plugin_args) {
+                               const std::vector<const conf::CaseInfo*>& cases, const std::string& plugin_args,
+                               const std::string& pcap) {
   const auto& all = defs();
   const auto it = std::find_if(all.begin(), all.end(), [&](const ScenarioDef& d) { return d.info.name == scenario; });
   conf::ScopeResult r;
@@ -717,7 +722,9 @@ conf::ScopeResult run_scenario(const eng::Plugin& plugin, std::string_view scena
   if (!h.ok()) {
     j.fail(cid::shim, 0, "the plug-in starts", h.error());
   } else {
-    Script s(h);
+    std::unique_ptr<captures::io::PcapWriter> w;
+    if (!pcap.empty()) w = std::make_unique<captures::io::PcapWriter>(pcap);
+    Script s(h, w.get());
     it->run(s);
     judge(s, j);
   }
@@ -905,19 +912,28 @@ conf::InputResult nic_check(const NicCheckOptions& opt) {
 
   for (const auto& n : names) {
     conf::ScopeResult scope;
+    const std::string pcap = opt.pcap_dir.empty() ? std::string() : opt.pcap_dir + "/" + n + ".pcap";
     if (!opt.isolate) {
-      scope = run_scenario(*here, n, opt.cases, opt.plugin_args);
+      scope = run_scenario(*here, n, opt.cases, opt.plugin_args, pcap);
     } else {
       auto end = in_child(
           [&] {
             std::string err;
             auto p = load(err);
-            if (!p) return err;
-            return scope_to_wire(run_scenario(*p, n, opt.cases, opt.plugin_args)).dump();
+            if (!p) return nlohmann::json{{"harness_error", err}}.dump();
+            try {
+              return scope_to_wire(run_scenario(*p, n, opt.cases, opt.plugin_args, pcap)).dump();
+            } catch (const std::exception& e) {  // ours (the recording), not the plug-in's
+              return nlohmann::json{{"harness_error", e.what()}}.dump();
+            }
           },
           opt.timeout_ms);
       nlohmann::json j;
       if (end.failure.empty()) j = nlohmann::json::parse(end.output, nullptr, false);
+      if (end.failure.empty() && j.is_object() && j.contains("harness_error")) {
+        in.error = fmt::format("scenario {}: {}", n, j["harness_error"].get<std::string>());
+        return in;
+      }
       if (end.failure.empty() && !j.is_discarded() && j.is_object()) {
         try {
           scope = scope_from_wire(j, opt.cases);

@@ -28,16 +28,19 @@ struct NicScenarioInfo {
 const std::vector<NicScenarioInfo>& nic_scenarios();
 
 // One scenario run in this process: a scope with an outcome for each of
-// `cases` (NOT_APPLICABLE where the scenario judged nothing of it).
+// `cases` (NOT_APPLICABLE where the scenario judged nothing of it). With
+// `pcap`, every frame that reaches the NIC from the wire and every frame it
+// sends is written there, in the order they happened.
 conformance::ScopeResult run_scenario(const engine::fastudp::Plugin& plugin, std::string_view scenario,
                                       const std::vector<const conformance::CaseInfo*>& cases,
-                                      const std::string& plugin_args = "");
+                                      const std::string& plugin_args = "", const std::string& pcap = "");
 
 struct NicCheckOptions {
   std::string plugin;
   std::string plugin_args;
   std::vector<std::string> scenarios;  // empty: all
   std::vector<const conformance::CaseInfo*> cases;  // the active catalog
+  std::string pcap_dir;    // non-empty: DIR/<scenario>.pcap for each scenario
   int timeout_ms = 30000;  // per scenario
   bool isolate = true;     // false: run in this process (a crash is then ours)
 };

@@ -1,0 +1,194 @@
+// `rdmaconf nic check`: the Fast UDP model passes every case; each negative
+// variant FAILs exactly the case its fault breaks (known from how it was
+// built, not from a run); plug-ins that cannot load, refuse to start, crash,
+// hang or misuse the shim give clear errors and never take the harness
+// down; a plug-in built out of tree from the installed header passes; and
+// tshark, not our code, judges the UDP checksums on the wire.
+#include <boost/test/unit_test.hpp>
+
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "tests/integration/support.hpp"
+
+namespace fs = std::filesystem;
+using namespace rdmaconf::test;
+
+namespace {
+
+const std::string kPlugins = RDMACONF_NIC_PLUGIN_DIR;
+const std::string kTestPlugins = RDMACONF_TEST_NIC_DIR;
+
+struct Report {
+  int status = -1;
+  std::string out;
+  nlohmann::json json;
+  std::map<std::string, std::set<std::string>> verdicts;  // case -> verdicts over the scopes
+  std::set<std::string> failing() const {
+    std::set<std::string> s;
+    for (const auto& [c, v] : verdicts)
+      if (v.count("FAIL")) s.insert(c);
+    return s;
+  }
+  // The evidence of every FAIL, as text.
+  std::string evidence() const {
+    std::string t;
+    for (const auto& in : json["inputs"])
+      for (const auto& sc : in["scopes"])
+        for (const auto& r : sc["results"])
+          if (r["verdict"] == "FAIL") t += r.dump() + "\n";
+    return t;
+  }
+};
+
+Report nic_check(const std::string& plugin, const std::string& extra = "") {
+  const auto dir = temp_dir("nic");
+  Report r;
+  const auto json = dir / "r.json";
+  const auto run_ = run(fmt::format("{} nic check --quiet --plugin {} --json {} --junit {} {} 2>&1", kBin, plugin,
+                                    json.string(), (dir / "r.xml").string(), extra));
+  r.status = run_.status;
+  r.out = run_.out;
+  if (fs::exists(json)) {
+    r.json = nlohmann::json::parse(slurp(json));
+    for (const auto& in : r.json["inputs"])
+      for (const auto& sc : in["scopes"])
+        for (const auto& x : sc["results"]) r.verdicts[x["case"]].insert(x["verdict"].get<std::string>());
+    const auto v = run("/usr/bin/python3 -c \"import json,jsonschema; s=json.load(open('" + kSource +
+                       "/reports/schema/report-v1.schema.json')); jsonschema.validate(json.load(open('" + json.string() +
+                       "')), s, cls=jsonschema.Draft202012Validator); import xml.etree.ElementTree as E; E.parse('" +
+                       (dir / "r.xml").string() + "'); print('valid')\" 2>&1");
+    BOOST_TEST(v.out.find("valid") != std::string::npos, plugin << ": " << v.out);
+  }
+  fs::remove_all(dir);
+  return r;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(nic)
+
+BOOST_AUTO_TEST_CASE(model_passes_every_case) {
+  const auto r = nic_check(kPlugins + "/fastudp-nic.so");
+  BOOST_TEST(r.status == 0, r.out << r.evidence());
+  BOOST_TEST(r.failing().empty(), r.evidence());
+  // Every case of the catalog is judged somewhere (a scenario exercises it).
+  const auto catalog = r.json["catalog"];
+  BOOST_TEST(catalog.size() >= 18u);
+  for (const auto& c : catalog) {
+    const std::string id = c["id"];
+    BOOST_TEST(r.verdicts.count(id) == 1u, id);
+    if (r.verdicts.count(id)) BOOST_TEST(r.verdicts.at(id).count("PASS") == 1u, id << " never judged");
+  }
+}
+
+// Each variant is the model built with one FUDP_FAULT_* define
+// (engines/fastudp/CMakeLists.txt); the fault names the rule it breaks.
+BOOST_AUTO_TEST_CASE(each_negative_variant_fails_exactly_its_case) {
+  const std::map<std::string, std::string> expected{
+      {"skip-csum", "fastudp.nic.csum.bad"},   // FUDP_FAULT_SKIP_CSUM: never verifies a non-zero checksum
+      {"overrun", "fastudp.nic.memory"},       // FUDP_FAULT_OVERRUN: DMA in whole lines past a short buffer
+      {"wrong-port", "fastudp.nic.match"},     // FUDP_FAULT_WRONG_PORT: matches the source port
+      {"no-header", "fastudp.nic.splinter"}};  // FUDP_FAULT_NO_HEADER: no ring entry for a splinter
+  for (const auto& [variant, id] : expected) {
+    const auto r = nic_check(kPlugins + "/fastudp-nic-fault-" + variant + ".so");
+    BOOST_TEST(r.status == 1, variant << ": " << r.out);
+    BOOST_TEST(r.failing() == std::set<std::string>{id}, variant << ":\n" << r.evidence());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(plugins_that_cannot_load_are_input_errors) {
+  struct Bad {
+    std::string plugin, message;
+  };
+  const std::vector<Bad> bad{
+      {kTestPlugins + "/test-nic-bad-abi.so", "built for shim ABI version 99; this harness speaks version 1"},
+      {kTestPlugins + "/test-nic-no-receive.so", "does not export fudp_plugin_receive"},
+      {"/nonexistent/nic.so", "/nonexistent/nic.so: cannot open the plug-in"},
+      {kSource + "/README.md", "cannot load the plug-in"}};
+  for (const auto& b : bad) {
+    const auto r = nic_check(b.plugin);
+    BOOST_TEST(r.status == 2, b.plugin << ": " << r.out);
+    BOOST_TEST(r.out.find(b.message) != std::string::npos, b.plugin << ": " << r.out);
+  }
+}
+
+// The harness survives the plug-in: every misbehaviour is a FAIL of the
+// case it breaks, with the report written.
+BOOST_AUTO_TEST_CASE(plugins_that_misbehave_fail_and_the_harness_survives) {
+  struct Mode {
+    std::string args, id, evidence, extra;
+  };
+  const std::vector<Mode> modes{
+      {"null", "fastudp.nic.shim", "fudp_plugin_init returned NULL", ""},
+      {"crash", "fastudp.nic.shim", "died of signal 11", ""},
+      {"hang", "fastudp.nic.shim", "did not finish within 300 ms", "--scenario basic-ipv4 --scenario not-udp --timeout 300"},
+      {"misuse", "fastudp.nic.shim", "raise_interrupt on vector 7", ""},
+      {"wild", "fastudp.nic.memory", "octets outside every region the host registered", ""}};
+  for (const auto& m : modes) {
+    const auto r = nic_check(kTestPlugins + "/test-nic-ok.so", "--plugin-args " + m.args + " " + m.extra);
+    BOOST_TEST(r.status == 1, m.args << ": " << r.out);
+    BOOST_TEST(r.failing().count(m.id) == 1u, m.args << ":\n" << r.evidence());
+    BOOST_TEST(r.evidence().find(m.evidence) != std::string::npos, m.args << ":\n" << r.evidence());
+  }
+}
+
+// A vendor's view: the SDK installed to a prefix, the model's source built
+// there with the system's C compiler against the installed header alone
+// (and the header compiled as C++), and the result passes the suite.
+BOOST_AUTO_TEST_CASE(plugin_built_out_of_tree_passes) {
+  const auto dir = temp_dir("nic-sdk");
+  const auto prefix = dir / "prefix";
+  auto r = run(fmt::format("cmake --install {} --prefix {} --component fastudp-sdk 2>&1", RDMACONF_BUILD_DIR, prefix.string()));
+  BOOST_REQUIRE_MESSAGE(r.status == 0, r.out);
+  const auto header = prefix / "include/rdmaconf/fastudp_shim.h";
+  BOOST_REQUIRE(fs::exists(header));
+  fs::copy_file(kSource + "/engines/fastudp/model/fastudp_nic.c", dir / "nic.c");
+  r = run(fmt::format("cd {} && cc -std=c99 -O2 -Wall -Wextra -Werror -pedantic -shared -fPIC -I {}/include nic.c -o nic.so 2>&1",
+                      dir.string(), prefix.string()));
+  BOOST_REQUIRE_MESSAGE(r.status == 0, r.out);
+  r = run(fmt::format("echo '#include <rdmaconf/fastudp_shim.h>' | c++ -std=c++11 -x c++ -fsyntax-only -Wall -Wextra -Werror "
+                      "-pedantic -I {}/include - 2>&1",
+                      prefix.string()));
+  BOOST_TEST(r.status == 0, r.out);
+  const auto rep = nic_check((dir / "nic.so").string());
+  BOOST_TEST(rep.status == 0, rep.out << rep.evidence());
+  fs::remove_all(dir);
+}
+
+// tshark's UDP checksum validation is the oracle for the checksums on the
+// wire: those the model filled in on transmit, and those the scenarios
+// made wrong, zero or all ones on receive.
+BOOST_AUTO_TEST_CASE(tshark_judges_the_checksums_on_the_wire) {
+  if (run("command -v tshark").status != 0) {
+    BOOST_TEST_MESSAGE("tshark not installed: skipped");
+    return;
+  }
+  const auto dir = temp_dir("nic-pcap");
+  auto r = run(fmt::format("{} nic check --quiet --plugin {}/fastudp-nic.so --pcap-dir {} 2>&1", kBin, kPlugins, dir.string()));
+  BOOST_REQUIRE_MESSAGE(r.status == 0, r.out);
+  auto status = [&](const std::string& scenario) {
+    const auto t = run(fmt::format("tshark -n -r {}/{}.pcap -o udp.check_checksum:TRUE -T fields -e udp.checksum.status 2>/dev/null",
+                                   dir.string(), scenario));
+    std::vector<std::string> v;
+    std::istringstream in(t.out);
+    for (std::string line; std::getline(in, line);) v.push_back(line);
+    return v;
+  };
+  // tshark's checksum status: 0 bad, 1 good, 3 not present (IPv4 zero), 4 illegal (IPv6 zero).
+  const std::vector<std::string> tx{"1", "1", "1", "1", "1"};
+  BOOST_TEST(status("transmit") == tx, fmt::format("{}", fmt::join(status("transmit"), ",")));
+  const std::vector<std::string> bad{"0", "0", "0"};
+  BOOST_TEST(status("checksum-bad") == bad, fmt::format("{}", fmt::join(status("checksum-bad"), ",")));
+  const auto zero = status("checksum-zero");
+  BOOST_REQUIRE(zero.size() == 4u);
+  BOOST_TEST(zero[0] == "3");  // IPv4, zero: none
+  BOOST_TEST(zero[1] == "4");  // IPv6, zero: the datagram the model must discard
+  BOOST_TEST(zero[2] == "3");
+  BOOST_TEST(zero[3] == "1");  // a sum that computes to zero, sent as 0xffff
+  fs::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
