@@ -123,3 +123,30 @@ for name, line in {
     "error": b'{"error":"busy"}',
 }.items():
     put("fuzz_control", name, line)
+
+
+# fuzz_nic: UDP datagrams over IPv4 and IPv6 to the ports that have
+# receives (checksums fixed by the target), fragments, a transmit, and the
+# golden RoCE frames as they are.
+def ip_udp(v6, dport, payload, frag=0):
+    udp = struct.pack(">HHHH", 40000, dport, 8 + len(payload), 0) + payload
+    if v6:
+        ip = struct.pack(">IHBB", 6 << 28, len(udp), 17, 64) + bytes(15) + b"\x01" + bytes(15) + b"\x02"
+        return bytes(6) + bytes([2, 0, 0, 0, 0, 1]) + b"\x86\xdd" + ip + udp
+    ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 1, frag, 64, 17, 0, bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2]))
+    return bytes(6) + bytes([2, 0, 0, 0, 0, 1]) + b"\x08\x00" + ip + udp
+
+
+def nic_seed(cfg, frames):
+    return bytes([cfg]) + b"".join(bytes([flags]) + struct.pack(">H", len(f)) + f for flags, f in frames)
+
+
+put("fuzz_nic", "basic", nic_seed(0x12, [(1, ip_udp(False, 5001, bytes(range(100)))), (1, ip_udp(True, 5002, b"x" * 700)),
+                                         (1, ip_udp(False, 6000, b"k" * 30))]))
+put("fuzz_nic", "truncate", nic_seed(0x01, [(3, ip_udp(False, 5003, b"t" * 400)), (1, ip_udp(False, 5001, b"u" * 600))]))
+put("fuzz_nic", "fragments", nic_seed(0x01, [(1, ip_udp(False, 5001, b"f" * 64, 0x2000)), (1, ip_udp(True, 5001, b"g" * 64))]))
+put("fuzz_nic", "ring-full", nic_seed(0x48, [(1, ip_udp(False, 6000, b"r" * 64))] * 6))
+put("fuzz_nic", "transmit", nic_seed(0x00, [(4, ip_udp(False, 9000, b"s" * 77)), (4, ip_udp(True, 9000, b"s" * 78))]))
+roce = [f for cap in sorted(os.listdir(golden)) if cap.startswith("roce") and cap.endswith(".pcap")
+        for f in list(records(os.path.join(golden, cap)))[:4]]
+put("fuzz_nic", "roce", nic_seed(0x22, [(0, f[:4000]) for f in roce[:12]]))

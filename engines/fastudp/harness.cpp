@@ -151,7 +151,8 @@ struct Shim {
       x.violation(Violation::Kind::bad_call, 0, 0, fmt::format("raise_interrupt on vector {} (the contract has vector 0)", v));
       return FUDP_EINVAL;
     }
-    x.interrupts_.push_back(Interrupt{v, x.now_, x.frame_, x.writes_.size()});
+    ++x.irq_count_;
+    if (x.opt_.record) x.interrupts_.push_back(Interrupt{v, x.now_, x.frame_, x.writes_.size()});
     x.irq_pending_ = true;
     return FUDP_OK;
   }
@@ -161,9 +162,9 @@ struct Shim {
       x.violation(Violation::Kind::bad_call, 0, n, "transmit of a null frame");
       return FUDP_EINVAL;
     }
-    const auto* b = static_cast<const std::byte*>(f);
-    x.wire_out_.emplace_back(b, b + n);
-    if (x.on_transmit) x.on_transmit(x.wire_out_.back());
+    const Bytes frame(static_cast<const std::byte*>(f), n);
+    if (x.opt_.record) x.wire_out_.emplace_back(frame.begin(), frame.end());
+    if (x.on_transmit) x.on_transmit(frame);
     return FUDP_OK;
   }
   static void log(void* p, const char* m) {
@@ -288,7 +289,7 @@ int Harness::nic_write(std::uint64_t addr, const void* src, std::size_t len, boo
     } else {
       std::memcpy(a->mem.data() + (at - a->base), s + done, n);
       (cache ? cache_writes_ : mem_writes_) += 1;
-      if (writes_.size() < (1u << 22)) writes_.push_back(Write{at, n, cache, frame_, now_});
+      if (opt_.record && writes_.size() < (1u << 22)) writes_.push_back(Write{at, n, cache, frame_, now_});
       if (a->kind == Region::prod_word && at == prod_word_ && n == 8) prod_seen_ = get_le(a->mem.data(), 8);
     }
     done += n;
@@ -341,16 +342,28 @@ std::uint64_t Harness::post_receive(std::uint16_t port, std::uint32_t length, st
   d[14] = std::byte{family};
   put_le(d + 16, r.cookie, 8);
   std::memcpy(d + 24, addr.data(), std::min<std::size_t>(addr.size(), 16));
+  receive_index_[r.cookie] = receives_.size();
+  receive_desc_[r.cookie] = desc;
   receives_.push_back(r);
   reg_write(FUDP_REG_RX_POST, desc);
   service();
   return r.cookie;
 }
 
+void Harness::repost_receive(std::uint64_t cookie) {
+  auto it = receive_index_.find(cookie);
+  if (it == receive_index_.end()) return;
+  Receive& r = receives_[it->second];
+  r.completed = false;
+  r.entry.reset();
+  find(r.buffer)->writable = true;
+  reg_write(FUDP_REG_RX_POST, receive_desc_.at(cookie));
+  service();
+}
+
 void Harness::cancel_receive(std::uint64_t cookie) {
   reg_write(FUDP_REG_RX_CANCEL, cookie);
-  for (auto& r : receives_)
-    if (r.cookie == cookie) find(r.buffer)->writable = false;
+  if (auto it = receive_index_.find(cookie); it != receive_index_.end()) find(receives_[it->second].buffer)->writable = false;
   service();
 }
 
@@ -439,23 +452,24 @@ void Harness::drain() {
     e.frame = frame_;
     e.cycle = now_;
     if (e.head.kind == FUDP_ENTRY_SPLINTER) {
-      for (auto& r : receives_) {
-        if (r.cookie != e.head.cookie || r.completed) continue;
+      auto it = receive_index_.find(e.head.cookie);
+      if (it != receive_index_.end() && !receives_[it->second].completed) {
+        Receive& r = receives_[it->second];
         r.completed = true;
         r.entry = entries_.size();
         find(r.buffer)->writable = false;  // the user owns it again
-        break;
       }
     }
-    if (entries_.size() < (1u << 20)) entries_.push_back(std::move(e));
+    ++entry_count_;
+    if (on_entry) on_entry(e);
+    if (opt_.record && entries_.size() < (1u << 20)) entries_.push_back(std::move(e));
   }
   reg_write(FUDP_REG_KRING_CONS, cons_);
 }
 
 const Harness::Receive* Harness::receive(std::uint64_t cookie) const {
-  for (const auto& r : receives_)
-    if (r.cookie == cookie) return &r;
-  return nullptr;
+  auto it = receive_index_.find(cookie);
+  return it == receive_index_.end() ? nullptr : &receives_[it->second];
 }
 
 const Harness::Receive* Harness::receive_at(std::uint64_t addr) const {

@@ -91,6 +91,9 @@ struct HarnessOptions {
   std::string plugin_args;
   std::size_t max_jobs = 4096;   // queued schedule_job calls before FUDP_ENOSPC
   std::uint64_t max_events = 1u << 20;  // jobs run per call before the harness calls it a livelock
+  // Keep every write, entry, interrupt and sent frame for the judge (false:
+  // counts only, for benchmarks and long runs; violations are kept either way).
+  bool record = true;
 };
 
 class Harness {
@@ -109,6 +112,9 @@ class Harness {
   std::uint64_t post_receive(std::uint16_t port, std::uint32_t length, std::uint8_t family = 0,
                              std::span<const std::uint8_t> addr = {});
   void cancel_receive(std::uint64_t cookie);
+  // Posts a completed receive again, with its buffer and cookie (an
+  // application reusing its buffers).
+  void repost_receive(std::uint64_t cookie);
   // Hands a frame to the NIC to transmit; returns the transmit's cookie.
   std::uint64_t transmit(Bytes frame, bool checksum);
   // A frame arrives from the wire; the NIC takes it, then scheduled jobs
@@ -152,6 +158,10 @@ class Harness {
   std::uint64_t alloc(std::size_t len, Region kind);
   // Called back for each frame the NIC puts on the wire (after it is recorded).
   std::function<void(Bytes)> on_transmit;
+  // Called back for each ring entry the driver takes (after it completed its receive).
+  std::function<void(const RingEntry&)> on_entry;
+  std::uint64_t interrupt_count() const { return irq_count_; }
+  std::uint64_t entry_count() const { return entry_count_; }
 
  private:
   struct Area {
@@ -201,6 +211,9 @@ class Harness {
   std::uint64_t next_cookie_ = 1;
   std::uint64_t mem_writes_ = 0, cache_writes_ = 0;
   std::vector<Receive> receives_;
+  std::map<std::uint64_t, std::size_t> receive_index_;  // cookie -> receives_
+  std::map<std::uint64_t, std::uint64_t> receive_desc_;  // cookie -> its descriptor's address
+  std::uint64_t irq_count_ = 0, entry_count_ = 0;
   std::map<std::uint64_t, std::uint64_t> tx_areas_;  // cookie -> frame area
   std::vector<RingEntry> entries_;
   std::vector<Write> writes_;
