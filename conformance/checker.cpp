@@ -100,6 +100,7 @@ struct CheckRun::Impl {
   std::vector<std::unique_ptr<RunContext>> contexts;
   std::vector<std::unique_ptr<FamilyRun>> runs;
   std::vector<std::pair<std::uint16_t, FamilyRun*>> by_port, by_ethertype;
+  std::vector<FamilyRun*> all_udp;  // families that see every UDP datagram
   FamilyRun* whole_link = nullptr;  // a family that owns the input's link type
   std::unique_ptr<StreamFanOut> fan;
   std::unique_ptr<TcpReassembler> tcp;
@@ -125,6 +126,7 @@ struct CheckRun::Impl {
       FamilyRun* run = runs.back().get();
       if (a.claims.tcp_streams)
         if (auto* s = run->streams()) stream_sinks.push_back(s);
+      if (a.claims.all_udp) all_udp.push_back(run);
       for (auto port : a.claims.udp_ports)
         if (!owner(by_port, port)) by_port.emplace_back(port, run);
       for (auto t : a.claims.ethertypes)
@@ -182,6 +184,8 @@ struct CheckRun::Impl {
     switch (d.status) {
       case DissectStatus::error:
         capture_ctx->undecodable(f.number, d.error);
+        if (d.udp_bad_length)
+          for (auto* u : all_udp) u->packet(d.pkt);
         break;
       case DissectStatus::link:
         if (auto* r = owner(by_ethertype, d.pkt.ethertype)) r->packet(d.pkt);
@@ -190,7 +194,10 @@ struct CheckRun::Impl {
         if (d.pkt.protocol == 6) {
           tcp->add(d.pkt);
         } else if (d.pkt.protocol == 17) {
-          if (auto* r = owner(by_port, d.pkt.dport)) r->packet(d.pkt);
+          auto* r = owner(by_port, d.pkt.dport);
+          if (r) r->packet(d.pkt);
+          for (auto* u : all_udp)
+            if (u != r) u->packet(d.pkt);
         }
         break;
       case DissectStatus::other:

@@ -4,12 +4,14 @@
 #include "conformance/family.hpp"
 #include "conformance/ib/family.hpp"
 #include "conformance/iwarp/family.hpp"
+#include "conformance/udp/family.hpp"
 
 namespace rdmaconf::conformance {
 
 Registry::Registry() {
   add(iwarp::family());
   add(ib::family());
+  add(udp::family());
 }
 
 }  // namespace rdmaconf::conformance

@@ -46,10 +46,11 @@ std::optional<std::string> parse_option(const OptionSpec& spec, std::string_view
 
 // What a family takes from a capture. The checker offers every TCP stream to
 // the families that read streams (each decides whether a stream is its own),
-// UDP datagrams by destination port, frames by EtherType, and whole inputs
-// by link type.
+// UDP datagrams by destination port (and every one to the families that
+// judge UDP itself), frames by EtherType, and whole inputs by link type.
 struct Claims {
   bool tcp_streams = false;
+  bool all_udp = false;  // every UDP datagram, besides the port's own family
   std::vector<std::uint16_t> udp_ports;
   std::vector<std::uint16_t> ethertypes;
   std::vector<int> linktypes;

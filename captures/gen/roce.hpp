@@ -221,10 +221,13 @@ inline nlohmann::json roce_capture(const std::string& path, RoceTraffic t) {
   b_src.port = 49153;
   for (const auto& p : t.pkts) {
     const Buf tr = encode_roce_pkt(p);
-    auto l3 = ip_udp(p.from_a ? a : b_src, p.from_a ? b : a_dst, B(tr), t.ipv6);
+    auto l3 = ip_udp(p.from_a ? a : b_src, p.from_a ? b : a_dst, B(tr), false);
     const std::size_t iph = t.ipv6 ? 40 : 20;
     put_le32(l3, l3.size() - 4, ib::roce_icrc(B(l3), t.ipv6, iph));
     if (p.corrupt_icrc) l3[l3.size() - 2] ^= std::byte{0x01};
+    // IPv6 carries a UDP checksum, over the final octets, ICRC included
+    // (the ICRC does not cover the checksum field). IPv4 carries none.
+    if (t.ipv6) set_udp_checksum(l3);
     w.ip_packet(p.from_a ? a : b_src, p.from_a ? b : a_dst, B(l3));
   }
   nlohmann::json j = {{"ipv6", t.ipv6}, {"packets", t.pkts.size()}, {"path_mtu", 1024}};

@@ -656,6 +656,7 @@ std::vector<Scenario> scenarios() {
              t.pkts[5].link_edit = [](Buf& f) { put_be16(f, 12, static_cast<std::uint16_t>(be16(B(f), 12) + 4)); };
            },
            {{"ib.grh.header", F}});
+  add_udp_scenarios(v);
   return v;
 }
 

@@ -12,5 +12,7 @@ struct Scenario {
   Expect expected;
 };
 std::vector<Scenario> scenarios();
+// The UDP family's captures (captures/gen/udp.cpp).
+void add_udp_scenarios(std::vector<Scenario>& v);
 
 }  // namespace rdmaconf::captures::gen

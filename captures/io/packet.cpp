@@ -186,8 +186,16 @@ Dissected dissect(int linktype, const Frame& f) {
     p.sport = static_cast<std::uint16_t>(udp->hdr.get(Udp::sport));
     p.dport = static_cast<std::uint16_t>(udp->hdr.get(Udp::dport));
     const std::size_t ulen = udp->hdr.get(Udp::length);
-    if (ulen > l4.size())
-      return fail(f, l2->offset + l4_off, DecodeError{Errc::bad_length, &kUdp, 4, ulen, l4.size(), "UDP length beyond IP payload"});
+    if (ulen > l4.size() || ulen < kUdp.size) {
+      // Undecodable for the families that read the payload; the packet is
+      // kept for those that judge the UDP header itself.
+      Dissected bad = fail(f, l2->offset + l4_off,
+                           DecodeError{Errc::bad_length, &kUdp, 4, ulen, l4.size(),
+                                       ulen < kUdp.size ? "UDP length below the header's 8 octets" : "UDP length beyond IP payload"});
+      bad.udp_bad_length = true;
+      bad.pkt = std::move(d.pkt);
+      return bad;
+    }
     p.payload = l4.subspan(kUdp.size, ulen - kUdp.size);
   } else {
     return d;

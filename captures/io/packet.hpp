@@ -47,6 +47,9 @@ struct Dissected {
   DissectStatus status = DissectStatus::other;
   Packet pkt;
   std::string error;  // for status error: what was wrong, with the frame offset
+  // For status error: a UDP datagram whose length field does not fit (below
+  // 8, or beyond the IP payload); pkt holds it with no payload.
+  bool udp_bad_length = false;
 };
 
 // True for the link types whose IP packets we read; frames of any other link

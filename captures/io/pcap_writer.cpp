@@ -147,6 +147,15 @@ std::vector<std::byte> ip_udp(const Host& from, const Host& to, Bytes payload, b
   return ip_wrap(from, to, 17, std::move(l4), 6, udp_checksum);
 }
 
+void set_udp_checksum(std::vector<std::byte>& l3) {
+  const bool v6 = (static_cast<unsigned>(l3[0]) >> 4) == 6;
+  const std::size_t at = v6 ? 40 : 20, alen = v6 ? 16 : 4;
+  put_be16(l3, at + 6, 0);
+  const Bytes b(l3);
+  std::uint16_t c = net::transport_checksum(b.subspan(v6 ? 8 : 12, alen), b.subspan(v6 ? 24 : 16, alen), 17, b.subspan(at));
+  put_be16(l3, at + 6, c == 0 ? 0xffff : c);
+}
+
 TcpConversation::TcpConversation(PcapWriter& w, Host a, Host b, std::uint32_t isn_a, std::uint32_t isn_b)
     : w_(w), h_{a, b}, seq_{isn_a, isn_b} {}
 

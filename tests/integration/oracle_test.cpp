@@ -260,4 +260,71 @@ BOOST_AUTO_TEST_CASE(roce_engine_traffic_on_the_wire) {
   fs::remove_all(dir);
 }
 
+// tshark's UDP checksum validation against the UDP family, on every golden
+// capture with UDP (the RoCE ones too) and every lab capture: a datagram
+// tshark calls bad is one we FAIL or call INCONCLUSIVE (offload), one it calls
+// good is in no udp.checksum evidence, and an IPv6 zero checksum (tshark:
+// illegal) outside RoCEv2 is a FAIL of udp.checksum.zero_ipv6.
+BOOST_AUTO_TEST_CASE(tshark_agrees_on_udp_checksums) {
+  if (run("command -v tshark").status != 0) {
+    BOOST_TEST_MESSAGE("tshark not installed: skipped");
+    return;
+  }
+  const auto dir = temp_dir("udp-oracle");
+  int captures = 0, bad_seen = 0;
+  for (const auto& folder : {kGolden, kSource + "/captures/lab"}) {
+    for (const auto& e : fs::directory_iterator(folder)) {
+      // The captures with UDP: the UDP and RoCE goldens, the lab's rxe cells.
+      const std::string name = e.path().filename().string();
+      if (e.path().extension() != ".pcap" ||
+          (name.find("udp") == std::string::npos && name.find("roce") == std::string::npos && name.find("rxe") == std::string::npos))
+        continue;
+      // tshark's verdict per UDP frame (RoCE too: its dissector still checks the UDP checksum).
+      const auto t = run("tshark -n -r " + e.path().string() +
+                         " -o udp.check_checksum:TRUE -Y udp -T fields -e frame.number -e udp.checksum.status -e udp.dstport 2>/dev/null");
+      std::map<std::uint64_t, std::pair<std::string, std::string>> status;
+      std::istringstream in(t.out);
+      std::uint64_t frame;
+      std::string st, port;
+      while (in >> frame >> st >> port) status[frame] = {st, port};
+      if (status.empty()) continue;
+      ++captures;
+      const auto json = dir / "r.json";
+      run(kBin + " check --quiet --strict --cases 'udp.*' --json " + json.string() + " " + e.path().string());
+      const auto report = nlohmann::json::parse(slurp(json));
+      // Evidence is kept for the first few violations of a scope; the counts are whole.
+      std::map<std::uint64_t, std::string> ours;  // frame -> "udp.checksum FAIL", ...
+      std::uint64_t doubted = 0;                  // udp.checksum FAILs and INCONCLUSIVEs
+      for (const auto& in_ : report["inputs"])
+        for (const auto& sc : in_["scopes"])
+          for (const auto& r : sc["results"]) {
+            if (r["case"] == "udp.checksum") doubted += r.value("failed", 0u) + r.value("inconclusive", 0u);
+            for (const auto& ev : r.value("evidence", nlohmann::json::array()))
+              for (const auto& f : ev["frames"]) ours[f.get<std::uint64_t>()] = r["case"].get<std::string>() + " " + r["verdict"].get<std::string>();
+          }
+      std::uint64_t tshark_bad = 0;
+      for (const auto& [f, sp] : status) tshark_bad += sp.first == "0";
+      BOOST_TEST_CONTEXT(e.path().filename().string()) {
+        for (const auto& [f, sp] : status) {
+          const auto& [s_, dport] = sp;
+          const std::string we = ours.count(f) ? ours[f] : "";
+          if (s_ == "0") {
+            ++bad_seen;
+            BOOST_TEST((we.empty() || we == "udp.checksum FAIL" || we == "udp.checksum INCONCLUSIVE"),
+                       "frame " << f << ": tshark bad, ours '" << we << "'");
+          } else if (s_ == "1") {
+            BOOST_TEST(we.rfind("udp.checksum", 0) != 0, "frame " << f << ": tshark good, ours '" << we << "'");
+          } else if (s_ == "4" && dport != "4791") {
+            BOOST_TEST(we == "udp.checksum.zero_ipv6 FAIL", "frame " << f << ": tshark illegal zero, ours '" << we << "'");
+          }
+        }
+        BOOST_TEST(doubted == tshark_bad, "tshark calls " << tshark_bad << " checksums bad, we doubt " << doubted);
+      }
+    }
+  }
+  BOOST_TEST(captures >= 20);
+  BOOST_TEST(bad_seen >= 8);  // the fault and the offloaded captures hold some
+  fs::remove_all(dir);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
