@@ -237,7 +237,8 @@ BOOST_AUTO_TEST_CASE(a_new_family_changes_no_other_verdict) {
     CheckOptions with, without;
     with.hash = without.hash = false;
     with.strict = without.strict = true;
-    without.families = {Registry::get().find("iwarp"), Registry::get().find("ib")};
+    for (const auto* f : Registry::get().families())
+      if (f->name() != "toy") without.families.push_back(f);
     const auto a = Checker(with).check_file(cap.string()), b = Checker(without).check_file(cap.string());
     const reports::RunInfo run{"test", {}, true, {}, {}};
     auto ja = reports::to_json(run, {a})["inputs"][0], jb = reports::to_json(run, {b})["inputs"][0];
@@ -333,6 +334,7 @@ BOOST_AUTO_TEST_CASE(idle_conversations_end_in_capture_time) {
   CheckOptions o;
   o.hash = false;
   o.strict = true;
+  o.families = {Registry::get().find("ib")};  // the UDP family's conversations end the same way
   const InputResult once = Checker(o).check_file(golden.string());
   BOOST_TEST_REQUIRE(once.scopes.size() == 1u);
   o.reassembly.idle_timeout_us = 600 * 1000000ll;
