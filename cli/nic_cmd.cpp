@@ -8,6 +8,7 @@
 
 #include "conformance/checker.hpp"
 #include "conformance/fastudp/nic_cases.hpp"
+#include "interop/fastudp/live.hpp"
 #include "interop/fastudp/nic_suite.hpp"
 #include "reports/report.hpp"
 
@@ -38,13 +39,36 @@ NicCommands::NicCommands(CLI::App& app) {
   check_->add_flag("--in-process", in_process_,
                    "run the plug-in in this process, not in a child per scenario (for a debugger; a crash is then ours)");
   check_->add_flag("--list", list_, "list the scenarios and cases, and exit");
+  live_ = nic->add_subcommand("live", "the harness's wire on a veth pair: kernel UDP sockets in a namespace of our own send to "
+                                      "and receive from the plug-in (root)");
+  live_->add_option("--plugin", plugin_, "the plug-in's shared object")->required();
+  live_->add_option("--count", live_count_, "datagrams each way")->check(CLI::Range(1u, 1000000u));
+  live_->add_option("--size", live_size_, "payload octets")->check(CLI::Range(4u, 1472u));
+  live_->add_option("--corrupt-every", live_corrupt_, "corrupt every Nth datagram from the kernel on the wire (0: none)");
+  live_->add_option("--timeout", timeout_ms_, "milliseconds the exchange may take")->check(CLI::Range(100, 3600000));
   auto* q = check_->add_flag("--quiet", quiet_, "print nothing but errors");
   check_->add_flag("--verbose", verbose_, "list every verdict, not only failures")->excludes(q);
 }
 
-bool NicCommands::selected() const { return check_->parsed(); }
+bool NicCommands::selected() const { return check_->parsed() || live_->parsed(); }
+
+int NicCommands::live_run() const {
+  interop::fastudp::LiveOptions o;
+  o.plugin = plugin_;
+  o.count = live_count_;
+  o.size = live_size_;
+  o.corrupt_every = live_corrupt_;
+  o.timeout_ms = timeout_ms_;
+  const auto r = interop::fastudp::run_live(o, std::cout);
+  if (!r.error.empty()) {
+    std::cerr << "rdmaconf nic live: " << r.error << "\n";
+    return kExitUsage;
+  }
+  return r.ok ? 0 : kExitFail;
+}
 
 int NicCommands::run(const std::vector<std::string>& arguments) const {
+  if (live_->parsed()) return live_run();
   namespace fu = interop::fastudp;
   std::vector<std::string> patterns;
   for (const auto& p : patterns_) {

@@ -3,6 +3,7 @@
 // (interop/fastudp/nic_suite.hpp), reported like `rdmaconf check`.
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,9 @@ class NicCommands {
 
  private:
   CLI::App* check_ = nullptr;
+  CLI::App* live_ = nullptr;
+  std::uint32_t live_count_ = 2000, live_size_ = 1472, live_corrupt_ = 10;
+  int live_run() const;
   std::string plugin_, plugin_args_, json_out_, junit_out_, pcap_dir_;
   std::vector<std::string> scenarios_, patterns_;
   int timeout_ms_ = 30000;
