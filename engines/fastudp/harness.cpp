@@ -228,6 +228,32 @@ std::uint64_t Harness::alloc(std::size_t len, Region kind) {
   return base;
 }
 
+std::byte* Harness::memory(std::uint64_t addr) {
+  Area* a = find(addr);
+  return a ? a->mem.data() + (addr - a->base) : nullptr;
+}
+
+std::uint64_t Harness::post_receive_into(std::uint64_t addr, std::uint32_t length, std::uint16_t port) {
+  Receive r;
+  r.cookie = next_cookie_++;
+  r.buffer = addr;
+  r.length = length;
+  r.port = port;
+  r.shared = true;
+  const std::uint64_t desc = alloc(40, Region::rx_desc);
+  std::byte* d = find(desc)->mem.data();
+  put_le(d, addr, 8);
+  put_le(d + 8, length, 4);
+  put_le(d + 12, port, 2);
+  put_le(d + 16, r.cookie, 8);
+  receive_index_[r.cookie] = receives_.size();
+  receive_desc_[r.cookie] = desc;
+  receives_.push_back(r);
+  reg_write(FUDP_REG_RX_POST, desc);
+  service();
+  return r.cookie;
+}
+
 Harness::Area* Harness::find(std::uint64_t addr) {
   auto it = areas_.upper_bound(addr);
   if (it == areas_.begin()) return nullptr;
@@ -457,7 +483,7 @@ void Harness::drain() {
         Receive& r = receives_[it->second];
         r.completed = true;
         r.entry = entries_.size();
-        find(r.buffer)->writable = false;  // the user owns it again
+        if (!r.shared) find(r.buffer)->writable = false;  // the user owns it again
       }
     }
     ++entry_count_;
@@ -481,8 +507,12 @@ const Harness::Receive* Harness::receive_at(std::uint64_t addr) const {
 std::vector<std::byte> Harness::buffer(std::uint64_t cookie) const {
   const Receive* r = receive(cookie);
   if (!r) return {};
-  const auto& a = areas_.at(r->buffer);
-  return a.mem;
+  auto it = areas_.upper_bound(r->buffer);
+  if (it == areas_.begin()) return {};
+  const Area& a = std::prev(it)->second;
+  const std::size_t from = r->buffer - a.base;
+  if (from + r->length > a.mem.size()) return {};
+  return {a.mem.begin() + static_cast<std::ptrdiff_t>(from), a.mem.begin() + static_cast<std::ptrdiff_t>(from + r->length)};
 }
 
 }  // namespace rdmaconf::engine::fastudp

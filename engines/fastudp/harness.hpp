@@ -132,6 +132,7 @@ class Harness {
     std::uint32_t length = 0;
     std::uint16_t port = 0;
     bool completed = false;
+    bool shared = false;  // in a region of the caller's (post_receive_into)
     std::optional<std::size_t> entry;  // index into entries() that completed it
   };
   const std::vector<Receive>& receives() const { return receives_; }
@@ -156,6 +157,12 @@ class Harness {
 
   // Allocates a region of simulated memory (a 4 KiB guard gap on each side).
   std::uint64_t alloc(std::size_t len, Region kind);
+  // The octets of a region from `addr` on (the application's view of its own
+  // buffer; nullptr outside every region). Stable while the harness lives.
+  std::byte* memory(std::uint64_t addr);
+  // A receive into part of a receive-buffer region the caller allocated (an
+  // application receiving into buff + offset); the region stays writable.
+  std::uint64_t post_receive_into(std::uint64_t addr, std::uint32_t length, std::uint16_t port);
   // Called back for each frame the NIC puts on the wire (after it is recorded).
   std::function<void(Bytes)> on_transmit;
   // Called back for each ring entry the driver takes (after it completed its receive).
