@@ -4,6 +4,7 @@
 // run that turns claimed packets or TCP streams into scope results, its own
 // command-line options and its decoded listing. The checker, the reports and
 // the CLI loop over registered families and never name one.
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -102,6 +103,22 @@ void take_active(const std::vector<std::unique_ptr<CaseT>>& all, const RunContex
   for (std::size_t i : ctx.active()) {
     cases.push_back(all[i].get());
     infos.push_back(&all[i]->info());
+  }
+}
+
+// Ends the scopes in `open` (a map to unique_ptrs of states with an `id`,
+// their order, and `last_ts`, their latest packet's capture time) that saw no
+// traffic for the run's idle time by `now_us`: each goes to
+// RunContext::scope_done as `result(state)` makes it, in the order they began.
+template <class Map, class Result>
+void end_idle_scopes(Map& open, std::int64_t now_us, RunContext& ctx, Result result) {
+  std::vector<typename Map::iterator> idle;
+  for (auto it = open.begin(); it != open.end(); ++it)
+    if (now_us - it->second->last_ts > ctx.idle_timeout_us()) idle.push_back(it);
+  std::sort(idle.begin(), idle.end(), [](const auto& x, const auto& y) { return x->second->id < y->second->id; });
+  for (auto it : idle) {
+    ctx.scope_done(result(*it->second));
+    open.erase(it);
   }
 }
 

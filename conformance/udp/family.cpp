@@ -240,14 +240,7 @@ class Run final : public FamilyRun {
   }
 
   void close_idle(std::int64_t now_us) {
-    std::vector<decltype(convs_)::iterator> idle;
-    for (auto it = convs_.begin(); it != convs_.end(); ++it)
-      if (now_us - it->second->last_ts > ctx_.idle_timeout_us()) idle.push_back(it);
-    std::sort(idle.begin(), idle.end(), [](const auto& x, const auto& y) { return x->second->id < y->second->id; });
-    for (auto it : idle) {
-      ctx_.scope_done(result(*it->second));
-      convs_.erase(it);
-    }
+    end_idle_scopes(convs_, now_us, ctx_, [this](Conv& c) { return result(c); });
   }
 
   RunContext& ctx_;

@@ -221,7 +221,7 @@ Harness::~Harness() {
 std::uint64_t Harness::alloc(std::size_t len, Region kind) {
   const std::uint64_t base = next_addr_;
   Area a{base, kind, kind == Region::ring || kind == Region::prod_word || kind == Region::rx_buffer, {}};
-  a.mem.resize(len);
+  a.mem.resize(std::max<std::size_t>(len, 1));  // every region has an address that finds it
   areas_.emplace(base, std::move(a));
   // The next area starts past a guard gap, rounded to 64 octets.
   next_addr_ = (base + len + kGuard + 63) / 64 * 64;
@@ -231,27 +231,6 @@ std::uint64_t Harness::alloc(std::size_t len, Region kind) {
 std::byte* Harness::memory(std::uint64_t addr) {
   Area* a = find(addr);
   return a ? a->mem.data() + (addr - a->base) : nullptr;
-}
-
-std::uint64_t Harness::post_receive_into(std::uint64_t addr, std::uint32_t length, std::uint16_t port) {
-  Receive r;
-  r.cookie = next_cookie_++;
-  r.buffer = addr;
-  r.length = length;
-  r.port = port;
-  r.shared = true;
-  const std::uint64_t desc = alloc(40, Region::rx_desc);
-  std::byte* d = find(desc)->mem.data();
-  put_le(d, addr, 8);
-  put_le(d + 8, length, 4);
-  put_le(d + 12, port, 2);
-  put_le(d + 16, r.cookie, 8);
-  receive_index_[r.cookie] = receives_.size();
-  receive_desc_[r.cookie] = desc;
-  receives_.push_back(r);
-  reg_write(FUDP_REG_RX_POST, desc);
-  service();
-  return r.cookie;
 }
 
 Harness::Area* Harness::find(std::uint64_t addr) {
@@ -278,6 +257,7 @@ bool Harness::slot_busy(std::uint64_t addr, std::uint64_t len) const {
 }
 
 int Harness::nic_write(std::uint64_t addr, const void* src, std::size_t len, bool cache) {
+  if (len == 0) return FUDP_OK;
   if (!src && len) {
     violation(Violation::Kind::bad_call, addr, len, "a write from a null pointer");
     return FUDP_EINVAL;
@@ -324,6 +304,7 @@ int Harness::nic_write(std::uint64_t addr, const void* src, std::size_t len, boo
 }
 
 int Harness::nic_read(std::uint64_t addr, void* dst, std::size_t len) {
+  if (len == 0) return FUDP_OK;
   if (!dst && len) {
     violation(Violation::Kind::bad_call, addr, len, "a read into a null pointer");
     return FUDP_EINVAL;
@@ -355,11 +336,21 @@ std::uint64_t Harness::read_stat(fudp_stat s) { return reg_read(FUDP_REG_STATS +
 
 std::uint64_t Harness::post_receive(std::uint16_t port, std::uint32_t length, std::uint8_t family,
                                     std::span<const std::uint8_t> addr) {
+  return post(alloc(length, Region::rx_buffer), length, port, family, addr, false);
+}
+
+std::uint64_t Harness::post_receive_into(std::uint64_t addr, std::uint32_t length, std::uint16_t port) {
+  return post(addr, length, port, 0, {}, true);
+}
+
+std::uint64_t Harness::post(std::uint64_t buffer, std::uint32_t length, std::uint16_t port, std::uint8_t family,
+                            std::span<const std::uint8_t> addr, bool shared) {
   Receive r;
   r.cookie = next_cookie_++;
-  r.buffer = alloc(length, Region::rx_buffer);
+  r.buffer = buffer;
   r.length = length;
   r.port = port;
+  r.shared = shared;
   const std::uint64_t desc = alloc(40, Region::rx_desc);
   std::byte* d = find(desc)->mem.data();
   put_le(d, r.buffer, 8);
@@ -367,7 +358,7 @@ std::uint64_t Harness::post_receive(std::uint16_t port, std::uint32_t length, st
   put_le(d + 12, port, 2);
   d[14] = std::byte{family};
   put_le(d + 16, r.cookie, 8);
-  std::memcpy(d + 24, addr.data(), std::min<std::size_t>(addr.size(), 16));
+  if (!addr.empty()) std::memcpy(d + 24, addr.data(), std::min<std::size_t>(addr.size(), 16));
   receive_index_[r.cookie] = receives_.size();
   receive_desc_[r.cookie] = desc;
   receives_.push_back(r);

@@ -197,6 +197,8 @@ class Harness {
   Area* find(std::uint64_t addr);
   void reg_write(std::uint64_t off, std::uint64_t v);
   std::uint64_t reg_read(std::uint64_t off);
+  std::uint64_t post(std::uint64_t buffer, std::uint32_t length, std::uint16_t port, std::uint8_t family,
+                     std::span<const std::uint8_t> addr, bool shared);
   void violation(Violation::Kind k, std::uint64_t addr, std::uint64_t len, std::string what);
   void service();  // the driver's interrupt handler
   void drain();
