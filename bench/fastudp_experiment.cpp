@@ -120,9 +120,7 @@ FastRun fast_run(const fu::Plugin& p, std::size_t n, unsigned rounds) {
   std::vector<std::byte> payload(kChunk);
   for (std::size_t i = 0; i < n; ++i) {
     for (std::size_t j = 0; j < kChunk; ++j) payload[j] = std::byte(static_cast<std::uint8_t>((i * kChunk + j) * 131 + ((i * kChunk + j) >> 11)));
-    io::eth_header(from, to, frames[i]);
-    const auto l3 = io::ip_udp(from, to, payload, true);
-    frames[i].insert(frames[i].end(), l3.begin(), l3.end());
+    frames[i] = io::eth_udp(from, to, payload, true);
   }
   // Completions: chunks placed, published by the NIC thread.
   std::atomic<std::uint64_t> done{0};

@@ -44,11 +44,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 64; ++i) {
     const auto from = io::host_v4(10, 0, 0, 1, static_cast<std::uint16_t>(40000 + i)), to = io::host_v4(10, 0, 0, 2, 5001);
     std::vector<std::byte> payload(64, std::byte(static_cast<std::uint8_t>(i)));
-    std::vector<std::byte> f;
-    io::eth_header(from, to, f);
-    const auto l3 = io::ip_udp(from, to, payload, true);
-    f.insert(f.end(), l3.begin(), l3.end());
-    frames.push_back(std::move(f));
+    frames.push_back(io::eth_udp(from, to, payload, true));
   }
   std::vector<double> pps;
   double cycles_per_packet = 0;

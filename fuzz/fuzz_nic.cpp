@@ -65,9 +65,8 @@ void fix_checksums(std::vector<std::byte>& f) {
   const std::size_t len = std::min<std::size_t>(be16(f, u + 4), f.size() - u);
   if (len < 8) return;
   put_be16(f, u + 6, 0);
-  const std::size_t alen = v6 ? 16 : 4;
-  std::uint16_t c = net::transport_checksum({f.data() + (v6 ? 22 : 26), alen}, {f.data() + (v6 ? 38 : 30), alen}, 17,
-                                            {f.data() + u, len});
+  const rdmaconf::protocols::Bytes b(f);
+  std::uint16_t c = net::udp_checksum(b.subspan(14), b.subspan(u, len));
   put_be16(f, u + 6, c ? c : 0xffff);
 }
 

@@ -147,12 +147,19 @@ std::vector<std::byte> ip_udp(const Host& from, const Host& to, Bytes payload, b
   return ip_wrap(from, to, 17, std::move(l4), 6, udp_checksum);
 }
 
+std::vector<std::byte> eth_udp(const Host& from, const Host& to, Bytes payload, bool udp_checksum) {
+  std::vector<std::byte> f;
+  eth_header(from, to, f);
+  const auto l3 = ip_udp(from, to, payload, udp_checksum);
+  f.insert(f.end(), l3.begin(), l3.end());
+  return f;
+}
+
 void set_udp_checksum(std::vector<std::byte>& l3) {
-  const bool v6 = (static_cast<unsigned>(l3[0]) >> 4) == 6;
-  const std::size_t at = v6 ? 40 : 20, alen = v6 ? 16 : 4;
+  const std::size_t at = (static_cast<unsigned>(l3[0]) >> 4) == 6 ? net::kIpv6.size : net::kIpv4.size;
   put_be16(l3, at + 6, 0);
   const Bytes b(l3);
-  std::uint16_t c = net::transport_checksum(b.subspan(v6 ? 8 : 12, alen), b.subspan(v6 ? 24 : 16, alen), 17, b.subspan(at));
+  std::uint16_t c = net::udp_checksum(b, b.subspan(at));
   put_be16(l3, at + 6, c == 0 ? 0xffff : c);
 }
 

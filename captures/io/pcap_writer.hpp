@@ -55,6 +55,8 @@ class PcapWriter {
 std::vector<std::byte> ip_tcp(const Host& from, const Host& to, std::uint32_t seq, std::uint32_t ack, std::uint8_t flags,
                               protocols::Bytes payload, std::uint16_t mss = 0);
 std::vector<std::byte> ip_udp(const Host& from, const Host& to, protocols::Bytes payload, bool udp_checksum);
+// An Ethernet frame carrying ip_udp's packet.
+std::vector<std::byte> eth_udp(const Host& from, const Host& to, protocols::Bytes payload, bool udp_checksum);
 // Computes and sets the UDP checksum of an IP packet ip_udp made (IPv4 or
 // IPv6, by the version nibble), for a payload changed after it was built.
 void set_udp_checksum(std::vector<std::byte>& l3);

@@ -186,10 +186,9 @@ class Run final : public FamilyRun {
       if (Tally* t = tally(c, zero6_)) t->pass();
     Tally* t = tally(c, checksum_);
     if (!t) return;
-    const std::size_t alen = v6 ? 16 : 4;
-    const protocols::Bytes src = l3.subspan(v6 ? 8 : 12, alen), dst = l3.subspan(v6 ? 24 : 16, alen);
+    const auto [src, dst] = protocols::net::ip_addresses(l3);
     const protocols::Bytes dgram = l3.subspan(at, len);
-    const std::uint16_t sum = protocols::net::transport_checksum(src, dst, 17, dgram);
+    const std::uint16_t sum = protocols::net::udp_checksum(l3, dgram);
     if (sum == 0) return t->pass();
     // What it should have been: the sum with the field taken out.
     std::uint16_t want = protocols::net::fold(

@@ -495,7 +495,7 @@ const Harness::Receive* Harness::receive_at(std::uint64_t addr) const {
   return nullptr;
 }
 
-std::vector<std::byte> Harness::buffer(std::uint64_t cookie) const {
+Bytes Harness::buffer(std::uint64_t cookie) const {
   const Receive* r = receive(cookie);
   if (!r) return {};
   auto it = areas_.upper_bound(r->buffer);
@@ -503,7 +503,7 @@ std::vector<std::byte> Harness::buffer(std::uint64_t cookie) const {
   const Area& a = std::prev(it)->second;
   const std::size_t from = r->buffer - a.base;
   if (from + r->length > a.mem.size()) return {};
-  return {a.mem.begin() + static_cast<std::ptrdiff_t>(from), a.mem.begin() + static_cast<std::ptrdiff_t>(from + r->length)};
+  return Bytes(a.mem).subspan(from, r->length);
 }
 
 }  // namespace rdmaconf::engine::fastudp

@@ -141,8 +141,8 @@ class Harness {
   const Receive* receive_at(std::uint64_t addr) const;
   std::uint64_t prod_word() const { return prod_word_; }
   std::uint32_t slot_size() const { return opt_.slot_size; }
-  // The buffer's octets now.
-  std::vector<std::byte> buffer(std::uint64_t cookie) const;
+  // The buffer's octets now (valid until the harness allocates again).
+  Bytes buffer(std::uint64_t cookie) const;
   const std::vector<RingEntry>& entries() const { return entries_; }
   const std::vector<Write>& writes() const { return writes_; }
   const std::vector<Violation>& violations() const { return violations_; }

@@ -240,11 +240,7 @@ LiveResult run_live(const LiveOptions& opt, std::ostream& log) {
   std::vector<std::byte> payload(opt.size);
   for (std::uint32_t i = 0; i < opt.count; ++i) {
     fill(payload.data(), payload.size(), i);
-    std::vector<std::byte> out;
-    io::eth_header(me, them, out);
-    const auto l3 = io::ip_udp(me, them, payload, false);
-    out.insert(out.end(), l3.begin(), l3.end());
-    h.transmit(out, true);
+    h.transmit(io::eth_udp(me, them, payload, false), true);
     if (i % 32 == 31) std::this_thread::sleep_for(std::chrono::microseconds(300));
   }
   nic_done = true;

@@ -74,12 +74,9 @@ Built build(const Dgram& d, std::uint16_t sport, std::uint32_t seed) {
   if (d.zero_sum && payload.size() >= 2) {
     // Choose the last two octets so that the checksum computes to zero.
     payload[payload.size() - 1] = payload[payload.size() - 2] = std::byte{0};
-    auto probe = captures::io::ip_udp(from, to, payload, false);
-    const std::size_t l4 = d.v6 ? 40 : 20;
-    const std::size_t alen = d.v6 ? 16 : 4;
-    const std::uint16_t c = protocols::net::transport_checksum({probe.data() + (d.v6 ? 8 : 12), alen},
-                                                               {probe.data() + (d.v6 ? 24 : 16), alen}, 17,
-                                                               {probe.data() + l4, probe.size() - l4});
+    const auto probe = captures::io::ip_udp(from, to, payload, false);
+    const Bytes l3(probe);
+    const std::uint16_t c = protocols::net::udp_checksum(l3, l3.subspan(d.v6 ? 40 : 20));
     // Even payload length: the last two octets are one 16-bit word of the sum.
     protocols::put_be16(payload, payload.size() - 2, c);
   }
@@ -163,7 +160,6 @@ struct Tx {
   bool offload = false;
   bool zero_sum = false;
   std::size_t udp = 0;  // offset of the UDP header (0: not UDP)
-  bool v6 = false;
 };
 
 struct Posted {
@@ -252,7 +248,6 @@ class Script {
     Tx t;
     t.offload = offload;
     t.zero_sum = d.zero_sum;
-    t.v6 = d.v6;
     t.udp = b.header_len - 8;
     if (offload) protocols::put_be16(b.frame, t.udp + 6, 0);  // the host leaves it to the NIC
     t.frame = std::move(b.frame);
@@ -666,11 +661,9 @@ void judge(Script& s, Judge& j) {
       j.check(cid::tx_csum, o == x.frame, 0, "sent unchanged (no offload asked)", "changed");
       continue;
     }
-    const std::size_t l3 = 14, alen = x.v6 ? 16 : 4;
     const std::uint16_t field = same ? protocols::be16(o, c) : 0;
-    const bool sums = same && protocols::net::transport_checksum({o.data() + l3 + (x.v6 ? 8 : 12), alen},
-                                                                 {o.data() + l3 + (x.v6 ? 24 : 16), alen}, 17,
-                                                                 {o.data() + x.udp, o.size() - x.udp}) == 0;
+    const Bytes wire(o);
+    const bool sums = same && protocols::net::udp_checksum(wire.subspan(14), wire.subspan(x.udp)) == 0;
     j.check(cid::tx_csum, same && sums && field != 0, 0,
             fmt::format("transmit {}: the frame with a checksum that verifies", t + 1),
             !same ? std::string("other octets changed") : fmt::format("checksum 0x{:04x}{}", field, sums ? "" : ", wrong"));

@@ -3,6 +3,8 @@
 // RFC 768 (IPv4) and RFC 8200 §8.1 (IPv6).
 #include <cstdint>
 
+#include <utility>
+
 #include "protocols/core/bits.hpp"
 
 namespace rdmaconf::protocols::net {
@@ -16,5 +18,12 @@ std::uint16_t fold(std::uint32_t s);
 // octets each): 0 when the field holds the right checksum, and the value to
 // put there when the field holds zero.
 std::uint16_t transport_checksum(Bytes src, Bytes dst, std::uint8_t protocol, Bytes l4);
+// The source and destination addresses of an IPv4 or IPv6 header (by its
+// version nibble), where the header tables place them. `l3` holds at least
+// the fixed header.
+std::pair<Bytes, Bytes> ip_addresses(Bytes l3);
+// The UDP checksum of the datagram at `l4` in IP packet `l3` (0 when its
+// checksum field is right; the value to put there when the field is zero).
+std::uint16_t udp_checksum(Bytes l3, Bytes l4);
 
 }  // namespace rdmaconf::protocols::net
