@@ -25,9 +25,11 @@ namespace io = rdmaconf::captures::io;
 int main(int argc, char** argv) {
   CLI::App app{"rdmaconf-bench-fastudp: the Fast UDP NIC model in deterministic mode"};
   std::uint64_t packets = 2000000;
+  std::uint32_t size = 64;
   int runs = 5;
   std::string plugin = RDMACONF_NIC_MODEL, json_out;
   app.add_option("--packets", packets, "datagrams per run")->check(CLI::Range(1, 1 << 30));
+  app.add_option("--size", size, "payload octets")->check(CLI::Range(1u, 1472u));
   app.add_option("--runs", runs, "runs (the median is reported)")->check(CLI::Range(1, 100));
   app.add_option("--plugin", plugin, "the NIC plug-in");
   app.add_option("--json", json_out, "write the figures as JSON");
@@ -39,11 +41,11 @@ int main(int argc, char** argv) {
     std::cerr << err << "\n";
     return 2;
   }
-  // 64 distinct frames: 64-octet payloads to port 5001 with good checksums.
+  // 64 distinct frames: payloads to port 5001 with good checksums.
   std::vector<std::vector<std::byte>> frames;
   for (int i = 0; i < 64; ++i) {
     const auto from = io::host_v4(10, 0, 0, 1, static_cast<std::uint16_t>(40000 + i)), to = io::host_v4(10, 0, 0, 2, 5001);
-    std::vector<std::byte> payload(64, std::byte(static_cast<std::uint8_t>(i)));
+    std::vector<std::byte> payload(size, std::byte(static_cast<std::uint8_t>(i)));
     frames.push_back(io::eth_udp(from, to, payload, true));
   }
   std::vector<double> pps;
@@ -76,8 +78,8 @@ int main(int argc, char** argv) {
   }
   std::sort(pps.begin(), pps.end());
   const double median = pps[pps.size() / 2];
-  std::cout << fmt::format("fastudp model, deterministic, 64-octet datagrams: {:.2f} M packets/s (median of {}; target >= 2.00; {})\n",
-                           median / 1e6, runs, median >= 2e6 ? "met" : "NOT met");
+  std::cout << fmt::format("fastudp model, deterministic, {}-octet datagrams: {:.2f} M packets/s (median of {}; target >= 2.00 at 64; {})\n",
+                           size, median / 1e6, runs, size != 64 ? "not the target's size" : median >= 2e6 ? "met" : "NOT met");
   std::cout << fmt::format("model cycle account: {:.1f} NIC cycles per datagram\n", cycles_per_packet);
   if (!json_out.empty()) {
     std::ofstream(json_out) << nlohmann::json{{"packets", packets}, {"runs", runs}, {"pps_median", median}, {"pps", pps},

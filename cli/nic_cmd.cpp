@@ -46,6 +46,10 @@ NicCommands::NicCommands(CLI::App& app) {
   live_->add_option("--size", live_size_, "payload octets")->check(CLI::Range(4u, 1472u));
   live_->add_option("--corrupt-every", live_corrupt_, "corrupt every Nth datagram from the kernel on the wire (0: none)");
   live_->add_option("--timeout", timeout_ms_, "milliseconds the exchange may take")->check(CLI::Range(100, 3600000));
+  live_->add_option("--coalesce-entries", live_coalesce_entries_, "interrupt after this many ring entries")
+      ->check(CLI::Range(1u, 65535u));
+  live_->add_option("--coalesce-us", live_coalesce_us_, "or this many microseconds after the first unsignalled entry")
+      ->check(CLI::Range(1u, 1000000u));
   auto* q = check_->add_flag("--quiet", quiet_, "print nothing but errors");
   check_->add_flag("--verbose", verbose_, "list every verdict, not only failures")->excludes(q);
 }
@@ -59,6 +63,8 @@ int NicCommands::live_run() const {
   o.size = live_size_;
   o.corrupt_every = live_corrupt_;
   o.timeout_ms = timeout_ms_;
+  o.coalesce_entries = live_coalesce_entries_;
+  o.coalesce_us = live_coalesce_us_;
   const auto r = interop::fastudp::run_live(o, std::cout);
   if (!r.error.empty()) {
     std::cerr << "rdmaconf nic live: " << r.error << "\n";

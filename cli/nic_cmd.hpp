@@ -19,6 +19,7 @@ class NicCommands {
   CLI::App* check_ = nullptr;
   CLI::App* live_ = nullptr;
   std::uint32_t live_count_ = 2000, live_size_ = 1472, live_corrupt_ = 10;
+  std::uint32_t live_coalesce_entries_ = 32, live_coalesce_us_ = 50;
   int live_run() const;
   std::string plugin_, plugin_args_, json_out_, junit_out_, pcap_dir_;
   std::vector<std::string> scenarios_, patterns_;

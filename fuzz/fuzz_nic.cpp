@@ -9,7 +9,11 @@
 // then frames, each a flags octet (bit 0 fix the IPv4 header and UDP
 // checksums so that mutations get past them, bit 1 post a receive of the
 // frame's length on its destination port first, bit 2 transmit instead of
-// receive, with checksum offload), a big-endian 16-bit length and the frame.
+// receive, with checksum offload; bits 4-7 the frame arrives that many
+// times 256 cycles after the last arrival, with the jobs due before it run
+// first, instead of when the NIC is idle), a big-endian 16-bit length and
+// the frame.
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -84,6 +88,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (unsigned i = 0; i < (cfg & 7u); ++i) h.post_receive(port, 256u * (i + 1));
   if (cfg & 0x40u) h.pause_driver(true);
   std::size_t at = 1;
+  std::uint64_t arrival = 0;
   while (at + 3 <= size) {
     const std::uint8_t flags = data[at];
     const std::size_t len = std::min<std::size_t>((data[at + 1] << 8) | data[at + 2], size - at - 3);
@@ -92,10 +97,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (flags & 1u) fix_checksums(f);
     bool v6 = false;
     if (const std::size_t u = (flags & 2u) ? udp_at(f, v6) : 0) h.post_receive(be16(f, u + 2), static_cast<std::uint32_t>(len));
-    if (flags & 4u)
+    if (flags & 4u) {
       h.transmit(f, true);
-    else
+    } else if (flags >> 4) {
+      arrival = std::max(arrival, h.cycles()) + 256u * (flags >> 4);
+      h.arrive(f, arrival);
+    } else {
       h.wire_receive(f);
+    }
   }
   if (cfg & 0x40u) h.pause_driver(false);
   h.run_until_idle();

@@ -146,6 +146,10 @@ put("fuzz_nic", "basic", nic_seed(0x12, [(1, ip_udp(False, 5001, bytes(range(100
 put("fuzz_nic", "truncate", nic_seed(0x01, [(3, ip_udp(False, 5003, b"t" * 400)), (1, ip_udp(False, 5001, b"u" * 600))]))
 put("fuzz_nic", "fragments", nic_seed(0x01, [(1, ip_udp(False, 5001, b"f" * 64, 0x2000)), (1, ip_udp(True, 5001, b"g" * 64))]))
 put("fuzz_nic", "ring-full", nic_seed(0x48, [(1, ip_udp(False, 6000, b"r" * 64))] * 6))
+# Frames that arrive over time with interrupts coalesced (cfg bit 3): gaps
+# of 256 and 3840 cycles, inside and past the 500-cycle timer.
+put("fuzz_nic", "arrivals", nic_seed(0x0b, [(0x11, ip_udp(False, 5001, b"a" * 90)), (0x11, ip_udp(False, 5002, b"b" * 90)),
+                                            (0xf1, ip_udp(True, 5003, b"c" * 90)), (0x11, ip_udp(False, 6000, b"d" * 90))]))
 put("fuzz_nic", "transmit", nic_seed(0x00, [(4, ip_udp(False, 9000, b"s" * 77)), (4, ip_udp(True, 9000, b"s" * 78))]))
 roce = [f for cap in sorted(os.listdir(golden)) if cap.startswith("roce") and cap.endswith(".pcap")
         for f in list(records(os.path.join(golden, cap)))[:4]]

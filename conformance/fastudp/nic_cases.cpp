@@ -53,7 +53,8 @@ constexpr std::array kText{
              "A checksum that computes to zero is sent as all ones (zero means no checksum)."},
     CaseText{nic::irq, kContract, "interrupts", Level::must,
              "After the NIC publishes a ring entry (the producer index word written), it raises interrupt vector 0 "
-             "before it goes idle (coalescing may gather entries, never lose one)."},
+             "before it goes idle (coalescing may gather entries, never lose one); with a coalescing time limit set, "
+             "before it takes any frame that arrives after the limit has run out."},
     CaseText{nic::ring_order, kContract, "kernel ring", Level::must,
              "Ring entries for received frames appear in the order the frames arrived."},
     CaseText{nic::ring_full, kContract, "kernel ring", Level::must,

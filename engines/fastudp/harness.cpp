@@ -395,22 +395,64 @@ std::uint64_t Harness::transmit(Bytes frame, bool checksum) {
   put_le(d + 12, checksum ? FUDP_TX_CSUM : 0, 4);
   put_le(d + 16, cookie, 8);
   tx_areas_[cookie] = area;
+  follow_wall();
   reg_write(FUDP_REG_TX_POST, desc);
   service();
-  run_until_idle();
+  if (opt_.clock == Clock::realtime)
+    run_due(now_);
+  else
+    run_until_idle();
   return cookie;
 }
 
 void Harness::wire_receive(Bytes frame) {
+  if (opt_.clock == Clock::realtime) {
+    follow_wall();
+    ++frame_;
+    plugin_.receive(nic_, frame.data(), frame.size());
+    service();
+    run_due(now_);
+    return;
+  }
   ++frame_;
   plugin_.receive(nic_, frame.data(), frame.size());
   service();
   run_until_idle();
 }
 
-void Harness::run_until_idle() {
+void Harness::arrive(Bytes frame, std::uint64_t at) {
+  run_due(at);
+  now_ = std::max(now_, at);
+  ++frame_;
+  plugin_.receive(nic_, frame.data(), frame.size());
+  service();
+  run_due(now_);
+}
+
+void Harness::follow_wall() {
+  if (opt_.clock != Clock::realtime) return;
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start_).count();
+  now_ = std::max(now_, static_cast<std::uint64_t>(ns) * opt_.cycles_per_us / 1000);
+}
+
+void Harness::poll() {
+  follow_wall();
+  service();
+  run_due(now_);
+}
+
+std::optional<std::uint64_t> Harness::next_job_in() {
+  if (jobs_.empty()) return std::nullopt;
+  follow_wall();
+  const std::uint64_t at = jobs_.top().at;
+  return at > now_ ? at - now_ : 0;
+}
+
+void Harness::run_until_idle() { run_due(UINT64_MAX); }
+
+void Harness::run_due(std::uint64_t until) {
   std::uint64_t n = 0;
-  while (!jobs_.empty()) {
+  while (!jobs_.empty() && jobs_.top().at <= until) {
     if (++n > opt_.max_events) {
       violation(Violation::Kind::bad_call, 0, 0,
                 fmt::format("more than {} jobs ran with no frame arriving: the NIC keeps rescheduling itself", opt_.max_events));

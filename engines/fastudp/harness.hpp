@@ -8,8 +8,12 @@
 // kernel ring or the producer index word, and every write over a ring slot
 // the driver has not consumed, is refused and recorded.
 //
-// Deterministic: the clock moves only by the NIC's delay_cycles and by
-// running scheduled jobs, so a run is a function of its inputs.
+// Two clocks. Deterministic (tests, the conformance suite): the clock moves
+// only by the NIC's delay_cycles, by frames arriving at a given cycle and by
+// running scheduled jobs, so a run is a function of its inputs. Real time
+// (live traffic): the clock also follows the wall clock at a nominal rate,
+// and a scheduled job runs once its time has come (poll()).
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -84,6 +88,8 @@ struct Interrupt {
   std::uint64_t writes_before = 0;  // NIC writes that had landed when it was raised
 };
 
+enum class Clock { deterministic, realtime };
+
 struct HarnessOptions {
   std::uint32_t ring_slots = 64;
   std::uint32_t slot_size = 2048;
@@ -94,6 +100,8 @@ struct HarnessOptions {
   // Keep every write, entry, interrupt and sent frame for the judge (false:
   // counts only, for benchmarks and long runs; violations are kept either way).
   bool record = true;
+  Clock clock = Clock::deterministic;
+  std::uint64_t cycles_per_us = 1000;  // the real-time clock's rate (1 GHz)
 };
 
 class Harness {
@@ -117,10 +125,22 @@ class Harness {
   void repost_receive(std::uint64_t cookie);
   // Hands a frame to the NIC to transmit; returns the transmit's cookie.
   std::uint64_t transmit(Bytes frame, bool checksum);
-  // A frame arrives from the wire; the NIC takes it, then scheduled jobs
-  // run and interrupts are serviced until nothing is left to do.
+  // A frame arrives from the wire now. Deterministic clock: the NIC takes
+  // it, then scheduled jobs run and interrupts are serviced until nothing is
+  // left to do. Real time: the NIC takes it, and the jobs whose time has
+  // come run; later ones wait for poll().
   void wire_receive(Bytes frame);
-  // Runs scheduled jobs (and services interrupts) until none is left.
+  // Deterministic clock: a frame arrives at cycle `at` (one in the past
+  // arrives now). The jobs due by then run first; then the NIC takes it and
+  // the jobs due by the time it is done run. Jobs due later wait for a later
+  // arrival or run_until_idle(), so a coalescing timer can span arrivals.
+  void arrive(Bytes frame, std::uint64_t at);
+  // Real-time clock: runs the jobs whose time has come.
+  void poll();
+  // Cycles until the next scheduled job is due (0: due now; none: no job).
+  std::optional<std::uint64_t> next_job_in();
+  // Runs scheduled jobs (and services interrupts) until none is left,
+  // whatever their time.
   void run_until_idle();
   // While paused the driver leaves interrupts unserviced and the ring undrained.
   void pause_driver(bool paused);
@@ -203,6 +223,8 @@ class Harness {
   void service();  // the driver's interrupt handler
   void drain();
   bool slot_busy(std::uint64_t addr, std::uint64_t len) const;
+  void run_due(std::uint64_t until);  // jobs due at or before `until`
+  void follow_wall();                 // real time: the clock catches up with the wall
 
   const Plugin& plugin_;
   HarnessOptions opt_;
@@ -214,6 +236,7 @@ class Harness {
   std::uint64_t next_addr_ = 0x100000;
   std::priority_queue<Job, std::vector<Job>, std::greater<>> jobs_;
   std::uint64_t seq_ = 0, now_ = 0, busy_ = 0;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::uint64_t frame_ = 0;
   bool irq_pending_ = false, paused_ = false, in_service_ = false;
   std::uint64_t ring_ = 0, prod_word_ = 0, cons_ = 0, prod_seen_ = 0;

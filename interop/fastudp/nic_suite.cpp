@@ -146,6 +146,7 @@ enum class Fate { deliver, kernel, drop };
 struct Sent {
   std::vector<std::byte> frame;
   std::uint64_t index = 0;  // harness frame number
+  std::optional<std::uint64_t> at;  // the cycle it arrived at (none: whenever the NIC was idle)
   Fate fate = Fate::kernel;
   std::string_view rule;    // the case that judges the fate
   std::uint64_t rx = 0;     // deliver: the receive it must reach
@@ -255,8 +256,14 @@ class Script {
     tx_.push_back(std::move(t));
   }
 
+  // The next frame arrives at `cycle` of the harness's clock (not before
+  // the one ahead of it), not as soon as the NIC is idle.
+  void arrive_at(std::uint64_t cycle) { next_at_ = cycle; }
+
   eng::Harness& harness() { return h_; }
   const std::vector<Sent>& sent() const { return sent_; }
+  // FUDP_REG_IRQ_COALESCE's time limit in cycles (0: none).
+  std::uint64_t coalesce_cycles = 0;
   const std::vector<Tx>& txs() const { return tx_; }
   // Expected counter values the scenario checks at the end.
   std::map<fudp_stat, std::pair<std::uint64_t, std::string_view>> counters;
@@ -264,7 +271,13 @@ class Script {
  private:
   void send(Sent s) {
     if (pcap_) pcap_->frame(s.frame);
-    h_.wire_receive(s.frame);
+    if (next_at_) {
+      s.at = next_at_;
+      h_.arrive(s.frame, *next_at_);
+      next_at_.reset();
+    } else {
+      h_.wire_receive(s.frame);
+    }
     s.index = h_.frames();
     sent_.push_back(std::move(s));
   }
@@ -273,6 +286,7 @@ class Script {
   std::vector<Posted> outstanding_;
   std::vector<Sent> sent_;
   std::vector<Tx> tx_;
+  std::optional<std::uint64_t> next_at_;
 };
 
 // ---- Scenarios ----
@@ -389,6 +403,27 @@ void coalescing(Script& s) {
   for (int i = 0; i < 10; ++i) s.udp(Dgram{.dport = 5001, .size = 128});
 }
 
+// Frames that arrive over time, so that the coalescing timer spans them:
+// a few well inside the timer and then a pause past it; a burst in which the
+// entry count signals first and the timer the rest; frames spaced just under
+// and just over the timer; one for a port with no receive (kernel ring).
+void coalescing_arrivals(Script& s) {
+  for (int i = 0; i < 40; ++i) s.post(5001, 2048);
+  std::uint64_t t = 1000;
+  const auto at = [&](std::uint64_t gap, std::uint16_t port = 5001) {
+    s.arrive_at(t);
+    s.udp(Dgram{.dport = port, .size = 128});
+    t += gap;
+  };
+  for (int i = 0; i < 3; ++i) at(300);
+  t += 5000;
+  for (int i = 0; i < 12; ++i) at(100);
+  t += 1500;
+  for (int i = 0; i < 10; ++i) at(i % 2 ? 1900 : 2600);
+  at(700, 5002);
+  at(100);
+}
+
 void stream(Script& s) {
   std::uint32_t x = 12345;
   for (int round = 0; round < 4; ++round) {
@@ -421,6 +456,9 @@ const std::vector<ScenarioDef>& defs() {
       {{"transmit", "checksum offload on transmit over IPv4 and IPv6, sums that compute to zero, no offload"}, {}, transmit},
       {{"ring-full", "a kernel ring of four slots the driver does not drain"}, ring(4), ring_full},
       {{"coalescing", "interrupts coalesced every 4 entries or 2000 cycles"}, ring(64, 4 | (2000ull << 16)), coalescing},
+      {{"coalescing-arrivals", "frames arriving over time, interrupts coalesced every 8 entries or 2000 cycles"},
+       ring(64, 8 | (2000ull << 16)),
+       coalescing_arrivals},
       {{"stream", "1024 datagrams of random sizes over four ports, IPv4 and IPv6"}, ring(256), stream},
   };
   return d;
@@ -642,6 +680,16 @@ void judge(Script& s, Judge& j) {
     while (k < irqs.size() && irqs[k].writes_before <= i) ++k;
     j.check(cid::irq, k < irqs.size(), writes[i].frame, "interrupt vector 0 after the entry is published",
             fmt::format("no interrupt after the producer index write at cycle {}", writes[i].cycle));
+    if (k >= irqs.size() || !s.coalesce_cycles) continue;
+    // A coalescing time limit bounds the wait: the interrupt comes before
+    // the NIC takes any frame that arrives after the limit has run out.
+    const std::uint64_t due = writes[i].cycle + s.coalesce_cycles;
+    const auto late = std::find_if(sent.begin(), sent.end(), [&](const Sent& f) { return f.at && *f.at > due; });
+    if (late == sent.end()) continue;
+    j.check(cid::irq, irqs[k].frame < late->index, writes[i].frame,
+            fmt::format("interrupt by cycle {} ({} cycles after the entry), before frame {} arrives at cycle {}", due,
+                        s.coalesce_cycles, late->index, *late->at),
+            fmt::format("the interrupt came at cycle {}, while frame {} was handled", irqs[k].cycle, irqs[k].frame));
   }
 
   // Transmit.
@@ -718,7 +766,9 @@ conf::ScopeResult run_scenario(const eng::Plugin& plugin, std::string_view scena
     std::unique_ptr<captures::io::PcapWriter> w;
     if (!pcap.empty()) w = std::make_unique<captures::io::PcapWriter>(pcap);
     Script s(h, w.get());
+    s.coalesce_cycles = (o.coalesce >> 16) & 0xffffffffu;
     it->run(s);
+    h.run_until_idle();  // timers still pending after the last arrival
     judge(s, j);
   }
   r.outcomes = j.take();

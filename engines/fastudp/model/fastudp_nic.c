@@ -38,8 +38,8 @@ struct nic {
   const struct fudp_host *h;
   int enabled;
   uint64_t ring_base, ring_slots, slot_size, prod_addr, prod, cons;
-  struct posted *rx; /* FIFO: oldest first */
-  size_t rx_count;
+  struct posted *rx; /* FIFO, oldest first: rx[rx_head .. rx_head + rx_count) */
+  size_t rx_head, rx_count;
   uint64_t stats[FUDP_STAT_COUNT];
   uint32_t coalesce_entries, coalesce_cycles;
   uint32_t unsignalled;
@@ -71,8 +71,22 @@ static void logf_(struct nic *n, const char *fmt, unsigned long long a) {
   if (n->h->log) n->h->log(n->h->host, line);
 }
 
-/* Ones'-complement sum of 16-bit words (RFC 1071), odd length padded with zero. */
+/* Ones'-complement sum of 16-bit words (RFC 1071), odd length padded with
+ * zero. The bulk is summed as native 32-bit words into 64 bits and folded:
+ * the sum does not depend on byte order (RFC 1071 section 2), so a
+ * little-endian result only needs its two octets swapped. */
 static uint32_t sum16(uint32_t s, const uint8_t *p, size_t len) {
+  uint64_t acc = 0;
+  for (; len >= 4; p += 4, len -= 4) {
+    uint32_t w;
+    memcpy(&w, p, 4);
+    acc += w;
+  }
+  while (acc >> 16) acc = (acc & 0xffff) + (acc >> 16);
+  const uint16_t one = 1;
+  uint8_t little;
+  memcpy(&little, &one, 1);
+  s += little ? (uint32_t)(((acc & 0xff) << 8) | (acc >> 8)) : (uint32_t)acc;
   while (len > 1) {
     s += rd16(p);
     p += 2;
@@ -178,7 +192,12 @@ static void entry_made(struct nic *n) {
     n->h->raise_interrupt(n->h->host, 0);
   } else if (n->coalesce_cycles && !n->flush_pending) {
     n->flush_pending = 1;
+#ifdef FUDP_FAULT_LATE_IRQ
+    /* Fault: the coalescing timer runs four times longer than it was set to. */
+    n->h->schedule_job(n->h->host, 4ull * n->coalesce_cycles, flush_irq, n, 0);
+#else
     n->h->schedule_job(n->h->host, n->coalesce_cycles, flush_irq, n, 0);
+#endif
   }
 }
 
@@ -220,6 +239,25 @@ static void to_kernel(struct nic *n, const uint8_t *f, size_t len) {
   uint32_t stored = len > room ? room : (uint32_t)len;
   ++n->stats[FUDP_STAT_RX_SLOW];
   put_entry(n, FUDP_ENTRY_WHOLE, stored < len ? FUDP_ENTRY_F_TRUNCATED : 0, 0, (uint32_t)len, 0, 0, f, stored);
+}
+
+/* Takes the kth oldest posted receive out: the older ones move up one
+ * place, so taking the oldest, the common case, moves nothing. */
+static struct posted posted_take(struct nic *n, size_t k) {
+  struct posted r = n->rx[n->rx_head + k];
+  memmove(&n->rx[n->rx_head + 1], &n->rx[n->rx_head], k * sizeof *n->rx);
+  ++n->rx_head;
+  if (--n->rx_count == 0) n->rx_head = 0;
+  return r;
+}
+
+/* Room for one more posted receive at the back (the caller checked rx_count). */
+static struct posted *posted_append(struct nic *n) {
+  if (n->rx_head + n->rx_count == MAX_POSTED) {
+    memmove(n->rx, &n->rx[n->rx_head], n->rx_count * sizeof *n->rx);
+    n->rx_head = 0;
+  }
+  return &n->rx[n->rx_head + n->rx_count++];
 }
 
 static int matches(const struct posted *r, const struct parsed *p, uint16_t port) {
@@ -275,7 +313,7 @@ FUDP_EXPORT void fudp_plugin_receive(void *nicp, const void *frame, size_t len) 
   uint16_t port = rd16(udp + 2);
 #endif
   size_t k = 0;
-  while (k < n->rx_count && !matches(&n->rx[k], &p, port)) ++k;
+  while (k < n->rx_count && !matches(&n->rx[n->rx_head + k], &p, port)) ++k;
   if (k == n->rx_count) {
     to_kernel(n, f, len);
     return;
@@ -284,9 +322,7 @@ FUDP_EXPORT void fudp_plugin_receive(void *nicp, const void *frame, size_t len) 
     ++n->stats[FUDP_STAT_RX_RING_FULL];
     return;
   }
-  struct posted r = n->rx[k];
-  memmove(&n->rx[k], &n->rx[k + 1], (n->rx_count - k - 1) * sizeof *n->rx);
-  --n->rx_count;
+  struct posted r = posted_take(n, k);
   uint32_t payload = p.udp_len - 8;
   uint32_t put = payload < r.length ? payload : r.length;
   if (put < payload) {
@@ -321,7 +357,7 @@ static void post_rx(struct nic *n, uint64_t addr) {
     logf_(n, "more than %llu receives posted: dropped", MAX_POSTED);
     return;
   }
-  struct posted *r = &n->rx[n->rx_count++];
+  struct posted *r = posted_append(n);
   r->buffer = le64(d);
   r->length = le32(d + 8);
   r->port = (uint16_t)(d[12] | d[13] << 8);
@@ -332,9 +368,8 @@ static void post_rx(struct nic *n, uint64_t addr) {
 
 static void cancel_rx(struct nic *n, uint64_t cookie) {
   for (size_t k = 0; k < n->rx_count; ++k) {
-    if (n->rx[k].cookie != cookie) continue;
-    memmove(&n->rx[k], &n->rx[k + 1], (n->rx_count - k - 1) * sizeof *n->rx);
-    --n->rx_count;
+    if (n->rx[n->rx_head + k].cookie != cookie) continue;
+    (void)posted_take(n, k);
     return;
   }
 }
@@ -382,7 +417,7 @@ static void mmio_write(void *nicp, uint64_t off, uint64_t v, unsigned size) {
   switch (off) {
     case FUDP_REG_CTRL:
       if (v & FUDP_CTRL_RESET) {
-        n->rx_count = 0;
+        n->rx_count = n->rx_head = 0;
         memset(n->stats, 0, sizeof n->stats);
         n->prod = n->cons = 0;
       }
