@@ -5,6 +5,7 @@
 #include "conformance/ib/family.hpp"
 #include "conformance/iwarp/family.hpp"
 #include "conformance/udp/family.hpp"
+#include "conformance/unet/family.hpp"
 
 namespace rdmaconf::conformance {
 
@@ -12,6 +13,7 @@ Registry::Registry() {
   add(iwarp::family());
   add(ib::family());
   add(udp::family());
+  add(unet::family());
 }
 
 }  // namespace rdmaconf::conformance

@@ -154,3 +154,12 @@ put("fuzz_nic", "transmit", nic_seed(0x00, [(4, ip_udp(False, 9000, b"s" * 77)),
 roce = [f for cap in sorted(os.listdir(golden)) if cap.startswith("roce") and cap.endswith(".pcap")
         for f in list(records(os.path.join(golden, cap)))[:4]]
 put("fuzz_nic", "roce", nic_seed(0x22, [(0, f[:4000]) for f in roce[:12]]))
+
+# fuzz_unet: the golden U-Net frames, with buffers given and channels opened
+# as they arrive (flags 0x03), some made well formed (0x07), a teardown in
+# the middle (0x0b).
+unet = [f for cap in sorted(os.listdir(golden)) if cap.startswith("unet") and cap.endswith(".pcap")
+        for f in list(records(os.path.join(golden, cap)))[:6]]
+put("fuzz_unet", "golden", nic_seed(0x03, [(0x03, f) for f in unet[:24]]))
+put("fuzz_unet", "small-buffers", nic_seed(0x08, [(0x07, f) for f in unet[:12]]))
+put("fuzz_unet", "teardown", nic_seed(0x01, [(0x03, f) for f in unet[:4]] + [(0x0b, f) for f in unet[4:8]]))

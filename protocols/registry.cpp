@@ -3,6 +3,7 @@
 #include "protocols/ib/headers.hpp"
 #include "protocols/iwarp/headers.hpp"
 #include "protocols/net/headers.hpp"
+#include "protocols/unet/headers.hpp"
 
 namespace rdmaconf::protocols {
 
@@ -14,6 +15,7 @@ std::span<const HeaderDef* const> all_headers() {
       &iwarp::kAtomicResponse,
       &ib::kLrh, &ib::kGrh, &ib::kBth, &ib::kRdeth, &ib::kDeth, &ib::kXrceth, &ib::kReth, &ib::kAtomicEth, &ib::kAeth,
       &ib::kAtomicAckEth, &ib::kImmDt, &ib::kIeth, &ib::kFeth,
+      &unet::kUnet,
   };
   return kAll;
 }

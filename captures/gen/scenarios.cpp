@@ -657,6 +657,7 @@ std::vector<Scenario> scenarios() {
            },
            {{"ib.grh.header", F}});
   add_udp_scenarios(v);
+  add_unet_scenarios(v);
   return v;
 }
 

@@ -14,5 +14,7 @@ struct Scenario {
 std::vector<Scenario> scenarios();
 // The UDP family's captures (captures/gen/udp.cpp).
 void add_udp_scenarios(std::vector<Scenario>& v);
+// The U-Net family's captures (captures/gen/unet.cpp).
+void add_unet_scenarios(std::vector<Scenario>& v);
 
 }  // namespace rdmaconf::captures::gen

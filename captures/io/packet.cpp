@@ -91,6 +91,13 @@ Dissected link_frame(const Frame& f, std::uint16_t ethertype, std::size_t offset
   return d;
 }
 
+void take_macs(int linktype, const Frame& f, Packet& p) {
+  if (linktype != DLT_EN10MB || f.data.size() < 12) return;
+  p.has_mac = true;
+  std::copy_n(reinterpret_cast<const std::uint8_t*>(f.data.data()), 6, p.mac_dst.begin());
+  std::copy_n(reinterpret_cast<const std::uint8_t*>(f.data.data()) + 6, 6, p.mac_src.begin());
+}
+
 }  // namespace
 
 bool supported_linktype(int lt) {
@@ -148,7 +155,9 @@ Dissected dissect(int linktype, const Frame& f) {
     p.protocol = up->protocol;
     l4_off = kIpv6.size + up->offset;
   } else {
-    return link_frame(f, l2->ethertype, l2->offset);
+    Dissected l = link_frame(f, l2->ethertype, l2->offset);
+    take_macs(linktype, f, l.pkt);
+    return l;
   }
   p.l3 = b;
   p.ip_header_len = l4_off;

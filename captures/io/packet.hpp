@@ -36,6 +36,9 @@ struct Packet {
   // on the wire (more than l3 holds when the snap length cut it).
   std::uint16_t ethertype = 0;
   std::uint32_t orig_len = 0;
+  // For DissectStatus::link on Ethernet: the frame's MAC addresses.
+  bool has_mac = false;
+  std::array<std::uint8_t, 6> mac_dst{}, mac_src{};
 };
 
 // ok: an IP packet carrying TCP or UDP; link: another network protocol (see

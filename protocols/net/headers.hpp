@@ -7,7 +7,7 @@
 namespace rdmaconf::protocols::net {
 
 inline constexpr ValueName kEtherTypes[] = {
-    {0x0800, "IPv4"}, {0x86dd, "IPv6"}, {0x8100, "802.1Q"}, {0x88a8, "802.1ad"}, {0x0806, "ARP"}, {0x8915, "RoCE v1"},
+    {0x0800, "IPv4"}, {0x86dd, "IPv6"}, {0x8100, "802.1Q"}, {0x88a8, "802.1ad"}, {0x0806, "ARP"}, {0x8915, "RoCE v1"}, {0x88b5, "U-Net (local experimental)"},
 };
 inline constexpr ValueName kIpProtocols[] = {{6, "TCP"}, {17, "UDP"}, {1, "ICMP"}, {58, "ICMPv6"}};
 

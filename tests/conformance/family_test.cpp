@@ -3,7 +3,7 @@
 // catalog, the JSON report, JUnit and the text summary take it up without an
 // edit anywhere else.
 //
-// The toy wire format: Ethernet frames of EtherType 0x88B5 (IEEE 802 local
+// The toy wire format: Ethernet frames of EtherType 0x88B6 (IEEE 802 local
 // experimental) and UDP datagrams to port 9, each payload a one-octet count
 // followed by that many octets. Case toy.length: the count matches.
 #include <boost/test/unit_test.hpp>
@@ -29,7 +29,7 @@ using namespace rdmaconf::conformance;
 
 namespace {
 
-constexpr std::uint16_t kToyEthertype = 0x88B5, kToyPort = 9;
+constexpr std::uint16_t kToyEthertype = 0x88B6, kToyPort = 9;
 
 const CaseInfo kLength{"toy.length", "toy spec", "§1", Level::must,
                        "The first octet of a toy message counts the octets that follow it.", "toy"};
@@ -69,7 +69,7 @@ class ToyRun final : public FamilyRun {
       ScopeResult r;
       r.family = "toy";
       r.id = fmt::format("toy/{}", id);
-      r.label = id ? "UDP port 9" : "EtherType 0x88b5";
+      r.label = id ? "UDP port 9" : "EtherType 0x88b6";
       r.outcomes = s.outcomes(infos_);
       scopes.push_back(std::move(r));
     }
@@ -225,7 +225,7 @@ BOOST_AUTO_TEST_CASE(reports_carry_the_family_without_knowing_it) {
   reports::write_summary(text, inputs, false);
   BOOST_TEST(junit.str().find("toy.length") != std::string::npos);
   BOOST_TEST(text.str().find("4 toy messages") != std::string::npos, text.str());
-  BOOST_TEST(text.str().find("toy/0 EtherType 0x88b5: 0 pass, 1 fail") != std::string::npos, text.str());
+  BOOST_TEST(text.str().find("toy/0 EtherType 0x88b6: 0 pass, 1 fail") != std::string::npos, text.str());
   fs::remove(path);
 }
 

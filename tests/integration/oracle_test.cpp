@@ -1,5 +1,5 @@
 // Independent oracles: scapy's RoCE layer for the ICRC, tshark's MPA
-// dissector for the FPDU framing and CRC.
+// dissector for the FPDU framing and CRC, tshark and scapy for U-Net frames.
 #include <boost/test/unit_test.hpp>
 #include <map>
 
@@ -324,6 +324,42 @@ BOOST_AUTO_TEST_CASE(tshark_agrees_on_udp_checksums) {
   }
   BOOST_TEST(captures >= 20);
   BOOST_TEST(bad_seen >= 8);  // the fault and the offloaded captures hold some
+  fs::remove_all(dir);
+}
+
+// U-Net: frames built by scapy (not our encoder) pass every U-Net case; and
+// on those and every golden U-Net capture, `rdmaconf unet-frames` agrees
+// field for field with tshark's Ethernet decoding and a header read with
+// Python's struct from tshark's octets (tests/oracles/unet_frames.py).
+BOOST_AUTO_TEST_CASE(unet_frames_agree_with_tshark_and_scapy) {
+  const auto dir = temp_dir("unet-oracle");
+  const auto made = (dir / "scapy-unet.pcap").string();
+  auto r = run("/usr/bin/python3 " + kSource + "/tests/oracles/unet_frames.py make " + made + " 300 2>&1");
+  BOOST_TEST_REQUIRE(r.status == 0, r.out);
+  r = run(kBin + " check --json " + (dir / "r.json").string() + " " + made + " >/dev/null 2>&1");
+  BOOST_TEST(r.status == 0);
+  const auto report = nlohmann::json::parse(slurp(dir / "r.json"));
+  int pass = 0, other = 0;
+  for (const auto& sc : report["inputs"][0]["scopes"])
+    for (const auto& x : sc["results"]) (x["verdict"] == "PASS" ? pass : other) += 1;
+  BOOST_TEST(pass >= 20);  // four channels, five cases each
+  BOOST_TEST(other == 0);
+  std::vector<std::string> inputs{made};
+  for (auto& e : fs::directory_iterator(fs::path(kSource) / "captures" / "golden"))
+    if (e.path().filename().string().starts_with("unet") && e.path().extension() == ".pcap") inputs.push_back(e.path().string());
+  BOOST_TEST(inputs.size() >= 9u);
+  int frames = 0;
+  for (const auto& in : inputs) {
+    const auto listing = (dir / "l.jsonl").string();
+    BOOST_TEST_REQUIRE(run(kBin + " unet-frames " + in + " > " + listing).status == 0);
+    const auto c = run("/usr/bin/python3 " + kSource + "/tests/oracles/unet_frames.py compare " + in + " " + listing);
+    BOOST_TEST_REQUIRE(c.status == 0, c.out);
+    const auto j = nlohmann::json::parse(c.out);
+    BOOST_TEST(j["mismatch_count"] == 0, in << ": " << c.out);
+    BOOST_TEST(j["frames"] == j["listed"], in);
+    frames += j["frames"].get<int>();
+  }
+  BOOST_TEST(frames >= 500);
   fs::remove_all(dir);
 }
 
