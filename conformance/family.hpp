@@ -122,6 +122,33 @@ void end_idle_scopes(Map& open, std::int64_t now_us, RunContext& ctx, Result res
   }
 }
 
+// Ends the scopes still open at the end of an input: each goes to `scopes`
+// as `result(state)` makes it, in the order they began.
+template <class Map, class Result>
+void end_open_scopes(Map& open, std::vector<ScopeResult>& scopes, Result result) {
+  std::vector<typename Map::mapped_type::element_type*> v;
+  for (auto& [k, s] : open) v.push_back(s.get());
+  std::sort(v.begin(), v.end(), [](const auto* x, const auto* y) { return x->id < y->id; });
+  for (auto* s : v) scopes.push_back(result(*s));
+}
+
+// When a family looks for idle scopes as capture time passes: every eighth
+// of the run's idle time (never with no idle time set), not on the first
+// packet.
+class IdleSweep {
+ public:
+  bool due(std::int64_t now_us, const RunContext& ctx) {
+    const std::int64_t idle = ctx.idle_timeout_us();
+    if (idle <= 0 || (last_us_ && now_us - *last_us_ < std::max<std::int64_t>(idle / 8, 1))) return false;
+    const bool first = !last_us_;
+    last_us_ = now_us;
+    return !first;
+  }
+
+ private:
+  std::optional<std::int64_t> last_us_;
+};
+
 // One family's work on one input.
 class FamilyRun {
  public:

@@ -142,10 +142,8 @@ class Run final : public FamilyRun {
 
   void judge(const IbFrame& p) {
     ++packets_;
-    if (const auto idle = ctx_.idle_timeout_us(); idle > 0 && p.ts_us - last_sweep_us_ >= std::max<std::int64_t>(idle / 8, 1)) {
-      if (last_sweep_us_) close_idle(p.ts_us);
-      last_sweep_us_ = p.ts_us;
-    }
+    // Conversations with no packet for the idle time (capture time) end now.
+    if (sweep_.due(p.ts_us, ctx_)) end_idle_scopes(convs_, p.ts_us, ctx_, [this](Conv& c) { return result(&c); });
     const bool forward = std::make_pair(p.src, p.sport) <= std::make_pair(p.dst, p.dport);
     const Address& lo = forward ? p.src : p.dst;
     const Address& hi = forward ? p.dst : p.src;
@@ -305,17 +303,8 @@ class Run final : public FamilyRun {
     return r;
   }
 
-  // Conversations with no packet for the idle time (capture time) end now
-  // and leave, in the order they began.
-  void close_idle(std::int64_t now_us) {
-    end_idle_scopes(convs_, now_us, ctx_, [this](Conv& c) { return result(&c); });
-  }
-
   void finish(std::vector<ScopeResult>& scopes, std::vector<FamilyCount>& counts) override {
-    std::vector<Conv*> convs;
-    for (auto& [k, c] : convs_) convs.push_back(c.get());
-    std::sort(convs.begin(), convs.end(), [](auto* x, auto* y) { return x->id < y->id; });
-    for (Conv* c : convs) scopes.push_back(result(c));
+    end_open_scopes(convs_, scopes, [this](Conv& c) { return result(&c); });
     counts.push_back({"ib_packets", "InfiniBand transport packets (RoCEv2, RoCEv1 or native)", packets_});
   }
 
@@ -326,7 +315,7 @@ class Run final : public FamilyRun {
   std::uint32_t mtu_ = 0;
   std::map<std::pair<Address, Address>, std::unique_ptr<Conv>> convs_;
   std::uint64_t ids_ = 0, packets_ = 0;
-  std::int64_t last_sweep_us_ = 0;
+  IdleSweep sweep_;
 };
 
 std::unique_ptr<FamilyRun> Family::start(RunContext& ctx) const { return std::make_unique<Run>(*this, ctx); }

@@ -94,10 +94,7 @@ class Run final : public FamilyRun {
   void packet(const captures::io::Packet& p) override {
     if (p.protocol != 17) return;
     ++datagrams_;
-    if (const auto idle = ctx_.idle_timeout_us(); idle > 0 && p.ts_us - last_sweep_us_ >= std::max<std::int64_t>(idle / 8, 1)) {
-      last_sweep_us_ = p.ts_us;
-      close_idle(p.ts_us);
-    }
+    if (sweep_.due(p.ts_us, ctx_)) end_idle_scopes(convs_, p.ts_us, ctx_, [this](Conv& c) { return result(c); });
     const Endpoint a{p.src, p.sport}, b{p.dst, p.dport};
     const bool forward = a < b;
     auto& slot = convs_[forward ? std::pair{a, b} : std::pair{b, a}];
@@ -118,10 +115,7 @@ class Run final : public FamilyRun {
   }
 
   void finish(std::vector<ScopeResult>& scopes, std::vector<FamilyCount>& counts) override {
-    std::vector<Conv*> convs;
-    for (auto& [k, c] : convs_) convs.push_back(c.get());
-    std::sort(convs.begin(), convs.end(), [](auto* x, auto* y) { return x->id < y->id; });
-    for (Conv* c : convs) scopes.push_back(result(*c));
+    end_open_scopes(convs_, scopes, [this](Conv& c) { return result(c); });
     counts.push_back({"udp_datagrams", "UDP datagrams", datagrams_});
   }
 
@@ -238,16 +232,12 @@ class Run final : public FamilyRun {
     return r;
   }
 
-  void close_idle(std::int64_t now_us) {
-    end_idle_scopes(convs_, now_us, ctx_, [this](Conv& c) { return result(c); });
-  }
-
   RunContext& ctx_;
   std::vector<const CaseInfo*> infos_;
   std::optional<std::size_t> checksum_, zero6_, length_;
   std::map<std::pair<Endpoint, Endpoint>, std::unique_ptr<Conv>> convs_;
   std::uint64_t ids_ = 0, datagrams_ = 0;
-  std::int64_t last_sweep_us_ = 0;
+  IdleSweep sweep_;
 };
 
 std::unique_ptr<FamilyRun> Family::start(RunContext& ctx) const { return std::make_unique<Run>(ctx); }

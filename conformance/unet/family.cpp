@@ -115,10 +115,7 @@ class Run final : public FamilyRun {
   void packet(const captures::io::Packet& p) override {
     if (p.ethertype != pu::kEthertype) return;
     ++frames_;
-    if (const auto idle = ctx_.idle_timeout_us(); idle > 0 && p.ts_us - last_sweep_us_ >= std::max<std::int64_t>(idle / 8, 1)) {
-      last_sweep_us_ = p.ts_us;
-      end_idle_scopes(channels_, p.ts_us, ctx_, [this](Channel& c) { return result(c); });
-    }
+    if (sweep_.due(p.ts_us, ctx_)) end_idle_scopes(channels_, p.ts_us, ctx_, [this](Channel& c) { return result(c); });
     auto h = protocols::Header::decode(pu::kUnet, p.l3);
     if (!h) {
       ++undecoded_;
@@ -150,10 +147,7 @@ class Run final : public FamilyRun {
   }
 
   void finish(std::vector<ScopeResult>& scopes, std::vector<FamilyCount>& counts) override {
-    std::vector<Channel*> open;
-    for (auto& [k, c] : channels_) open.push_back(c.get());
-    std::sort(open.begin(), open.end(), [](auto* x, auto* y) { return x->id < y->id; });
-    for (Channel* c : open) scopes.push_back(result(*c));
+    end_open_scopes(channels_, scopes, [this](Channel& c) { return result(c); });
     counts.push_back({"unet_frames", "U-Net frames", frames_});
     if (undecoded_) counts.push_back({"unet_undecoded", "U-Net frames too short for the header", undecoded_});
   }
@@ -276,7 +270,7 @@ class Run final : public FamilyRun {
   std::size_t max_message_ = pu::kMaxMessage;
   std::map<std::pair<Endpoint, Endpoint>, std::unique_ptr<Channel>> channels_;
   std::uint64_t ids_ = 0, frames_ = 0, undecoded_ = 0;
-  std::int64_t last_sweep_us_ = 0;
+  IdleSweep sweep_;
 };
 
 std::unique_ptr<FamilyRun> Family::start(RunContext& ctx) const { return std::make_unique<Run>(ctx); }

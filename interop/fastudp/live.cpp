@@ -294,33 +294,40 @@ std::uint64_t blast(const std::string& ns, const char* to, std::uint16_t port, s
   return sent;
 }
 
+// What both the live test and the benchmark need first: root, the plug-in
+// and the namespaces; null with `error` set when one is missing.
+std::unique_ptr<eng::Plugin> prepare(const std::string& path, Lab& lab, std::string& error) {
+  if (geteuid() != 0) {
+    error = "needs root (network namespaces, a veth pair and a raw socket)";
+    return nullptr;
+  }
+  auto plugin = eng::Plugin::open(path, error);
+  if (plugin && !lab.make()) {
+    error = "setting up the namespaces and veth pair failed (ip, ethtool)";
+    return nullptr;
+  }
+  return plugin;
+}
+
+// The wire's socket, made in the NIC's namespace.
+bool open_wire(Wire& wire, const Lab& lab, std::string& error) {
+  InNetns in(lab.nic_ns);
+  if (!in.error.empty()) {
+    error = in.error;
+    return false;
+  }
+  return wire.open(lab.nic_if, error);
+}
+
 }  // namespace
 
 LiveResult run_live(const LiveOptions& opt, std::ostream& log) {
   LiveResult res;
-  if (geteuid() != 0) {
-    res.error = "nic live needs root (network namespaces, a veth pair and a raw socket)";
-    return res;
-  }
-  std::string err;
-  auto plugin = eng::Plugin::open(opt.plugin, err);
-  if (!plugin) {
-    res.error = err;
-    return res;
-  }
   Lab lab;
-  if (!lab.make()) {
-    res.error = "setting up the namespaces and veth pair failed (ip, ethtool)";
-    return res;
-  }
+  auto plugin = prepare(opt.plugin, lab, res.error);
+  if (!plugin) return res;
   Wire wire;
-  {
-    InNetns in(lab.nic_ns);
-    if (!in.error.empty() || !wire.open(lab.nic_if, err)) {
-      res.error = in.error.empty() ? err : in.error;
-      return res;
-    }
-  }
+  if (!open_wire(wire, lab, res.error)) return res;
 
   const eng::HarnessOptions ho = realtime(opt.coalesce_entries, opt.coalesce_us);
   eng::Harness h(*plugin, ho);
@@ -461,21 +468,9 @@ LiveResult run_live(const LiveOptions& opt, std::ostream& log) {
 
 LiveBenchResult run_live_bench(const LiveBenchOptions& opt, std::ostream& log) {
   LiveBenchResult res;
-  if (geteuid() != 0) {
-    res.error = "the live benchmark needs root (network namespaces, a veth pair and a raw socket)";
-    return res;
-  }
-  std::string err;
-  auto plugin = eng::Plugin::open(opt.plugin, err);
-  if (!plugin) {
-    res.error = err;
-    return res;
-  }
   Lab lab;
-  if (!lab.make()) {
-    res.error = "setting up the namespaces and veth pair failed (ip, ethtool)";
-    return res;
-  }
+  auto plugin = prepare(opt.plugin, lab, res.error);
+  if (!plugin) return res;
   constexpr std::uint16_t kBaselinePort = 5003;
   const auto quiet = std::chrono::milliseconds(300);
   for (int round = 0; round < opt.rounds && res.error.empty(); ++round) {
@@ -538,13 +533,7 @@ LiveBenchResult run_live_bench(const LiveBenchOptions& opt, std::ostream& log) {
     {
       LiveBenchRun r;
       Wire wire;
-      {
-        InNetns in(lab.nic_ns);
-        if (!in.error.empty() || !wire.open(lab.nic_if, err)) {
-          res.error = in.error.empty() ? err : in.error;
-          break;
-        }
-      }
+      if (!open_wire(wire, lab, res.error)) break;
       const eng::HarnessOptions ho = realtime(opt.coalesce_entries, opt.coalesce_us);
       eng::Harness h(*plugin, ho);
       if (!h.ok()) {
