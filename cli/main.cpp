@@ -5,6 +5,7 @@
 //   rdmaconf interop --peer tcp://ADDR:PORT --scenario NAME [options]   (cli/live.cpp)
 //   rdmaconf peer --listen ADDR:PORT [options]
 //   rdmaconf nic check --plugin PATH.so [--json FILE]   (cli/nic_cmd.cpp)
+//   rdmaconf unet live [--path memory|packet]           (cli/unet_cmd.cpp)
 //   rdmaconf lab run [--peer siw] [--scenario NAME]... [--sweep] [--out DIR]   (interop/lab)
 // Exit status: 0 no case FAILed, 1 some case FAILed, 2 usage error or unreadable input.
 #include <unistd.h>
@@ -21,6 +22,7 @@
 
 #include "cli/live.hpp"
 #include "cli/nic_cmd.hpp"
+#include "cli/unet_cmd.hpp"
 #include "cli/report_cmd.hpp"
 #include "conformance/checker.hpp"
 #include "interop/lab/lab.hpp"
@@ -175,6 +177,7 @@ int main(int argc, char** argv) {
 
   cli::LiveCommands live(app);
   const cli::NicCommands nic_cmd(app);
+  const cli::UnetCommands unet_cmd(app);
   const cli::ReportCommands reports_cmd(app, default_lab_dir());
 
   auto* lab = app.add_subcommand("lab", "the soft-RNIC lab: our engine against the Linux kernel's siw in a qemu guest");
@@ -207,6 +210,7 @@ int main(int argc, char** argv) {
   if (live.selected()) return live.run();
   if (reports_cmd.selected()) return reports_cmd.run();
   if (nic_cmd.selected()) return nic_cmd.run(std::vector<std::string>(argv + 1, argv + argc));
+  if (unet_cmd.selected()) return unet_cmd.run(std::vector<std::string>(argv + 1, argv + argc));
 
   if (*lab_run) {
     std::string err;

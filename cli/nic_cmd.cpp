@@ -1,7 +1,6 @@
 #include "cli/nic_cmd.hpp"
 
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -10,6 +9,7 @@
 #include "conformance/fastudp/nic_cases.hpp"
 #include "interop/fastudp/live.hpp"
 #include "interop/fastudp/nic_suite.hpp"
+#include "cli/suite_report.hpp"
 #include "reports/report.hpp"
 
 #ifndef RDMACONF_VERSION
@@ -19,8 +19,8 @@
 namespace rdmaconf::cli {
 
 namespace {
-constexpr int kExitFail = 1;
-constexpr int kExitUsage = 2;
+constexpr int kExitFail = kSuiteFail;
+constexpr int kExitUsage = kSuiteUsage;
 }  // namespace
 
 NicCommands::NicCommands(CLI::App& app) {
@@ -76,17 +76,7 @@ int NicCommands::live_run() const {
 int NicCommands::run(const std::vector<std::string>& arguments) const {
   if (live_->parsed()) return live_run();
   namespace fu = interop::fastudp;
-  std::vector<std::string> patterns;
-  for (const auto& p : patterns_) {
-    std::size_t start = 0;
-    for (;;) {
-      const auto comma = p.find(',', start);
-      const auto part = p.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      if (!part.empty()) patterns.push_back(part);
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-  }
+  const std::vector<std::string> patterns = split_patterns(patterns_);
   fu::NicCheckOptions opt;
   for (const auto* c : conformance::fastudp::nic_cases())
     if (conformance::case_selected(*c, patterns, true)) opt.cases.push_back(c);
@@ -121,31 +111,8 @@ int NicCommands::run(const std::vector<std::string>& arguments) const {
   }
   opt.isolate = !in_process_;
   const auto in = fu::nic_check(opt);
-  if (!in.error.empty()) std::cerr << "rdmaconf nic check: " << in.error << "\n";
-
   const reports::RunInfo run{RDMACONF_VERSION, arguments, true, patterns, opt.cases, std::nullopt, 1};
-  bool ok = true;
-  for (const auto& [path, json] : {std::pair{json_out_, true}, std::pair{junit_out_, false}}) {
-    if (path.empty()) continue;
-    std::error_code ec;
-    const auto parent = std::filesystem::path(path).parent_path();
-    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-    std::ofstream os(path, std::ios::binary);
-    if (!os) {
-      std::cerr << fmt::format("rdmaconf nic check: cannot write the report to {}\n", path);
-      return kExitUsage;
-    }
-    auto w = json ? reports::json_writer(os, run) : reports::junit_writer(os, run);
-    reports::replay(*w, {in});
-    os.flush();
-    ok = ok && static_cast<bool>(os);
-  }
-  if (!quiet_) {
-    auto w = reports::summary_writer(std::cout, verbose_);
-    reports::replay(*w, {in});
-  }
-  if (!in.error.empty() || !ok) return kExitUsage;
-  return in.verdicts.fail ? kExitFail : 0;
+  return report_suite("nic check", in, run, SuiteOutput{json_out_, junit_out_, quiet_, verbose_});
 }
 
 }  // namespace rdmaconf::cli

@@ -196,11 +196,11 @@ void Node::transmit() {
       bool ok = true;
       if (tx.raw) {
         std::uint32_t channel = 0;
-        ok = check_frame(*ep, data, channel);
+        ok = check_frame(*ep, data, channel) || faults_.forge;
         if (ok) {
           frame_.assign(data.begin(), data.end());
           Parsed p;
-          if (parse(data, p) == Parse::ok && p.close) ep->channels_[channel].open = false;
+          if (parse(data, p) == Parse::ok && p.close && channel < ep->channels_.size()) ep->channels_[channel].open = false;
         } else {
           ++ep->counters_.tx_spoofed;
         }
@@ -245,6 +245,10 @@ bool Node::receive(Bytes frame) {
     deliver(*ep, c, p.message, p.close);
     return true;
   }
+  if (faults_.ignore_channels && !ep->channels_.empty()) {
+    deliver(*ep, 0, p.message, p.close);
+    return true;
+  }
   ++ep->counters_.rx_no_channel;
   return true;
 }
@@ -271,6 +275,11 @@ void Node::deliver(Endpoint& ep, std::uint32_t channel, Bytes message, bool clos
     ++ep.counters_.rx_truncated;
   }
   if (close) d.flags |= RxDesc::close;
+  if (faults_.overflow) {
+    // Broken on purpose: the whole message, past the buffer (within the segment).
+    const std::size_t at = static_cast<std::size_t>(buf.data() - ep.segment_.data());
+    std::memcpy(buf.data(), message.data(), std::min(message.size(), ep.segment_.size() - at));
+  }
   if (d.length) std::memcpy(buf.data(), message.data(), d.length);
   ep.recv_q_.push_back(d);
   ++ep.counters_.rx_delivered;

@@ -127,9 +127,19 @@ class Link {
   virtual void send(Bytes frame) = 0;
 };
 
+// Rules a node can be told to break, so that a suite can show that its
+// cases see the break (like the negative NIC plug-ins): never set outside
+// `rdmaconf unet live --fault` and the tests.
+struct Faults {
+  bool forge = false;             // send an endpoint's composed frames unchecked
+  bool ignore_channels = false;   // deliver from peers without a channel
+  bool overflow = false;          // write a long message past its buffer
+};
+
 class Node {
  public:
   Node(Mac mac, std::size_t mtu = 1500);
+  void set_faults(Faults f) { faults_ = f; }
   const Mac& mac() const { return mac_; }
   void attach(Link* link) { link_ = link; }
 
@@ -162,6 +172,7 @@ class Node {
   bool check_frame(Endpoint& ep, Bytes frame, std::uint32_t& channel) const;
 
   Mac mac_;
+  Faults faults_;
   std::size_t max_message_;
   Link* link_ = nullptr;
   std::map<std::uint16_t, std::unique_ptr<Endpoint>> endpoints_;

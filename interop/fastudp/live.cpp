@@ -27,6 +27,7 @@
 
 #include "captures/io/pcap_writer.hpp"
 #include "engines/fastudp/harness.hpp"
+#include "interop/netns.hpp"
 #include "protocols/core/bits.hpp"
 
 namespace rdmaconf::interop::fastudp {
@@ -111,29 +112,7 @@ struct Lab {
   }
 };
 
-// The calling thread in namespace `ns` while it lives; sockets made then
-// stay in it.
-class InNetns {
- public:
-  explicit InNetns(const std::string& ns) {
-    self_ = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-    const int fd = open(("/var/run/netns/" + ns).c_str(), O_RDONLY | O_CLOEXEC);
-    if (self_ < 0 || fd < 0 || setns(fd, CLONE_NEWNET) != 0) error = fmt::format("entering namespace {}: {}", ns, std::strerror(errno));
-    if (fd >= 0) close(fd);
-  }
-  ~InNetns() {
-    if (self_ >= 0) {
-      (void)setns(self_, CLONE_NEWNET);
-      close(self_);
-    }
-  }
-  InNetns(const InNetns&) = delete;
-  InNetns& operator=(const InNetns&) = delete;
-  std::string error;
-
- private:
-  int self_ = -1;
-};
+using interop::InNetns;
 
 // The NIC's wire: an AF_PACKET socket on its end of the pair with a
 // memory-mapped receive ring (TPACKET_V2), so that a frame is copied once,

@@ -17,6 +17,7 @@
 #include "captures/io/pcap_reader.hpp"
 #include "captures/io/pcap_writer.hpp"
 #include "conformance/fastudp/nic_cases.hpp"
+#include "conformance/judge.hpp"
 #include "protocols/core/bits.hpp"
 #include "protocols/net/checksum.hpp"
 
@@ -466,44 +467,7 @@ const std::vector<ScenarioDef>& defs() {
 
 // ---- The judge ----
 
-class Judge {
- public:
-  Judge(const std::vector<const conf::CaseInfo*>& cases) {
-    for (const auto* c : cases) {
-      index_[c->id] = outcomes_.size();
-      outcomes_.push_back(conf::CaseOutcome{c, {}});
-    }
-  }
-  void pass(std::string_view id) {
-    if (auto* t = tally(id)) t->pass();
-  }
-  void fail(std::string_view id, std::uint64_t frame, std::string expected, std::string actual, std::string detail = {}) {
-    if (auto* t = tally(id)) {
-      conf::Evidence e;
-      if (frame) e.frames.push_back(frame);
-      e.side = "nic";
-      e.expected = std::move(expected);
-      e.actual = std::move(actual);
-      e.detail = std::move(detail);
-      t->fail(std::move(e));
-    }
-  }
-  void check(std::string_view id, bool ok, std::uint64_t frame, std::string expected, std::string actual, std::string detail = {}) {
-    if (ok)
-      pass(id);
-    else
-      fail(id, frame, std::move(expected), std::move(actual), std::move(detail));
-  }
-  std::vector<conf::CaseOutcome> take() { return std::move(outcomes_); }
-
- private:
-  conf::Tally* tally(std::string_view id) {
-    auto it = index_.find(id);
-    return it == index_.end() ? nullptr : &outcomes_[it->second].tally;
-  }
-  std::map<std::string_view, std::size_t> index_;
-  std::vector<conf::CaseOutcome> outcomes_;
-};
+using conf::Judge;
 
 std::string hex_prefix(Bytes b, std::size_t n = 8) {
   std::string s;
@@ -759,7 +723,7 @@ conf::ScopeResult run_scenario(const eng::Plugin& plugin, std::string_view scena
   eng::HarnessOptions o = it->options;
   o.plugin_args = plugin_args;
   eng::Harness h(plugin, o);
-  Judge j(cases);
+  Judge j(cases, "nic");
   if (!h.ok()) {
     j.fail(cid::shim, 0, "the plug-in starts", h.error());
   } else {

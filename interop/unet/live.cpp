@@ -1,0 +1,698 @@
+#include "interop/unet/live.hpp"
+
+#include <arpa/inet.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <ostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "captures/io/pcap_writer.hpp"
+#include "conformance/judge.hpp"
+#include "conformance/unet/live_cases.hpp"
+#include "engines/unet/unet.hpp"
+#include "interop/netns.hpp"
+#include "protocols/core/bits.hpp"
+#include "protocols/unet/headers.hpp"
+
+namespace rdmaconf::interop::unet {
+
+namespace {
+
+namespace u = engine::unet;
+namespace conf = conformance;
+namespace lc = conformance::unet::live;
+namespace pu = protocols::unet;
+using Clock = std::chrono::steady_clock;
+using json = nlohmann::json;
+
+const u::Mac kMacA{0x02, 0x00, 0x0a, 0x4e, 0x00, 0x01}, kMacB{0x02, 0x00, 0x0a, 0x4e, 0x00, 0x02};
+const u::Mac kForeign{0x02, 0x00, 0x0a, 0x4e, 0x00, 0x03};
+constexpr std::byte kCanary{0xcc};
+
+// A message's octets: the sequence number in the first four (when there is
+// room), then a pattern of it.
+void fill(std::span<std::byte> b, std::uint32_t size, std::uint32_t seq) {
+  for (std::uint32_t i = 0; i < size; ++i) b[i] = std::byte(static_cast<std::uint8_t>(seq * 7 + i * 13));
+  if (size >= 4) protocols::put_be32(b, 0, seq);
+}
+bool intact(std::span<const std::byte> b, std::uint32_t size, std::uint32_t seq) {
+  for (std::uint32_t i = size >= 4 ? 4 : 0; i < size; ++i)
+    if (b[i] != std::byte(static_cast<std::uint8_t>(seq * 7 + i * 13))) return false;
+  return size < 4 || protocols::be32(b, 0) == seq;
+}
+
+// What side B does with what it receives.
+enum class Behaviour { echo, sink, hold, teardown };
+struct PeerSpec {
+  Behaviour behaviour = Behaviour::sink;
+  std::uint32_t buffer_size = 2048, give = 64, teardown_after = 0;
+  std::uint16_t a = 0, b = 0;  // the tags: A's endpoint, B's (B's second endpoint is b + 1)
+};
+
+u::Faults faults(const std::string& name) {
+  u::Faults f;
+  f.forge = name == "forge";
+  f.ignore_channels = name == "ignore-channels";
+  f.overflow = name == "overflow";
+  return f;
+}
+json spec_json(const PeerSpec& s) {
+  return {{"behaviour", static_cast<int>(s.behaviour)}, {"buffer_size", s.buffer_size}, {"give", s.give},
+          {"teardown_after", s.teardown_after}, {"a", s.a}, {"b", s.b}};
+}
+PeerSpec spec_from(const json& j) {
+  PeerSpec s;
+  s.behaviour = static_cast<Behaviour>(j.value("behaviour", 1));
+  s.buffer_size = j.value("buffer_size", 2048u);
+  s.give = j.value("give", 64u);
+  s.teardown_after = j.value("teardown_after", 0u);
+  s.a = j.value("a", std::uint16_t{0});
+  s.b = j.value("b", std::uint16_t{0});
+  return s;
+}
+
+// Side B: a node with two endpoints, b (channel to A's endpoint) and b + 1
+// (a second channel to it), acting on what arrives as its spec says.
+class Responder {
+ public:
+  Responder(const PeerSpec& spec, const std::string& fault, u::Link* link) : spec_(spec), node_(kMacB) {
+    node_.attach(link);
+    node_.set_faults(faults(fault));
+    u::SegmentConfig cfg;
+    cfg.buffer_size = spec.buffer_size;
+    ep_ = node_.create_endpoint(spec.b, cfg);
+    other_ = node_.create_endpoint(static_cast<std::uint16_t>(spec.b + 1));
+    ch_ = *node_.open_channel(*ep_, kMacA, spec.a);
+    (void)node_.open_channel(*other_, kMacA, spec.a);
+    for (std::uint32_t i = 0; i < cfg.buffers; ++i) std::fill(ep_->buffer(i).begin(), ep_->buffer(i).end(), kCanary);
+    for (std::uint32_t i = 0; i < spec.give; ++i) ep_->give(i);
+    for (std::uint32_t i = 0; i < other_->config().buffers; ++i) other_->give(i);
+  }
+  void on_frame(u::Bytes f) {
+    node_.receive(f);
+    drain();
+  }
+  void drain() {
+    while (auto d = other_->poll()) {
+      ++other_delivered_;
+      other_->give(d->buffer);
+    }
+    if (ep_->alive())
+      while (auto d = ep_->poll()) take(*d);
+    node_.transmit();
+    if (ep_->alive())
+      while (auto b = ep_->poll_sent()) ep_->give(*b);
+  }
+  json report() const {
+    bool canary = true;
+    for (std::uint32_t i = spec_.give; i < ep_->config().buffers && ep_->alive(); ++i) {
+      const auto b = ep_->buffer(i);
+      canary = canary && std::all_of(b.begin(), b.end(), [](std::byte x) { return x == kCanary; });
+    }
+    const auto& n = node_.counters();
+    const auto& e = ep_->counters();
+    return {{"delivered", delivered_}, {"intact", intact_}, {"out_of_order", out_of_order_}, {"truncated_flagged", truncated_},
+            {"max_length", max_length_}, {"max_message", max_message_}, {"canary_ok", canary},
+            {"rx_frames", n.rx_frames}, {"rx_unknown_tag", n.rx_unknown_tag}, {"rx_malformed", n.rx_malformed},
+            {"rx_no_channel", e.rx_no_channel}, {"rx_no_free", e.rx_no_free}, {"other_delivered", other_delivered_}};
+  }
+
+ private:
+  void take(const u::RxDesc& d) {
+    ++delivered_;
+    max_length_ = std::max(max_length_, d.length);
+    max_message_ = std::max(max_message_, d.message);
+    if (d.flags & u::RxDesc::truncated) ++truncated_;
+    const auto buf = ep_->buffer(d.buffer);
+    const std::uint32_t seq = d.length >= 4 ? protocols::be32(buf, 0) : next_seq_;
+    if (intact(buf, d.length, seq)) ++intact_;
+    if (seq != next_seq_) ++out_of_order_;
+    next_seq_ = seq + 1;
+    switch (spec_.behaviour) {
+      case Behaviour::echo:
+        ep_->send(ch_, d.buffer, d.length);  // the buffer comes back through the completion queue
+        break;
+      case Behaviour::sink:
+        ep_->give(d.buffer);
+        break;
+      case Behaviour::hold:
+        break;
+      case Behaviour::teardown:
+        ep_->give(d.buffer);
+        if (delivered_ == spec_.teardown_after) node_.destroy_endpoint(spec_.b);
+        break;
+    }
+  }
+
+  PeerSpec spec_;
+  u::Node node_;
+  u::Endpoint *ep_ = nullptr, *other_ = nullptr;
+  std::uint32_t ch_ = 0;
+  std::uint64_t delivered_ = 0, intact_ = 0, out_of_order_ = 0, truncated_ = 0, other_delivered_ = 0;
+  std::uint32_t max_length_ = 0, max_message_ = 0, next_seq_ = 0;
+};
+
+// How side A reaches side B.
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual std::string setup(const PeerSpec& spec, const std::string& fault) = 0;  // empty, or what went wrong
+  // A's node sends what it queued; frames move both ways until `quiet_ms`
+  // pass without one (or `max_ms` in all).
+  virtual void pump(u::Node& a, int quiet_ms, int max_ms) = 0;
+  virtual void inject(u::Bytes frame) = 0;  // raw onto the wire from A's side (a hostile host)
+  virtual json report() = 0;
+  // A kernel UDP exchange across the same interfaces: datagrams echoed of `n` (none: not this path).
+  virtual std::optional<int> kernel_exchange(int) { return std::nullopt; }
+  std::function<void(u::Bytes)> record;  // every frame on the wire, seen from A
+};
+
+// Both sides in this process.
+class MemoryTransport final : public Transport {
+ public:
+  std::string setup(const PeerSpec& spec, const std::string& fault) override {
+    b_ = std::make_unique<Responder>(spec, fault, &to_a_);
+    return {};
+  }
+  void pump(u::Node& a, int, int) override {
+    a.attach(&to_b_);
+    for (int rounds = 0; rounds < 100000; ++rounds) {
+      a.transmit();
+      if (to_b_.q.empty() && to_a_.q.empty()) return;
+      while (!to_b_.q.empty()) {
+        const auto f = std::move(to_b_.q.front());
+        to_b_.q.pop_front();
+        b_->on_frame(f);
+      }
+      while (!to_a_.q.empty()) {
+        const auto f = std::move(to_a_.q.front());
+        to_a_.q.pop_front();
+        if (record) record(f);
+        a.receive(f);
+      }
+    }
+  }
+  void inject(u::Bytes f) override {
+    if (record) record(f);
+    b_->on_frame(f);
+  }
+  json report() override { return b_->report(); }
+
+ private:
+  struct Queue final : u::Link {
+    std::deque<std::vector<std::byte>> q;
+    void send(u::Bytes f) override { q.emplace_back(f.begin(), f.end()); }
+  };
+  Queue to_b_, to_a_;
+  std::unique_ptr<Responder> b_;
+};
+
+// A link on an AF_PACKET socket.
+struct FdLink final : u::Link {
+  int fd = -1;
+  void send(u::Bytes f) override { (void)::send(fd, f.data(), f.size(), 0); }
+};
+
+// An AF_PACKET socket for U-Net frames on `ifname` (in the caller's namespace).
+int packet_socket(const std::string& ifname, std::string& error) {
+  const int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(pu::kEthertype));
+  if (fd < 0) {
+    error = fmt::format("AF_PACKET socket: {}", std::strerror(errno));
+    return -1;
+  }
+  sockaddr_ll sll{};
+  sll.sll_family = AF_PACKET;
+  sll.sll_protocol = htons(pu::kEthertype);
+  sll.sll_ifindex = static_cast<int>(if_nametoindex(ifname.c_str()));
+  int buf = 8 << 20;
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof buf);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&sll), sizeof sll) != 0) {
+    error = fmt::format("binding an AF_PACKET socket to {}: {}", ifname, std::strerror(errno));
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Reads one frame that arrived (not one this host sent); 0 when none.
+ssize_t read_frame(int fd, std::vector<std::byte>& buf) {
+  sockaddr_ll from{};
+  socklen_t fl = sizeof from;
+  const ssize_t n = recvfrom(fd, buf.data(), buf.size(), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from), &fl);
+  if (n <= 0 || from.sll_pkttype == PACKET_OUTGOING) return 0;
+  return n;
+}
+
+bool write_line(int fd, const std::string& s) {
+  const std::string line = s + "\n";
+  return ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+}
+
+// A line from `fd` within `ms` milliseconds.
+std::optional<std::string> read_line(int fd, std::string& pending, int ms) {
+  const auto until = Clock::now() + std::chrono::milliseconds(ms);
+  for (;;) {
+    if (const auto nl = pending.find('\n'); nl != std::string::npos) {
+      std::string line = pending.substr(0, nl);
+      pending.erase(0, nl + 1);
+      return line;
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+    if (left <= 0) return std::nullopt;
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left)) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n <= 0) return std::nullopt;
+    pending.append(buf, static_cast<std::size_t>(n));
+  }
+}
+
+// Side B's process: a node on its end of the pair, a kernel UDP echo, and
+// the control socket to side A. Never returns.
+[[noreturn]] void peer_main(const std::string& ns, const std::string& ifname, int control) {
+  std::string err;
+  InNetns in(ns);
+  int fd = in.error.empty() ? packet_socket(ifname, err) : -1;
+  const int udp = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_in me{};
+  me.sin_family = AF_INET;
+  me.sin_port = htons(7000);
+  inet_pton(AF_INET, "10.78.0.2", &me.sin_addr);
+  if (fd >= 0 && bind(udp, reinterpret_cast<sockaddr*>(&me), sizeof me) != 0) err = "binding the UDP echo to 10.78.0.2:7000";
+  if (!in.error.empty() || !err.empty()) {
+    write_line(control, json{{"error", in.error.empty() ? err : in.error}}.dump());
+    _exit(1);
+  }
+  write_line(control, "{}");
+  FdLink link;
+  link.fd = fd;
+  std::unique_ptr<Responder> b;
+  std::vector<std::byte> frame(65536);
+  std::string pending;
+  for (;;) {
+    pollfd p[3] = {{control, POLLIN, 0}, {fd, POLLIN, 0}, {udp, POLLIN, 0}};
+    if (poll(p, 3, 1000) < 0 && errno != EINTR) _exit(1);
+    if (p[1].revents & POLLIN)
+      while (const ssize_t n = read_frame(fd, frame))
+        if (b) b->on_frame(std::span<const std::byte>(frame.data(), static_cast<std::size_t>(n)));
+    if (p[2].revents & POLLIN) {
+      sockaddr_in from{};
+      socklen_t fl = sizeof from;
+      char d[2048];
+      const ssize_t n = recvfrom(udp, d, sizeof d, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from), &fl);
+      if (n > 0) (void)sendto(udp, d, static_cast<std::size_t>(n), 0, reinterpret_cast<sockaddr*>(&from), fl);
+    }
+    if (p[0].revents & (POLLIN | POLLHUP)) {
+      const auto line = read_line(control, pending, 1000);
+      if (!line || *line == "quit") _exit(0);
+      const json j = json::parse(*line, nullptr, false);
+      if (j.is_object() && j.contains("setup")) {
+        b = std::make_unique<Responder>(spec_from(j["setup"]), j.value("fault", std::string()), &link);
+        write_line(control, "{}");
+      } else if (j.is_object() && j.contains("report")) {
+        // Frames still on their way: take what arrived before answering.
+        while (const ssize_t n = read_frame(fd, frame))
+          if (b) b->on_frame(std::span<const std::byte>(frame.data(), static_cast<std::size_t>(n)));
+        write_line(control, b ? b->report().dump() : "{}");
+      }
+    }
+  }
+}
+
+// Two namespaces joined by a veth pair, side B in a child process.
+class PacketTransport final : public Transport {
+ public:
+  ~PacketTransport() override {
+    if (control_ >= 0) {
+      write_line(control_, "quit");
+      close(control_);
+    }
+    if (child_ > 0) {
+      for (int i = 0; i < 50 && waitpid(child_, nullptr, WNOHANG) == 0; ++i) usleep(20000);
+      kill(child_, SIGKILL);
+      waitpid(child_, nullptr, 0);
+    }
+    if (fd_ >= 0) close(fd_);
+    if (made_) (void)std::system(fmt::format("ip netns del {} 2>/dev/null; ip netns del {} 2>/dev/null", ns_a_, ns_b_).c_str());
+  }
+  // Makes the namespaces and starts side B; empty, or what went wrong.
+  std::string start() {
+    if (geteuid() != 0) return "the packet path needs root (network namespaces, a veth pair, AF_PACKET sockets)";
+    const unsigned id = static_cast<unsigned>(getpid()) % 100000;
+    ns_a_ = fmt::format("rdmaconf-unet-{}-a", id);
+    ns_b_ = fmt::format("rdmaconf-unet-{}-b", id);
+    made_ = true;
+    const std::string setup = fmt::format(
+        "set -e; ip netns add {0}; ip netns add {1}; "
+        "ip -n {0} link add unetA address 02:00:0a:4e:00:01 type veth peer name unetB address 02:00:0a:4e:00:02 netns {1}; "
+        "ip netns exec {0} sysctl -qw net.ipv6.conf.all.disable_ipv6=1; ip netns exec {1} sysctl -qw net.ipv6.conf.all.disable_ipv6=1; "
+        "ip -n {0} addr add 10.78.0.1/24 dev unetA; ip -n {1} addr add 10.78.0.2/24 dev unetB; "
+        "ip -n {0} link set lo up; ip -n {1} link set lo up; ip -n {0} link set unetA up; ip -n {1} link set unetB up",
+        ns_a_, ns_b_);
+    if (std::system(setup.c_str()) != 0) return "setting up the namespaces and veth pair failed (ip)";
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return "socketpair failed";
+    child_ = fork();
+    if (child_ < 0) return "fork failed";
+    if (child_ == 0) {
+      close(sv[0]);
+      peer_main(ns_b_, "unetB", sv[1]);
+    }
+    close(sv[1]);
+    control_ = sv[0];
+    const auto hello = read_line(control_, pending_, 5000);
+    if (!hello) return "side B did not start";
+    const json h = json::parse(*hello, nullptr, false);
+    if (h.is_object() && h.contains("error")) return fmt::format("side B: {}", h["error"].get<std::string>());
+    std::string err;
+    {
+      InNetns in(ns_a_);
+      if (!in.error.empty()) return in.error;
+      fd_ = packet_socket("unetA", err);
+    }
+    link_.fd = fd_;
+    return err;
+  }
+  std::string setup(const PeerSpec& spec, const std::string& fault) override {
+    if (!write_line(control_, json{{"setup", spec_json(spec)}, {"fault", fault}}.dump()) || !read_line(control_, pending_, 5000))
+      return "side B did not answer the set-up";
+    return {};
+  }
+  void pump(u::Node& a, int quiet_ms, int max_ms) override {
+    a.attach(&link_);
+    const auto until = Clock::now() + std::chrono::milliseconds(max_ms);
+    auto last = Clock::now();
+    std::vector<std::byte> frame(65536);
+    a.transmit();
+    while (Clock::now() < until && Clock::now() - last < std::chrono::milliseconds(quiet_ms)) {
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, 5) <= 0) continue;
+      while (const ssize_t n = read_frame(fd_, frame)) {
+        last = Clock::now();
+        const std::span<const std::byte> f(frame.data(), static_cast<std::size_t>(n));
+        if (record) record(f);
+        a.receive(f);
+      }
+      a.transmit();
+    }
+  }
+  void inject(u::Bytes f) override {
+    if (record) record(f);
+    link_.send(f);
+  }
+  json report() override {
+    if (!write_line(control_, R"({"report":true})")) return {};
+    const auto line = read_line(control_, pending_, 5000);
+    return line ? json::parse(*line, nullptr, false) : json{};
+  }
+  std::optional<int> kernel_exchange(int n) override {
+    InNetns in(ns_a_);
+    const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(7000);
+    inet_pton(AF_INET, "10.78.0.2", &to.sin_addr);
+    int echoed = 0;
+    for (int i = 0; i < n; ++i) {
+      const std::string d = fmt::format("kernel datagram {}", i);
+      (void)sendto(fd, d.data(), d.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof to);
+      pollfd p{fd, POLLIN, 0};
+      char buf[256];
+      if (poll(&p, 1, 1000) > 0 && recv(fd, buf, sizeof buf, 0) == static_cast<ssize_t>(d.size()) &&
+          std::memcmp(buf, d.data(), d.size()) == 0)
+        ++echoed;
+    }
+    close(fd);
+    return echoed;
+  }
+
+ private:
+  std::string ns_a_, ns_b_, pending_;
+  bool made_ = false;
+  pid_t child_ = -1;
+  int control_ = -1, fd_ = -1;
+  FdLink link_;
+};
+
+// ---- Scenarios: side A's script and judge ----
+
+struct Run {
+  Run(Transport& transport, conf::Judge& judge, const UnetLiveOptions& options, PeerSpec peer)
+      : t(transport), j(judge), opt(options), spec(peer) {}
+  Transport& t;
+  conf::Judge& j;
+  const UnetLiveOptions& opt;
+  PeerSpec spec;
+  u::Node a{kMacA};
+  u::Endpoint* ea = nullptr;
+  std::uint32_t ch = 0, ch_other = 0;
+  std::string note;  // the scenario's one-line account
+
+  // A's endpoint with channels to B's two endpoints, B set up as `spec`.
+  bool start() {
+    if (const auto e = t.setup(spec, opt.fault); !e.empty()) {
+      note = e;
+      return false;
+    }
+    a.set_faults(faults(opt.fault));
+    ea = a.create_endpoint(spec.a);
+    ch = *a.open_channel(*ea, kMacB, spec.b);
+    ch_other = *a.open_channel(*ea, kMacB, static_cast<std::uint16_t>(spec.b + 1));
+    for (std::uint32_t i = 32; i < ea->config().buffers; ++i) ea->give(i);  // 0-31 for sending
+    if (t.record) a.on_send = t.record;
+    return true;
+  }
+  void send(std::uint32_t channel, std::uint32_t size, std::uint32_t seq, std::uint32_t buffer = 0) {
+    fill(ea->buffer(buffer), size, seq);
+    ea->send(channel, buffer, size);
+    while (ea->poll_sent()) {
+    }
+  }
+  void pump() { t.pump(a, 30, opt.timeout_ms); }
+  json peer() { return t.report(); }
+};
+
+std::string counters(const json& r) { return r.dump(); }
+
+void pingpong(Run& r) {
+  const std::uint32_t sizes[] = {0, 1, 37, 38, 64, 700, 1472, 1492};
+  std::uint32_t ok = 0, n = 0;
+  for (std::uint32_t round = 0; round < std::max<std::uint32_t>(r.opt.messages / 8, 1); ++round)
+    for (std::uint32_t size : sizes) {
+      r.send(r.ch, size, n);
+      r.pump();
+      const auto d = r.ea->poll();
+      const bool good = d && d->length == size && intact(r.ea->buffer(d->buffer), size, n);
+      if (d) r.ea->give(d->buffer);
+      ok += good;
+      r.j.check(lc::data, good, 0, fmt::format("message {} ({} octets) echoed intact", n, size),
+                d ? fmt::format("{} octets back{}", d->length, good ? "" : ", not as sent") : "no echo");
+      ++n;
+    }
+  if (const auto k = r.t.kernel_exchange(10))
+    r.j.check(lc::kernel, *k == 10, 0, "10 kernel UDP datagrams echoed across the pair", fmt::format("{} echoed", *k));
+  r.note = fmt::format("{} of {} messages echoed intact", ok, n);
+}
+
+void stream(Run& r) {
+  const std::uint32_t n = r.opt.messages;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    r.send(r.ch, 1472, i, i % 32);
+    if (i % 16 == 15) r.pump();
+  }
+  r.pump();
+  const json b = r.peer();
+  const auto delivered = b.value("delivered", 0u), whole = b.value("intact", 0u), disorder = b.value("out_of_order", 1u);
+  r.j.check(lc::data, delivered == n && whole == n && disorder == 0, 0,
+            fmt::format("{} messages of 1472 octets delivered intact, in order", n),
+            fmt::format("{} delivered, {} intact, {} out of order", delivered, whole, disorder));
+  r.note = fmt::format("{} of {} delivered intact", whole, n);
+}
+
+void spoof(Run& r) {
+  const std::byte msg[16] = {};
+  const auto put = [&](const std::vector<std::byte>& f, std::uint32_t buffer) {
+    std::copy(f.begin(), f.end(), r.ea->buffer(buffer).begin());
+    r.ea->send_frame(buffer, static_cast<std::uint32_t>(f.size()));
+  };
+  put(u::build_frame(kMacA, kMacB, static_cast<std::uint16_t>(r.spec.a + 1), r.spec.b, msg), 1);  // a tag it does not own
+  put(u::build_frame(kForeign, kMacB, r.spec.a, r.spec.b, msg), 2);                               // another host's MAC
+  put(u::build_frame(kMacA, kMacB, r.spec.a, static_cast<std::uint16_t>(r.spec.b + 5), msg), 3);  // no channel to that peer
+  r.send(r.ch, 16, 0);
+  r.pump();
+  const json b = r.peer();
+  const auto spoofed = r.ea->counters().tx_spoofed;
+  const auto frames = b.value("rx_frames", 0u), delivered = b.value("delivered", 0u);
+  r.j.check(lc::spoof, spoofed == 3 && frames == 1 && delivered == 1, 0,
+            "3 forged frames refused at the sender (counted), the 1 honest message alone on the wire",
+            fmt::format("{} refused at the sender; the peer saw {} frames and delivered {}", spoofed, frames, delivered));
+  r.note = fmt::format("{} forged frames refused, the peer saw {}", spoofed, frames);
+}
+
+void unknown_tag(Run& r) {
+  const std::byte msg[32] = {};
+  const std::uint16_t unknown = static_cast<std::uint16_t>(60000 + r.spec.b % 1000);
+  for (int i = 0; i < 5; ++i) r.t.inject(u::build_frame(kMacA, kMacB, r.spec.a, unknown, msg));
+  for (int i = 0; i < 5; ++i) r.t.inject(u::build_frame(kMacA, kMacB, static_cast<std::uint16_t>(r.spec.a + 3), r.spec.b, msg));
+  r.pump();
+  const json b = r.peer();
+  const auto unknown_n = b.value("rx_unknown_tag", 0u), stranger = b.value("rx_no_channel", 0u), delivered = b.value("delivered", 1u);
+  // The stranger's 5 frames are dropped or (a broken channel check)
+  // delivered; any delivery beyond them came from an unknown tag.
+  r.j.check(lc::unknown_tag, unknown_n == 5 && delivered + stranger == 5, 0,
+            fmt::format("5 frames for tag {} dropped and counted, none delivered", unknown),
+            fmt::format("{} counted as unknown, {} delivered", unknown_n, delivered));
+  r.j.check(lc::channel, stranger == 5 && delivered == 0, 0, "5 frames from a tag without a channel dropped and counted",
+            fmt::format("{} counted, {} delivered", stranger, delivered));
+  r.note = fmt::format("{} unknown-tag and {} stranger frames dropped", unknown_n, stranger);
+}
+
+void oversize(Run& r) {
+  for (std::uint32_t i = 0; i < 4; ++i) r.send(r.ch, 1000, i, i);
+  r.pump();
+  const json b = r.peer();
+  const bool ok = b.value("delivered", 0u) == 4 && b.value("truncated_flagged", 0u) == 4 && b.value("max_length", 0u) == 256 &&
+                  b.value("max_message", 0u) == 1000 && b.value("intact", 0u) == 4 && b.value("canary_ok", false);
+  r.j.check(lc::oversize, ok, 0,
+            "4 messages of 1000 octets into 256-octet buffers: each cut to 256, flagged with 1000, no other buffer written",
+            counters(b));
+  r.note = fmt::format("{} delivered, {} flagged truncated", b.value("delivered", 0u), b.value("truncated_flagged", 0u));
+}
+
+void no_free(Run& r) {
+  for (std::uint32_t i = 0; i < 10; ++i) r.send(r.ch, 200, i, i);
+  r.pump();
+  const json b = r.peer();
+  const bool ok = b.value("delivered", 0u) == 2 && b.value("rx_no_free", 0u) == 8 && b.value("canary_ok", false);
+  r.j.check(lc::no_free, ok, 0, "2 buffers given: 2 delivered, 8 dropped and counted, no other buffer written", counters(b));
+  r.note = fmt::format("{} delivered, {} dropped for no free buffer", b.value("delivered", 0u), b.value("rx_no_free", 0u));
+}
+
+void teardown(Run& r) {
+  for (std::uint32_t i = 0; i < 20; ++i) {
+    r.send(r.ch, 100, i, i);
+    r.pump();
+  }
+  for (std::uint32_t i = 0; i < 3; ++i) r.send(r.ch_other, 100, i, i);
+  r.pump();
+  const json b = r.peer();
+  const bool ok = b.value("delivered", 0u) == 10 && b.value("rx_unknown_tag", 0u) == 10 && b.value("other_delivered", 0u) == 3;
+  r.j.check(lc::teardown, ok, 0,
+            "torn down after 10 messages: 10 delivered, the next 10 counted as for an unknown tag, the node's other "
+            "endpoint still served (3 delivered)",
+            counters(b));
+  r.note = fmt::format("{} delivered before the teardown, {} after it counted", b.value("delivered", 0u), b.value("rx_unknown_tag", 0u));
+}
+
+struct ScenarioDef {
+  LiveScenarioInfo info;
+  PeerSpec spec;
+  void (*run)(Run&);
+};
+
+const std::vector<ScenarioDef>& defs() {
+  static const std::vector<ScenarioDef> d{
+      {{"pingpong", "messages of 0 to 1492 octets echoed; a kernel UDP exchange across the same pair (packet path)"},
+       {.behaviour = Behaviour::echo},
+       pingpong},
+      {{"stream", "1472-octet messages one way, sequence numbers checked"}, {.behaviour = Behaviour::sink}, stream},
+      {{"spoof", "frames with a tag or MAC the endpoint does not own, or to a peer without a channel"}, {.behaviour = Behaviour::sink}, spoof},
+      {{"unknown-tag", "frames put on the wire raw for an unknown tag and from a stranger"}, {.behaviour = Behaviour::sink}, unknown_tag},
+      {{"oversize", "1000-octet messages into 256-octet buffers"}, {.behaviour = Behaviour::hold, .buffer_size = 256, .give = 4}, oversize},
+      {{"no-free", "ten messages, two free buffers"}, {.behaviour = Behaviour::hold, .give = 2}, no_free},
+      {{"teardown", "the receiving endpoint torn down mid-stream"}, {.behaviour = Behaviour::teardown, .teardown_after = 10}, teardown},
+  };
+  return d;
+}
+
+}  // namespace
+
+const std::vector<LiveScenarioInfo>& live_scenarios() {
+  static const std::vector<LiveScenarioInfo> v = [] {
+    std::vector<LiveScenarioInfo> x;
+    for (const auto& d : defs()) x.push_back(d.info);
+    return x;
+  }();
+  return v;
+}
+
+conf::InputResult unet_live(const UnetLiveOptions& opt, std::ostream& log) {
+  conf::InputResult in;
+  in.path = fmt::format("unet-live:{}", opt.path);
+  in.linktype = "unet-live";
+  std::vector<const ScenarioDef*> chosen;
+  for (const auto& d : defs())
+    if (opt.scenarios.empty() || std::find(opt.scenarios.begin(), opt.scenarios.end(), d.info.name) != opt.scenarios.end())
+      chosen.push_back(&d);
+  for (const auto& n : opt.scenarios)
+    if (std::none_of(defs().begin(), defs().end(), [&](const ScenarioDef& d) { return d.info.name == n; })) {
+      in.error = fmt::format("no U-Net scenario named '{}' (rdmaconf unet live --list shows them)", n);
+      return in;
+    }
+  if (!opt.fault.empty() && opt.fault != "forge" && opt.fault != "ignore-channels" && opt.fault != "overflow") {
+    in.error = fmt::format("no fault named '{}' (forge, ignore-channels or overflow)", opt.fault);
+    return in;
+  }
+  std::unique_ptr<Transport> t;
+  if (opt.path == "memory") {
+    t = std::make_unique<MemoryTransport>();
+  } else if (opt.path == "packet") {
+    auto p = std::make_unique<PacketTransport>();
+    if (const auto e = p->start(); !e.empty()) {
+      in.error = e;
+      return in;
+    }
+    t = std::move(p);
+  } else {
+    in.error = fmt::format("no data path named '{}' (memory or packet)", opt.path);
+    return in;
+  }
+  std::unique_ptr<captures::io::PcapWriter> pcap;
+  if (!opt.pcap.empty()) {
+    pcap = std::make_unique<captures::io::PcapWriter>(opt.pcap);
+    t->record = [&](u::Bytes f) {
+      pcap->set_time_us(std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+      pcap->frame(f);
+    };
+  }
+  std::uint64_t order = 0;
+  for (const auto* d : chosen) {
+    conf::Judge j(opt.cases, "unet");
+    Run r(*t, j, opt, d->spec);
+    // Each scenario its own tags, so that a recording holds one channel per scenario and pair.
+    r.spec.a = static_cast<std::uint16_t>(1000 + 20 * order + 7);
+    r.spec.b = static_cast<std::uint16_t>(1000 + 20 * order + 9);
+    conf::ScopeResult s;
+    s.family = conformance::unet::kLiveFamily;
+    s.order = order;
+    s.id = fmt::format("unet-live/{}", order);
+    s.label = fmt::format("{}: {}", d->info.name, d->info.summary);
+    if (r.start()) d->run(r);
+    s.params = {{"scenario", d->info.name}, {"path", opt.path}, {"tag_a", r.spec.a}, {"tag_b", r.spec.b}, {"account", r.note}};
+    s.outcomes = j.take();
+    for (const auto& o : s.outcomes) in.verdicts.add(o.tally.verdict());
+    log << fmt::format("{:<12} {}\n", d->info.name, r.note);
+    in.scopes.push_back(std::move(s));
+    ++order;
+  }
+  return in;
+}
+
+}  // namespace rdmaconf::interop::unet
