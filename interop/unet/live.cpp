@@ -422,6 +422,34 @@ class PacketTransport final : public Transport {
     const auto line = read_line(control_, pending_, 5000);
     return line ? json::parse(*line, nullptr, false) : json{};
   }
+  // One message from A's endpoint and its echo back: false when none came
+  // within `max_ms`.
+  bool round_trip(u::Node& a, u::Endpoint& ea, int max_ms) {
+    a.attach(&link_);
+    a.transmit();
+    const auto until = Clock::now() + std::chrono::milliseconds(max_ms);
+    while (Clock::now() < until) {
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, max_ms) <= 0) continue;
+      while (const ssize_t n = read_frame(fd_, frame_)) a.receive(std::span<const std::byte>(frame_.data(), static_cast<std::size_t>(n)));
+      if (auto d = ea.poll()) {
+        ea.give(d->buffer);
+        return true;
+      }
+    }
+    return false;
+  }
+  // A kernel UDP socket in A's namespace, connected to B's echo.
+  int kernel_socket() {
+    InNetns in(ns_a_);
+    const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(7000);
+    inet_pton(AF_INET, "10.78.0.2", &to.sin_addr);
+    (void)connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to);
+    return fd;
+  }
   std::optional<int> kernel_exchange(int n) override {
     InNetns in(ns_a_);
     const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -449,6 +477,7 @@ class PacketTransport final : public Transport {
   pid_t child_ = -1;
   int control_ = -1, fd_ = -1;
   FdLink link_;
+  std::vector<std::byte> frame_ = std::vector<std::byte>(65536);
 };
 
 // ---- Scenarios: side A's script and judge ----
@@ -693,6 +722,66 @@ conf::InputResult unet_live(const UnetLiveOptions& opt, std::ostream& log) {
     ++order;
   }
   return in;
+}
+
+LatencyResult unet_latency(const LatencyOptions& opt) {
+  LatencyResult res;
+  PacketTransport t;
+  if (const auto e = t.start(); !e.empty()) {
+    res.error = e;
+    return res;
+  }
+  PeerSpec spec;
+  spec.behaviour = Behaviour::echo;
+  spec.a = 7;
+  spec.b = 9;
+  const auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  };
+  const int kfd = t.kernel_socket();
+  std::vector<std::byte> msg(opt.size), back(opt.size + 64);
+  for (int round = 0; round < opt.rounds && res.error.empty(); ++round) {
+    // U-Net: a fresh pair of nodes each round.
+    if (const auto e = t.setup(spec, ""); !e.empty()) {
+      res.error = e;
+      break;
+    }
+    u::Node a(kMacA);
+    auto* ea = a.create_endpoint(spec.a);
+    const auto ch = *a.open_channel(*ea, kMacB, spec.b);
+    for (std::uint32_t i = 32; i < ea->config().buffers; ++i) ea->give(i);
+    fill(ea->buffer(0), opt.size, 1);
+    std::vector<double> rtt;
+    rtt.reserve(opt.count);
+    for (std::uint32_t i = 0; i < opt.count; ++i) {
+      const auto t0 = Clock::now();
+      ea->send(ch, 0, opt.size);
+      if (!t.round_trip(a, *ea, 1000)) {
+        res.error = fmt::format("U-Net message {} of round {} got no echo", i, round + 1);
+        break;
+      }
+      while (ea->poll_sent()) {
+      }
+      rtt.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    }
+    res.unet_us.push_back(median(rtt));
+    // The kernel: the same echo process, a UDP socket.
+    rtt.clear();
+    for (std::uint32_t i = 0; i < opt.count && res.error.empty(); ++i) {
+      const auto t0 = Clock::now();
+      (void)::send(kfd, msg.data(), msg.size(), 0);
+      pollfd p{kfd, POLLIN, 0};
+      if (poll(&p, 1, 1000) <= 0 || recv(kfd, back.data(), back.size(), 0) != static_cast<ssize_t>(opt.size)) {
+        res.error = fmt::format("kernel UDP datagram {} of round {} got no echo", i, round + 1);
+        break;
+      }
+      rtt.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    }
+    res.kernel_us.push_back(median(rtt));
+  }
+  close(kfd);
+  return res;
 }
 
 }  // namespace rdmaconf::interop::unet

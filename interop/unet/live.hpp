@@ -44,4 +44,17 @@ struct UnetLiveOptions {
 // failures (no root, no veth) are the input's error.
 conformance::InputResult unet_live(const UnetLiveOptions& opt, std::ostream& log);
 
+// Round trips on the packet path, side by side with a kernel UDP socket
+// between the same namespaces and the same echoing process (both wait in
+// poll(): interrupt-driven, not busy-polling). Root.
+struct LatencyOptions {
+  std::uint32_t size = 64, count = 2000;
+  int rounds = 5;  // alternating U-Net and kernel UDP
+};
+struct LatencyResult {
+  std::string error;
+  std::vector<double> unet_us, kernel_us;  // each round's median round trip
+};
+LatencyResult unet_latency(const LatencyOptions& opt);
+
 }  // namespace rdmaconf::interop::unet
