@@ -405,27 +405,25 @@ std::uint64_t Harness::transmit(Bytes frame, bool checksum) {
   return cookie;
 }
 
-void Harness::wire_receive(Bytes frame) {
-  if (opt_.clock == Clock::realtime) {
-    follow_wall();
-    ++frame_;
-    plugin_.receive(nic_, frame.data(), frame.size());
-    service();
-    run_due(now_);
-    return;
-  }
+void Harness::take(Bytes frame) {
   ++frame_;
   plugin_.receive(nic_, frame.data(), frame.size());
   service();
-  run_until_idle();
+}
+
+void Harness::wire_receive(Bytes frame) {
+  follow_wall();
+  take(frame);
+  if (opt_.clock == Clock::realtime)
+    run_due(now_);
+  else
+    run_until_idle();
 }
 
 void Harness::arrive(Bytes frame, std::uint64_t at) {
   run_due(at);
   now_ = std::max(now_, at);
-  ++frame_;
-  plugin_.receive(nic_, frame.data(), frame.size());
-  service();
+  take(frame);
   run_due(now_);
 }
 

@@ -223,6 +223,7 @@ class Harness {
   void service();  // the driver's interrupt handler
   void drain();
   bool slot_busy(std::uint64_t addr, std::uint64_t len) const;
+  void take(Bytes frame);             // the NIC takes a frame from the wire
   void run_due(std::uint64_t until);  // jobs due at or before `until`
   void follow_wall();                 // real time: the clock catches up with the wall
 
