@@ -2,6 +2,7 @@
 // A conformance case: a stable ID, the requirement it checks (spec, section,
 // level, our own words) and, per connection or conversation, a tally of
 // checks that becomes PASS / FAIL / NOT_APPLICABLE / INCONCLUSIVE with evidence.
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -34,6 +35,20 @@ struct CaseText {
   Level level = Level::must;
   std::string_view requirement;
   CaseInfo in(std::string_view family) const { return CaseInfo{id, spec, section, level, requirement, family}; }
+};
+
+// A suite's cases from their texts, in the texts' order (for catalogs
+// that live outside a capture family: the NIC and U-Net live suites).
+template <std::size_t N>
+struct TextCatalog {
+  std::array<CaseInfo, N> infos;
+  std::vector<const CaseInfo*> all;
+  TextCatalog(const std::array<CaseText, N>& texts, std::string_view family) {
+    for (std::size_t i = 0; i < N; ++i) {
+      infos[i] = texts[i].in(family);
+      all.push_back(&infos[i]);
+    }
+  }
 };
 
 struct Evidence {

@@ -65,19 +65,8 @@ constexpr std::array kText{
              "known windows and vectors, no null jobs or buffers, reads only of host memory that exists."},
 };
 
-struct Catalog {
-  std::array<CaseInfo, kText.size()> infos;
-  std::vector<const CaseInfo*> all;
-  Catalog() {
-    for (std::size_t i = 0; i < kText.size(); ++i) {
-      infos[i] = kText[i].in(kFamily);
-      all.push_back(&infos[i]);
-    }
-  }
-};
-
-const Catalog& catalog() {
-  static const Catalog c;
+const TextCatalog<kText.size()>& catalog() {
+  static const TextCatalog<kText.size()> c(kText, kFamily);
   return c;
 }
 

@@ -31,21 +31,10 @@ constexpr std::array kText{
              "them works while U-Net runs."},
 };
 
-struct Catalog {
-  std::array<CaseInfo, kText.size()> infos;
-  std::vector<const CaseInfo*> all;
-  Catalog() {
-    for (std::size_t i = 0; i < kText.size(); ++i) {
-      infos[i] = kText[i].in(kLiveFamily);
-      all.push_back(&infos[i]);
-    }
-  }
-};
-
 }  // namespace
 
 const std::vector<const CaseInfo*>& live_cases() {
-  static const Catalog c;
+  static const TextCatalog<kText.size()> c(kText, kLiveFamily);
   return c.all;
 }
 

@@ -451,16 +451,11 @@ class PacketTransport final : public Transport {
     return fd;
   }
   std::optional<int> kernel_exchange(int n) override {
-    InNetns in(ns_a_);
-    const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_port = htons(7000);
-    inet_pton(AF_INET, "10.78.0.2", &to.sin_addr);
+    const int fd = kernel_socket();
     int echoed = 0;
     for (int i = 0; i < n; ++i) {
       const std::string d = fmt::format("kernel datagram {}", i);
-      (void)sendto(fd, d.data(), d.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof to);
+      (void)::send(fd, d.data(), d.size(), 0);
       pollfd p{fd, POLLIN, 0};
       char buf[256];
       if (poll(&p, 1, 1000) > 0 && recv(fd, buf, sizeof buf, 0) == static_cast<ssize_t>(d.size()) &&
