@@ -82,7 +82,7 @@ int NicCommands::run(const std::vector<std::string>& arguments) const {
     if (conformance::case_selected(*c, patterns, true)) opt.cases.push_back(c);
   if (list_) {
     std::cout << "Scenarios:\n";
-    for (const auto& s : fu::nic_scenarios()) std::cout << fmt::format("  {:<14} {}\n", s.name, s.summary);
+    for (const auto& s : fu::nic_scenarios()) std::cout << fmt::format("  {:<20} {}\n", s.name, s.summary);
     std::cout << "Cases:\n";
     for (const auto* c : opt.cases)
       std::cout << fmt::format("  {:<28} {:<6} {:<18} {}\n", c->id, conformance::level_name(c->level), c->spec, c->requirement);

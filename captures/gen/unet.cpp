@@ -103,8 +103,8 @@ void add_unet_scenarios(std::vector<Scenario>& v) {
   fault("unet-fault-broadcast", "a stream message goes to the broadcast address", "unet.channel.unicast", [](auto& m) {
     m[20].edit = [](Buf& f) { std::fill_n(f.begin(), 6, std::byte{0xff}); };
   });
-  fault("unet-fault-after-close", "host A sends one more ping after closing the ping-pong channel", "unet.channel.closed",
-        [](auto& m) { m.push_back(Message{true, 7, 9, 16, false, {}}); });
+  fault("unet-fault-after-close", "host A closes the ping-pong channel a second time, with a message", "unet.channel.closed",
+        [](auto& m) { m.push_back(Message{true, 7, 9, 16, true, {}}); });
 }
 
 }  // namespace rdmaconf::captures::gen

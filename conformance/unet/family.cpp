@@ -1,6 +1,13 @@
 // A scope is a channel: the messages between two endpoints, each named by
 // its MAC address and its port (the tag), both ways. Every frame is judged
 // on its own except `unet.channel.closed`, which follows each side's close.
+// U-Net carries no sequence numbers, so nothing in the bytes proves the
+// order of a side's frames: a second, different close from the same side is
+// proof that the first was not its last message, whatever the order, while
+// a message the capture shows after the close is INCONCLUSIVE (a capture
+// that reordered frames shows the same). A frame with the same octets as
+// one of the side's recent ones is a repeat (a capture artefact), never a
+// second close.
 // Captures without MAC addresses (Linux cooked) name endpoints by port only
 // and leave `unet.channel.unicast` NOT_APPLICABLE.
 #include "conformance/unet/family.hpp"
@@ -42,7 +49,8 @@ constexpr std::array kText{
     CaseText{kUnicast, kSpec, "channels", Level::must,
              "A channel joins two endpoints: a U-Net frame's destination and source MAC addresses are unicast."},
     CaseText{kClosed, kSpec, "channels", Level::must,
-             "After a side sends a message with the close flag set, it sends nothing more on that channel."},
+             "After a side sends a message with the close flag set, it sends nothing more on that channel (so never a "
+             "second close)."},
 };
 
 constexpr protocols::FieldDef kFrameFields[] = {
@@ -141,9 +149,13 @@ class Run final : public FamilyRun {
       slot->scope.sides[1] = side_name(hi, p.has_mac);
     }
     Channel& c = *slot;
+    const int dir = forward ? 0 : 1;
+    const std::uint64_t digest = hash(p);
+    const bool repeat = std::find(std::begin(c.recent[dir]), std::end(c.recent[dir]), digest) != std::end(c.recent[dir]);
+    c.recent[dir][c.recent_at[dir]++ % c.recent[dir].size()] = digest;
     c.last_frame = p.frame;
     c.last_ts = p.ts_us;
-    judge(c, p, *h, forward ? 0 : 1);
+    judge(c, p, *h, dir, digest, repeat);
   }
 
   void finish(std::vector<ScopeResult>& scopes, std::vector<FamilyCount>& counts) override {
@@ -160,6 +172,10 @@ class Run final : public FamilyRun {
     bool has_mac = false;
     std::uint64_t messages[2] = {0, 0}, octets[2] = {0, 0};
     std::optional<std::uint64_t> closed_at[2];  // the frame of each side's close
+    std::uint64_t close_digest[2] = {0, 0};     // and its octets' hash
+    // Each side's recent frames, by a hash of their octets (repeats are capture artefacts).
+    std::array<std::uint64_t, 16> recent[2] = {};
+    std::size_t recent_at[2] = {0, 0};
     explicit Channel(std::size_t n) : scope(n) {}
   };
 
@@ -168,7 +184,7 @@ class Run final : public FamilyRun {
   }
   Tally* tally(Channel& c, std::optional<std::size_t> i) { return i ? &c.scope.tallies[*i] : nullptr; }
 
-  void judge(Channel& c, const captures::io::Packet& p, const protocols::Header& h, int dir) {
+  void judge(Channel& c, const captures::io::Packet& p, const protocols::Header& h, int dir, std::uint64_t digest, bool repeat) {
     ++c.messages[dir];
     auto evidence = [&](std::string expected, std::string actual, std::string detail = {}) {
       Evidence e;
@@ -225,14 +241,25 @@ class Run final : public FamilyRun {
       else
         t->pass();
     }
+    const bool close = h.get(Unet::close) != 0;
     if (Tally* t = tally(c, closed_)) {
-      if (c.closed_at[dir])
-        t->fail(Evidence{{*c.closed_at[dir], p.frame}, {}, c.scope.sides[dir], "nothing after the close",
-                         fmt::format("a message in frame {} after the close in frame {}", p.frame, *c.closed_at[dir]), {}});
+      const auto past_close = [&](std::string actual, std::string detail) {
+        return Evidence{{*c.closed_at[dir], p.frame}, {}, c.scope.sides[dir], "nothing after the close", std::move(actual),
+                        std::move(detail)};
+      };
+      if (!c.closed_at[dir] || (close && digest == c.close_digest[dir]) || repeat)
+        t->pass();  // before the close, or the close or an earlier frame seen again
+      else if (close)
+        t->fail(past_close(fmt::format("a second close in frame {} (the first in frame {})", p.frame, *c.closed_at[dir]), {}));
       else
-        t->pass();
+        t->inconclusive(past_close(fmt::format("a message in frame {} after the close in frame {}", p.frame, *c.closed_at[dir]),
+                              "U-Net frames carry no sequence numbers: only the capture's order puts this message after "
+                              "the close, and a capture that reordered frames would show the same"));
     }
-    if (h.get(Unet::close) && !c.closed_at[dir]) c.closed_at[dir] = p.frame;
+    if (close && !c.closed_at[dir]) {
+      c.closed_at[dir] = p.frame;
+      c.close_digest[dir] = digest;
+    }
     if (ctx_.on_unit) {
       nlohmann::json j = {{"frame", p.frame}, {"unet", h}, {"message_length", std::min(length, captured_after)},
                           {"padding", after > length ? after - length : 0}};
@@ -242,6 +269,16 @@ class Run final : public FamilyRun {
       }
       ctx_.on_unit("unet", std::move(j));
     }
+  }
+
+  // FNV-1a over the frame's octets from the MAC addresses on.
+  static std::uint64_t hash(const captures::io::Packet& p) {
+    std::uint64_t h = 1469598103934665603ull;
+    const auto mix = [&](std::uint8_t x) { h = (h ^ x) * 1099511628211ull; };
+    for (auto x : p.mac_dst) mix(x);
+    for (auto x : p.mac_src) mix(x);
+    for (auto x : p.l3) mix(static_cast<std::uint8_t>(x));
+    return h;
   }
 
   static bool zero_padding(protocols::Bytes b) {
@@ -259,7 +296,7 @@ class Run final : public FamilyRun {
       if (c.closed_at[d]) r.params[fmt::format("closed_by_{}", d == 0 ? "a" : "b")] = *c.closed_at[d];
     r.first_frame = c.first_frame;
     r.last_frame = c.last_frame;
-    for (int d = 0; d < 2; ++d) r.coverage.push_back(Coverage{c.scope.sides[d], "messages", c.messages[d], c.messages[d], 0, {}});
+    for (int d = 0; d < 2; ++d) r.coverage.push_back(Coverage{c.scope.sides[d], "packets", c.messages[d], c.messages[d], 0, {}});
     r.outcomes = c.scope.outcomes(infos_);
     return r;
   }
