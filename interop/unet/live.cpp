@@ -259,9 +259,10 @@ ssize_t read_frame(int fd, std::vector<std::byte>& buf) {
   return n;
 }
 
+// A line to the other side; false (never SIGPIPE) when it has gone.
 bool write_line(int fd, const std::string& s) {
   const std::string line = s + "\n";
-  return ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  return ::send(fd, line.data(), line.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(line.size());
 }
 
 // A line from `fd` within `ms` milliseconds.
