@@ -17,6 +17,7 @@
 
 #include "engines/unet/unet.hpp"
 #include "protocols/core/bits.hpp"
+#include "protocols/core/header.hpp"
 #include "protocols/unet/headers.hpp"
 
 namespace u = rdmaconf::engine::unet;
@@ -73,10 +74,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (flags & 1u) give(s);
     const bool unet = f.size() >= pu::kEthHeader + pu::kHeaderSize && rdmaconf::protocols::be16(f, 12) == pu::kEthertype;
     if (unet && (flags & 4u)) {
-      f[14] = std::byte{static_cast<std::uint8_t>((pu::kVersion << 4) | (static_cast<unsigned>(f[14]) & 1u))};
-      f[15] = std::byte{0};
+      // Through the header table: version 1, reserved fields zero, a length that fits.
+      const auto at = rdmaconf::protocols::MutBytes(f).subspan(pu::kEthHeader, pu::kHeaderSize);
+      auto h = rdmaconf::protocols::Header::decode(pu::kUnet, at);
       const std::size_t room = f.size() - pu::kEthHeader - pu::kHeaderSize;
-      rdmaconf::protocols::put_be16(f, 20, static_cast<std::uint16_t>(std::min<std::size_t>(rdmaconf::protocols::be16(f, 20), room)));
+      h->set(pu::Unet::version, pu::kVersion);
+      h->set(pu::Unet::rsvd_flags, 0);
+      h->set(pu::Unet::rsvd, 0);
+      h->set(pu::Unet::length, std::min<std::size_t>(h->get(pu::Unet::length), room));
+      h->encode(at);
     }
     if (unet && (flags & 2u)) {
       u::Mac src{};

@@ -58,9 +58,9 @@ std::string mac_text(const Mac& m) {
   return fmt::format("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m[0], m[1], m[2], m[3], m[4], m[5]);
 }
 
-std::vector<std::byte> build_frame(const Mac& from, const Mac& to, std::uint16_t src_tag, std::uint16_t dst_tag, Bytes message,
-                                   bool close) {
-  std::vector<std::byte> f(kEth + pu::kHeaderSize + message.size());
+void build_frame_into(std::vector<std::byte>& f, const Mac& from, const Mac& to, std::uint16_t src_tag, std::uint16_t dst_tag,
+                      Bytes message, bool close) {
+  f.resize(std::max(kEth + pu::kHeaderSize + message.size(), pu::kMinFrame));
   for (std::size_t i = 0; i < 6; ++i) {
     f[i] = std::byte{to[i]};
     f[6 + i] = std::byte{from[i]};
@@ -73,7 +73,14 @@ std::vector<std::byte> build_frame(const Mac& from, const Mac& to, std::uint16_t
                                       {Unet::length, message.size()}})
       .encode(protocols::MutBytes(f).subspan(kEth, pu::kHeaderSize));
   if (!message.empty()) std::memcpy(f.data() + kEth + pu::kHeaderSize, message.data(), message.size());
-  if (f.size() < pu::kMinFrame) f.resize(pu::kMinFrame, std::byte{0});
+  // Zero padding to the minimum frame.
+  std::fill(f.begin() + static_cast<std::ptrdiff_t>(kEth + pu::kHeaderSize + message.size()), f.end(), std::byte{0});
+}
+
+std::vector<std::byte> build_frame(const Mac& from, const Mac& to, std::uint16_t src_tag, std::uint16_t dst_tag, Bytes message,
+                                   bool close) {
+  std::vector<std::byte> f;
+  build_frame_into(f, from, to, src_tag, dst_tag, message, close);
   return f;
 }
 
@@ -206,7 +213,7 @@ void Node::transmit() {
         }
       } else {
         const auto& ch = ep->channels_[tx.channel];
-        frame_ = build_frame(mac_, ch.peer, ep->tag_, ch.peer_tag, data, tx.close);
+        build_frame_into(frame_, mac_, ch.peer, ep->tag_, ch.peer_tag, data, tx.close);  // no allocation per message
       }
       if (ok) {
         ++ep->counters_.tx_sent;

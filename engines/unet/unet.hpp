@@ -204,6 +204,9 @@ class MemoryLink {
 
 // Builds a U-Net frame: Ethernet II to `to` from `from`, the header, the
 // message and zero padding to the minimum frame.
+// The same into `out` (its storage reused: no allocation per message).
+void build_frame_into(std::vector<std::byte>& out, const Mac& from, const Mac& to, std::uint16_t src_tag, std::uint16_t dst_tag,
+                      Bytes message, bool close = false);
 std::vector<std::byte> build_frame(const Mac& from, const Mac& to, std::uint16_t src_tag, std::uint16_t dst_tag,
                                    Bytes message, bool close = false);
 
