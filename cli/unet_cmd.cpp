@@ -20,8 +20,8 @@ UnetCommands::UnetCommands(CLI::App& app) {
   auto* unet = app.add_subcommand("unet", "U-Net tagged endpoints (docs/unet.md): live scenarios and fault injection");
   unet->require_subcommand(1);
   live_ = unet->add_subcommand("live", "two U-Net nodes exchange traffic, with fault injection; the live cases judge them");
-  live_->add_option("--path", path_, "memory (both nodes in this process) or packet (two namespaces, a veth pair, AF_PACKET; root)")
-      ->check(CLI::IsMember({"memory", "packet"}));
+  live_->add_option("--path", path_, "memory (both nodes in this process), xdp (two namespaces, a veth pair, AF_XDP, the AF_PACKET fallback where it cannot run; root) or packet (the same on AF_PACKET)")
+      ->check(CLI::IsMember({"memory", "xdp", "packet"}));
   live_->add_option("--scenario", scenarios_, "run only this scenario (repeatable; see --list)");
   live_->add_option("--cases", patterns_, "only cases whose ID matches the glob PATTERN (comma-separated; repeatable)");
   live_->add_option("--messages", messages_, "messages per data scenario")->check(CLI::Range(8u, 100000u));

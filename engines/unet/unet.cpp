@@ -144,6 +144,7 @@ Endpoint* Node::create_endpoint(std::uint16_t tag, SegmentConfig cfg) {
     return nullptr;
   auto& slot = endpoints_[tag];
   slot.reset(new Endpoint(*this, tag, cfg));
+  if (observer_) observer_->endpoint_created(tag);
   return slot.get();
 }
 
@@ -157,11 +158,17 @@ std::optional<std::uint32_t> Node::open_channel(Endpoint& ep, const Mac& peer, s
   for (const auto& c : ep.channels_)
     if (c.peer == peer && c.peer_tag == peer_tag && c.open && !c.closed_by_peer) return std::nullopt;  // one channel per peer
   ep.channels_.push_back(Endpoint::Channel{peer, peer_tag, true, false});
+  if (observer_) observer_->channel_opened(ep.tag_, peer, peer_tag);
   return static_cast<std::uint32_t>(ep.channels_.size() - 1);
 }
 
 void Node::close_channel(Endpoint& ep, std::uint32_t channel) {
   if (channel < ep.channels_.size()) {
+    auto& ch = ep.channels_[channel];
+    if (observer_ && !std::any_of(ep.channels_.begin(), ep.channels_.end(), [&](const Endpoint::Channel& c) {
+          return &c != &ch && c.open && c.peer == ch.peer && c.peer_tag == ch.peer_tag;
+        }))
+      observer_->channel_closed(ep.tag_, ch.peer, ch.peer_tag);
     ep.channels_[channel].open = false;
     ep.channels_[channel].closed_by_peer = true;  // and nothing more is taken from the peer
   }
@@ -175,6 +182,10 @@ void Node::destroy_endpoint(std::uint16_t tag) {
   ep.send_q_.clear();
   ep.free_.clear();
   ep.recv_q_.clear();
+  if (observer_) {
+    for (const auto& c : ep.channels_) observer_->channel_closed(tag, c.peer, c.peer_tag);
+    observer_->endpoint_destroyed(tag);
+  }
   ep.channels_.clear();
   // The object stays (the application may still hold it); the tag is free.
   retired_.push_back(std::move(it->second));
@@ -224,6 +235,7 @@ void Node::transmit() {
       ep->sent_q_.push_back(tx.buffer);
     }
   }
+  if (link_) link_->flush();
 }
 
 bool Node::receive(Bytes frame) {

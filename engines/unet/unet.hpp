@@ -125,6 +125,20 @@ class Link {
  public:
   virtual ~Link() = default;
   virtual void send(Bytes frame) = 0;
+  // The end of a transmit: frames a link batched go out now.
+  virtual void flush() {}
+};
+
+// Told of every change the control path makes, so that a demultiplexer in
+// front of the node (the XDP program of the AF_XDP path) filters by the
+// same endpoints and channels, in the kernel.
+class ControlObserver {
+ public:
+  virtual ~ControlObserver() = default;
+  virtual void endpoint_created(std::uint16_t tag) = 0;
+  virtual void endpoint_destroyed(std::uint16_t tag) = 0;
+  virtual void channel_opened(std::uint16_t tag, const Mac& peer, std::uint16_t peer_tag) = 0;
+  virtual void channel_closed(std::uint16_t tag, const Mac& peer, std::uint16_t peer_tag) = 0;
 };
 
 // Rules a node can be told to break, so that a suite can show that its
@@ -142,6 +156,8 @@ class Node {
   void set_faults(Faults f) { faults_ = f; }
   const Mac& mac() const { return mac_; }
   void attach(Link* link) { link_ = link; }
+  // Set before the first endpoint is created.
+  void observe(ControlObserver* o) { observer_ = o; }
 
   // ---- The control path (privileged) ----
   // A new endpoint with its own segment; null when the tag is taken or not
@@ -175,6 +191,7 @@ class Node {
   Faults faults_;
   std::size_t max_message_;
   Link* link_ = nullptr;
+  ControlObserver* observer_ = nullptr;
   std::map<std::uint16_t, std::unique_ptr<Endpoint>> endpoints_;
   std::vector<std::unique_ptr<Endpoint>> retired_;  // torn down, still held by their applications
   NodeCounters counters_;

@@ -25,6 +25,7 @@
 #include "captures/io/pcap_writer.hpp"
 #include "conformance/judge.hpp"
 #include "conformance/unet/live_cases.hpp"
+#include "engines/unet/ports.hpp"
 #include "engines/unet/unet.hpp"
 #include "interop/netns.hpp"
 #include "protocols/core/bits.hpp"
@@ -91,7 +92,8 @@ PeerSpec spec_from(const json& j) {
 // (a second channel to it), acting on what arrives as its spec says.
 class Responder {
  public:
-  Responder(const PeerSpec& spec, const std::string& fault, u::Link* link) : spec_(spec), node_(kMacB) {
+  Responder(const PeerSpec& spec, const std::string& fault, std::unique_ptr<u::Node> node, u::Link* link)
+      : spec_(spec), owned_(std::move(node)), node_(*owned_) {
     node_.attach(link);
     node_.set_faults(faults(fault));
     u::SegmentConfig cfg;
@@ -161,7 +163,8 @@ class Responder {
   }
 
   PeerSpec spec_;
-  u::Node node_;
+  std::unique_ptr<u::Node> owned_;
+  u::Node& node_;
   u::Endpoint *ep_ = nullptr, *other_ = nullptr;
   std::uint32_t ch_ = 0;
   std::uint64_t delivered_ = 0, intact_ = 0, out_of_order_ = 0, truncated_ = 0, other_delivered_ = 0;
@@ -173,6 +176,10 @@ class Transport {
  public:
   virtual ~Transport() = default;
   virtual std::string setup(const PeerSpec& spec, const std::string& fault) = 0;  // empty, or what went wrong
+  // Side A's node for the scenario, before its endpoints are made.
+  virtual void adopt(u::Node&, const std::string& /*fault*/) {}
+  // The data path, as the report names it.
+  virtual std::string path() const = 0;
   // A's node sends what it queued; frames move both ways until `quiet_ms`
   // pass without one (or `max_ms` in all).
   virtual void pump(u::Node& a, int quiet_ms, int max_ms) = 0;
@@ -187,7 +194,7 @@ class Transport {
 class MemoryTransport final : public Transport {
  public:
   std::string setup(const PeerSpec& spec, const std::string& fault) override {
-    b_ = std::make_unique<Responder>(spec, fault, &to_a_);
+    b_ = std::make_unique<Responder>(spec, fault, std::make_unique<u::Node>(kMacB), &to_a_);
     return {};
   }
   void pump(u::Node& a, int, int) override {
@@ -213,6 +220,7 @@ class MemoryTransport final : public Transport {
     b_->on_frame(f);
   }
   json report() override { return b_->report(); }
+  std::string path() const override { return "memory"; }
 
  private:
   struct Queue final : u::Link {
@@ -222,42 +230,6 @@ class MemoryTransport final : public Transport {
   Queue to_b_, to_a_;
   std::unique_ptr<Responder> b_;
 };
-
-// A link on an AF_PACKET socket.
-struct FdLink final : u::Link {
-  int fd = -1;
-  void send(u::Bytes f) override { (void)::send(fd, f.data(), f.size(), 0); }
-};
-
-// An AF_PACKET socket for U-Net frames on `ifname` (in the caller's namespace).
-int packet_socket(const std::string& ifname, std::string& error) {
-  const int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(pu::kEthertype));
-  if (fd < 0) {
-    error = fmt::format("AF_PACKET socket: {}", std::strerror(errno));
-    return -1;
-  }
-  sockaddr_ll sll{};
-  sll.sll_family = AF_PACKET;
-  sll.sll_protocol = htons(pu::kEthertype);
-  sll.sll_ifindex = static_cast<int>(if_nametoindex(ifname.c_str()));
-  int buf = 8 << 20;
-  setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof buf);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&sll), sizeof sll) != 0) {
-    error = fmt::format("binding an AF_PACKET socket to {}: {}", ifname, std::strerror(errno));
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-// Reads one frame that arrived (not one this host sent); 0 when none.
-ssize_t read_frame(int fd, std::vector<std::byte>& buf) {
-  sockaddr_ll from{};
-  socklen_t fl = sizeof from;
-  const ssize_t n = recvfrom(fd, buf.data(), buf.size(), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from), &fl);
-  if (n <= 0 || from.sll_pkttype == PACKET_OUTGOING) return 0;
-  return n;
-}
 
 // A line to the other side; false (never SIGPIPE) when it has gone.
 bool write_line(int fd, const std::string& s) {
@@ -285,62 +257,107 @@ std::optional<std::string> read_line(int fd, std::string& pending, int ms) {
   }
 }
 
-// Side B's process: a node on its end of the pair, a kernel UDP echo, and
-// the control socket to side A. Never returns.
-[[noreturn]] void peer_main(const std::string& ns, const std::string& ifname, int control) {
+// A node's port on `ifname` (in the calling thread's namespace): AF_XDP or
+// AF_PACKET.
+std::unique_ptr<u::Port> open_port(bool xdp, const std::string& ifname, std::string& error) {
+  if (xdp) return u::open_xdp_port(ifname, error);
+  return u::open_packet_port(ifname, error);
+}
+
+// Hands a port to a node for a scenario: the XDP program forgets the last
+// node's tags and channels and filters by this one's.
+void adopt(u::Port& port, u::Node& node, const std::string& fault) {
+  if (auto* x = dynamic_cast<u::XdpPort*>(&port)) {
+    x->reset();
+    x->check_channels(fault != "ignore-channels");
+    node.observe(x);
+  }
+}
+
+// Side B's process: a node on its end of the pair, a kernel UDP echo
+// (10.78.0.2:7000) and sink (:7001), and the control socket to side A.
+// Waits in poll(), or spins when a set-up asks it to busy-poll. Never
+// returns.
+[[noreturn]] void peer_main(const std::string& ns, const std::string& ifname, int control, bool xdp) {
   std::string err;
   InNetns in(ns);
-  int fd = in.error.empty() ? packet_socket(ifname, err) : -1;
-  const int udp = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  auto port = in.error.empty() ? open_port(xdp, ifname, err) : nullptr;
+  const int udp = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), sink = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   sockaddr_in me{};
   me.sin_family = AF_INET;
   me.sin_port = htons(7000);
   inet_pton(AF_INET, "10.78.0.2", &me.sin_addr);
-  if (fd >= 0 && bind(udp, reinterpret_cast<sockaddr*>(&me), sizeof me) != 0) err = "binding the UDP echo to 10.78.0.2:7000";
+  if (port && bind(udp, reinterpret_cast<sockaddr*>(&me), sizeof me) != 0) err = "binding the UDP echo to 10.78.0.2:7000";
+  me.sin_port = htons(7001);
+  int big = 8 << 20;
+  (void)setsockopt(sink, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof big);
+  if (port && bind(sink, reinterpret_cast<sockaddr*>(&me), sizeof me) != 0) err = "binding the UDP sink to 10.78.0.2:7001";
   if (!in.error.empty() || !err.empty()) {
     write_line(control, json{{"error", in.error.empty() ? err : in.error}}.dump());
     _exit(1);
   }
   write_line(control, "{}");
-  FdLink link;
-  link.fd = fd;
   std::unique_ptr<Responder> b;
-  std::vector<std::byte> frame(65536);
+  std::uint64_t sunk = 0;
+  bool busy = false;
   std::string pending;
+  const auto frames = [&] {
+    port->receive([&](u::Bytes f) {
+      if (b) b->on_frame(f);
+    });
+  };
+  char d[2048];
   for (;;) {
-    pollfd p[3] = {{control, POLLIN, 0}, {fd, POLLIN, 0}, {udp, POLLIN, 0}};
-    if (poll(p, 3, 1000) < 0 && errno != EINTR) _exit(1);
-    if (p[1].revents & POLLIN)
-      while (const ssize_t n = read_frame(fd, frame))
-        if (b) b->on_frame(std::span<const std::byte>(frame.data(), static_cast<std::size_t>(n)));
-    if (p[2].revents & POLLIN) {
+    pollfd p[4] = {{control, POLLIN, 0}, {udp, POLLIN, 0}, {sink, POLLIN, 0}, {port->fd(), POLLIN, 0}};
+    if (busy) frames();
+    if (poll(p, busy ? 3 : 4, busy ? 0 : 1000) < 0 && errno != EINTR) _exit(1);
+    if (p[3].revents & POLLIN) frames();
+    if (p[1].revents & POLLIN) {
       sockaddr_in from{};
       socklen_t fl = sizeof from;
-      char d[2048];
       const ssize_t n = recvfrom(udp, d, sizeof d, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from), &fl);
       if (n > 0) (void)sendto(udp, d, static_cast<std::size_t>(n), 0, reinterpret_cast<sockaddr*>(&from), fl);
     }
+    if (p[2].revents & POLLIN)
+      while (recv(sink, d, sizeof d, MSG_DONTWAIT) > 0) ++sunk;
     if (p[0].revents & (POLLIN | POLLHUP)) {
       const auto line = read_line(control, pending, 1000);
       if (!line || *line == "quit") _exit(0);
       const json j = json::parse(*line, nullptr, false);
       if (j.is_object() && j.contains("setup")) {
-        b = std::make_unique<Responder>(spec_from(j["setup"]), j.value("fault", std::string()), &link);
+        const auto fault = j.value("fault", std::string());
+        busy = j.value("busy", false);
+        b.reset();
+        auto node = std::make_unique<u::Node>(kMacB);
+        adopt(*port, *node, fault);
+        b = std::make_unique<Responder>(spec_from(j["setup"]), fault, std::move(node), port.get());
         write_line(control, "{}");
       } else if (j.is_object() && j.contains("report")) {
-        // Frames still on their way: take what arrived before answering.
-        while (const ssize_t n = read_frame(fd, frame))
-          if (b) b->on_frame(std::span<const std::byte>(frame.data(), static_cast<std::size_t>(n)));
-        write_line(control, b ? b->report().dump() : "{}");
+        frames();  // frames still on their way: take what arrived before answering
+        while (recv(sink, d, sizeof d, MSG_DONTWAIT) > 0) ++sunk;
+        json r = b ? b->report() : json::object();
+        if (auto* x = dynamic_cast<u::XdpPort*>(port.get())) {
+          // What the kernel's demultiplexer dropped before the node saw it.
+          const auto s = x->stats();
+          r["rx_unknown_tag"] = r.value("rx_unknown_tag", std::uint64_t{0}) + s.unknown_tag;
+          r["rx_no_channel"] = r.value("rx_no_channel", std::uint64_t{0}) + s.no_channel;
+          r["rx_malformed"] = r.value("rx_malformed", std::uint64_t{0}) + s.malformed;
+          r["xdp"] = {{"passed", s.passed}, {"redirected", s.redirected}, {"malformed", s.malformed},
+                      {"unknown_tag", s.unknown_tag}, {"no_channel", s.no_channel}, {"no_socket", s.no_socket}};
+        }
+        r["udp_sunk"] = sunk;
+        write_line(control, r.dump());
       }
     }
   }
 }
 
-// Two namespaces joined by a veth pair, side B in a child process.
-class PacketTransport final : public Transport {
+// Two namespaces joined by a veth pair, side B in a child process, each
+// side's node on a port of the same kind: AF_XDP, or the AF_PACKET
+// fallback.
+class WireTransport final : public Transport {
  public:
-  ~PacketTransport() override {
+  ~WireTransport() override {
     if (control_ >= 0) {
       write_line(control_, "quit");
       close(control_);
@@ -350,12 +367,14 @@ class PacketTransport final : public Transport {
       kill(child_, SIGKILL);
       waitpid(child_, nullptr, 0);
     }
-    if (fd_ >= 0) close(fd_);
+    port_.reset();
     if (made_) (void)std::system(fmt::format("ip netns del {} 2>/dev/null; ip netns del {} 2>/dev/null", ns_a_, ns_b_).c_str());
   }
   // Makes the namespaces and starts side B; empty, or what went wrong.
-  std::string start() {
-    if (geteuid() != 0) return "the packet path needs root (network namespaces, a veth pair, AF_PACKET sockets)";
+  // With `xdp`, AF_XDP where it can run; where it cannot, `notice` says why
+  // and the AF_PACKET fallback runs.
+  std::string start(bool xdp, std::string& notice) {
+    if (geteuid() != 0) return "the packet and xdp paths need root (network namespaces, a veth pair, raw sockets)";
     const unsigned id = static_cast<unsigned>(getpid()) % 100000;
     ns_a_ = fmt::format("rdmaconf-unet-{}-a", id);
     ns_b_ = fmt::format("rdmaconf-unet-{}-b", id);
@@ -368,13 +387,26 @@ class PacketTransport final : public Transport {
         "ip -n {0} link set lo up; ip -n {1} link set lo up; ip -n {0} link set unetA up; ip -n {1} link set unetB up",
         ns_a_, ns_b_);
     if (std::system(setup.c_str()) != 0) return "setting up the namespaces and veth pair failed (ip)";
+    std::string err;
+    {
+      InNetns in(ns_a_);
+      if (!in.error.empty()) return in.error;
+      port_ = open_port(xdp, "unetA", err);
+      if (!port_ && xdp) {
+        notice = fmt::format("AF_XDP cannot run here ({}); using the AF_PACKET fallback", err);
+        xdp = false;
+        err.clear();
+        port_ = open_port(false, "unetA", err);
+      }
+    }
+    if (!port_) return err;
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return "socketpair failed";
     child_ = fork();
     if (child_ < 0) return "fork failed";
     if (child_ == 0) {
       close(sv[0]);
-      peer_main(ns_b_, "unetB", sv[1]);
+      peer_main(ns_b_, "unetB", sv[1], xdp);
     }
     close(sv[1]);
     control_ = sv[0];
@@ -382,57 +414,59 @@ class PacketTransport final : public Transport {
     if (!hello) return "side B did not start";
     const json h = json::parse(*hello, nullptr, false);
     if (h.is_object() && h.contains("error")) return fmt::format("side B: {}", h["error"].get<std::string>());
-    std::string err;
-    {
-      InNetns in(ns_a_);
-      if (!in.error.empty()) return in.error;
-      fd_ = packet_socket("unetA", err);
-    }
-    link_.fd = fd_;
-    return err;
+    return {};
   }
-  std::string setup(const PeerSpec& spec, const std::string& fault) override {
-    if (!write_line(control_, json{{"setup", spec_json(spec)}, {"fault", fault}}.dump()) || !read_line(control_, pending_, 5000))
+  std::string path() const override {
+    if (auto* x = dynamic_cast<const u::XdpPort*>(port_.get())) return fmt::format("af_xdp ({} XDP)", x->mode());
+    return "af_packet";
+  }
+  std::string setup(const PeerSpec& spec, const std::string& fault) override { return setup(spec, fault, false); }
+  std::string setup(const PeerSpec& spec, const std::string& fault, bool busy) {
+    if (!write_line(control_, json{{"setup", spec_json(spec)}, {"fault", fault}, {"busy", busy}}.dump()) ||
+        !read_line(control_, pending_, 5000))
       return "side B did not answer the set-up";
     return {};
   }
+  void adopt(u::Node& a, const std::string& fault) override { unet::adopt(*port_, a, fault); }
   void pump(u::Node& a, int quiet_ms, int max_ms) override {
-    a.attach(&link_);
+    a.attach(port_.get());
     const auto until = Clock::now() + std::chrono::milliseconds(max_ms);
     auto last = Clock::now();
-    std::vector<std::byte> frame(65536);
     a.transmit();
     while (Clock::now() < until && Clock::now() - last < std::chrono::milliseconds(quiet_ms)) {
-      pollfd p{fd_, POLLIN, 0};
+      pollfd p{port_->fd(), POLLIN, 0};
       if (poll(&p, 1, 5) <= 0) continue;
-      while (const ssize_t n = read_frame(fd_, frame)) {
-        last = Clock::now();
-        const std::span<const std::byte> f(frame.data(), static_cast<std::size_t>(n));
+      while (port_->receive([&](u::Bytes f) {
         if (record) record(f);
         a.receive(f);
-      }
+      }))
+        last = Clock::now();
       a.transmit();
     }
   }
   void inject(u::Bytes f) override {
     if (record) record(f);
-    link_.send(f);
+    port_->send(f);
+    port_->flush();
   }
   json report() override {
     if (!write_line(control_, R"({"report":true})")) return {};
     const auto line = read_line(control_, pending_, 5000);
     return line ? json::parse(*line, nullptr, false) : json{};
   }
-  // One message from A's endpoint and its echo back: false when none came
-  // within `max_ms`.
-  bool round_trip(u::Node& a, u::Endpoint& ea, int max_ms) {
-    a.attach(&link_);
+  // One message from A's endpoint and its echo back, waiting in poll() or
+  // spinning on the port (`busy`): false when none came within `max_ms`.
+  bool round_trip(u::Node& a, u::Endpoint& ea, int max_ms, bool busy) {
+    a.attach(port_.get());
     a.transmit();
     const auto until = Clock::now() + std::chrono::milliseconds(max_ms);
+    const auto take = [&](u::Bytes f) { a.receive(f); };
     while (Clock::now() < until) {
-      pollfd p{fd_, POLLIN, 0};
-      if (poll(&p, 1, max_ms) <= 0) continue;
-      while (const ssize_t n = read_frame(fd_, frame_)) a.receive(std::span<const std::byte>(frame_.data(), static_cast<std::size_t>(n)));
+      if (!busy) {
+        pollfd p{port_->fd(), POLLIN, 0};
+        if (poll(&p, 1, max_ms) <= 0) continue;
+      }
+      if (port_->receive(take) == 0) continue;
       if (auto d = ea.poll()) {
         ea.give(d->buffer);
         return true;
@@ -440,13 +474,14 @@ class PacketTransport final : public Transport {
     }
     return false;
   }
-  // A kernel UDP socket in A's namespace, connected to B's echo.
-  int kernel_socket() {
+  // A kernel UDP socket in A's namespace, connected to B's echo (7000) or
+  // sink (7001).
+  int kernel_socket(std::uint16_t port = 7000) {
     InNetns in(ns_a_);
     const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     sockaddr_in to{};
     to.sin_family = AF_INET;
-    to.sin_port = htons(7000);
+    to.sin_port = htons(port);
     inet_pton(AF_INET, "10.78.0.2", &to.sin_addr);
     (void)connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to);
     return fd;
@@ -466,14 +501,14 @@ class PacketTransport final : public Transport {
     close(fd);
     return echoed;
   }
+  u::Port& port() { return *port_; }
 
  private:
   std::string ns_a_, ns_b_, pending_;
   bool made_ = false;
   pid_t child_ = -1;
-  int control_ = -1, fd_ = -1;
-  FdLink link_;
-  std::vector<std::byte> frame_ = std::vector<std::byte>(65536);
+  int control_ = -1;
+  std::unique_ptr<u::Port> port_;
 };
 
 // ---- Scenarios: side A's script and judge ----
@@ -497,6 +532,7 @@ struct Run {
       return false;
     }
     a.set_faults(faults(opt.fault));
+    t.adopt(a, opt.fault);
     ea = a.create_endpoint(spec.a);
     ch = *a.open_channel(*ea, kMacB, spec.b);
     ch_other = *a.open_channel(*ea, kMacB, static_cast<std::uint16_t>(spec.b + 1));
@@ -516,6 +552,14 @@ struct Run {
 
 std::string counters(const json& r) { return r.dump(); }
 
+// What side B's XDP program did, when it has one.
+std::string in_kernel(const json& b) {
+  if (!b.contains("xdp")) return {};
+  const auto& x = b["xdp"];
+  return fmt::format(" (B's XDP program: {} redirected, {} passed to the kernel, {} dropped for an unknown tag, {} for no channel)",
+                     x.value("redirected", 0u), x.value("passed", 0u), x.value("unknown_tag", 0u), x.value("no_channel", 0u));
+}
+
 void pingpong(Run& r) {
   const std::uint32_t sizes[] = {0, 1, 37, 38, 64, 700, 1472, 1492};
   std::uint32_t ok = 0, n = 0;
@@ -531,9 +575,11 @@ void pingpong(Run& r) {
                 d ? fmt::format("{} octets back{}", d->length, good ? "" : ", not as sent") : "no echo");
       ++n;
     }
-  if (const auto k = r.t.kernel_exchange(10))
-    r.j.check(lc::kernel, *k == 10, 0, "10 kernel UDP datagrams echoed across the pair", fmt::format("{} echoed", *k));
   r.note = fmt::format("{} of {} messages echoed intact", ok, n);
+  if (const auto k = r.t.kernel_exchange(10)) {
+    r.j.check(lc::kernel, *k == 10, 0, "10 kernel UDP datagrams echoed across the pair", fmt::format("{} echoed", *k));
+    r.note += fmt::format("; {} of 10 kernel UDP datagrams echoed", *k) + in_kernel(r.peer());
+  }
 }
 
 void stream(Run& r) {
@@ -586,7 +632,7 @@ void unknown_tag(Run& r) {
             fmt::format("{} counted as unknown, {} delivered", unknown_n, delivered));
   r.j.check(lc::channel, stranger == 5 && delivered == 0, 0, "5 frames from a tag without a channel dropped and counted",
             fmt::format("{} counted, {} delivered", stranger, delivered));
-  r.note = fmt::format("{} unknown-tag and {} stranger frames dropped", unknown_n, stranger);
+  r.note = fmt::format("{} unknown-tag and {} stranger frames dropped", unknown_n, stranger) + in_kernel(b);
 }
 
 void oversize(Run& r) {
@@ -634,7 +680,7 @@ struct ScenarioDef {
 
 const std::vector<ScenarioDef>& defs() {
   static const std::vector<ScenarioDef> d{
-      {{"pingpong", "messages of 0 to 1492 octets echoed; a kernel UDP exchange across the same pair (packet path)"},
+      {{"pingpong", "messages of 0 to 1492 octets echoed; a kernel UDP exchange across the same pair (xdp and packet paths)"},
        {.behaviour = Behaviour::echo},
        pingpong},
       {{"stream", "1472-octet messages one way, sequence numbers checked"}, {.behaviour = Behaviour::sink}, stream},
@@ -678,17 +724,24 @@ conf::InputResult unet_live(const UnetLiveOptions& opt, std::ostream& log) {
   std::unique_ptr<Transport> t;
   if (opt.path == "memory") {
     t = std::make_unique<MemoryTransport>();
-  } else if (opt.path == "packet") {
-    auto p = std::make_unique<PacketTransport>();
-    if (const auto e = p->start(); !e.empty()) {
+  } else if (opt.path == "packet" || opt.path == "xdp") {
+    auto w = std::make_unique<WireTransport>();
+    std::string notice;
+    if (const auto e = w->start(opt.path == "xdp", notice); !e.empty()) {
       in.error = e;
       return in;
     }
-    t = std::move(p);
+    if (!notice.empty()) {
+      log << "note: " << notice << "\n";
+      in.warnings.push_back(notice);
+      ++in.warnings_total;
+    }
+    t = std::move(w);
   } else {
-    in.error = fmt::format("no data path named '{}' (memory or packet)", opt.path);
+    in.error = fmt::format("no data path named '{}' (memory, packet or xdp)", opt.path);
     return in;
   }
+  log << fmt::format("data path: {}\n", t->path());
   std::unique_ptr<captures::io::PcapWriter> pcap;
   if (!opt.pcap.empty()) {
     pcap = std::make_unique<captures::io::PcapWriter>(opt.pcap);
@@ -710,7 +763,7 @@ conf::InputResult unet_live(const UnetLiveOptions& opt, std::ostream& log) {
     s.id = fmt::format("unet-live/{}", order);
     s.label = fmt::format("{}: {}", d->info.name, d->info.summary);
     if (r.start()) d->run(r);
-    s.params = {{"scenario", d->info.name}, {"path", opt.path}, {"tag_a", r.spec.a}, {"tag_b", r.spec.b}, {"account", r.note}};
+    s.params = {{"scenario", d->info.name}, {"path", t->path()}, {"tag_a", r.spec.a}, {"tag_b", r.spec.b}, {"account", r.note}};
     s.outcomes = j.take();
     for (const auto& o : s.outcomes) in.verdicts.add(o.tally.verdict());
     log << fmt::format("{:<12} {}\n", d->info.name, r.note);
@@ -720,63 +773,123 @@ conf::InputResult unet_live(const UnetLiveOptions& opt, std::ostream& log) {
   return in;
 }
 
-LatencyResult unet_latency(const LatencyOptions& opt) {
-  LatencyResult res;
-  PacketTransport t;
-  if (const auto e = t.start(); !e.empty()) {
+BenchResult unet_bench(const BenchOptions& opt) {
+  BenchResult res;
+  WireTransport t;
+  if (const auto e = t.start(opt.xdp, res.notice); !e.empty()) {
     res.error = e;
     return res;
   }
-  PeerSpec spec;
-  spec.behaviour = Behaviour::echo;
-  spec.a = 7;
-  spec.b = 9;
+  res.path = t.path();
   const auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v.empty() ? 0.0 : v[v.size() / 2];
   };
-  const int kfd = t.kernel_socket();
-  std::vector<std::byte> msg(opt.size), back(opt.size + 64);
-  for (int round = 0; round < opt.rounds && res.error.empty(); ++round) {
-    // U-Net: a fresh pair of nodes each round.
-    if (const auto e = t.setup(spec, ""); !e.empty()) {
-      res.error = e;
-      break;
-    }
-    u::Node a(kMacA);
-    auto* ea = a.create_endpoint(spec.a);
-    const auto ch = *a.open_channel(*ea, kMacB, spec.b);
-    for (std::uint32_t i = 32; i < ea->config().buffers; ++i) ea->give(i);
-    fill(ea->buffer(0), opt.size, 1);
-    std::vector<double> rtt;
-    rtt.reserve(opt.count);
-    for (std::uint32_t i = 0; i < opt.count; ++i) {
-      const auto t0 = Clock::now();
-      ea->send(ch, 0, opt.size);
-      if (!t.round_trip(a, *ea, 1000)) {
-        res.error = fmt::format("U-Net message {} of round {} got no echo", i, round + 1);
+  const auto seconds = [](Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  const int echo = t.kernel_socket(7000), sink = t.kernel_socket(7001);
+  std::vector<std::byte> msg(std::max(opt.latency_size, opt.stream_size)), back(2048);
+  std::uint16_t tag = 100;
+  for (const bool busy : {false, true}) {
+    auto& m = busy ? res.busy : res.interrupt;
+    for (int round = 0; round < opt.rounds && res.error.empty(); ++round) {
+      // U-Net round trips: B echoes.
+      PeerSpec spec;
+      spec.behaviour = Behaviour::echo;
+      spec.a = tag++;
+      spec.b = tag++;
+      ++tag;  // B's second endpoint
+      if (const auto e = t.setup(spec, "", busy); !e.empty()) {
+        res.error = e;
         break;
       }
-      while (ea->poll_sent()) {
+      {
+        u::Node a(kMacA);
+        t.adopt(a, "");
+        auto* ea = a.create_endpoint(spec.a);
+        const auto ch = *a.open_channel(*ea, kMacB, spec.b);
+        for (std::uint32_t i = 32; i < ea->config().buffers; ++i) ea->give(i);
+        fill(ea->buffer(0), opt.latency_size, 1);
+        std::vector<double> rtt;
+        rtt.reserve(opt.latency_count);
+        for (std::uint32_t i = 0; i < opt.latency_count; ++i) {
+          const auto t0 = Clock::now();
+          ea->send(ch, 0, opt.latency_size);
+          if (!t.round_trip(a, *ea, 1000, busy)) {
+            res.error = fmt::format("U-Net message {} of round {} got no echo", i, round + 1);
+            break;
+          }
+          while (ea->poll_sent()) {
+          }
+          rtt.push_back(seconds(t0) * 1e6);
+        }
+        m.unet_us.push_back(median(rtt));
       }
-      rtt.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
-    }
-    res.unet_us.push_back(median(rtt));
-    // The kernel: the same echo process, a UDP socket.
-    rtt.clear();
-    for (std::uint32_t i = 0; i < opt.count && res.error.empty(); ++i) {
-      const auto t0 = Clock::now();
-      (void)::send(kfd, msg.data(), msg.size(), 0);
-      pollfd p{kfd, POLLIN, 0};
-      if (poll(&p, 1, 1000) <= 0 || recv(kfd, back.data(), back.size(), 0) != static_cast<ssize_t>(opt.size)) {
-        res.error = fmt::format("kernel UDP datagram {} of round {} got no echo", i, round + 1);
+      // Kernel UDP round trips: the same process echoes.
+      std::vector<double> rtt;
+      for (std::uint32_t i = 0; i < opt.latency_count && res.error.empty(); ++i) {
+        const auto t0 = Clock::now();
+        (void)::send(echo, msg.data(), opt.latency_size, 0);
+        ssize_t n = -1;
+        if (busy) {
+          const auto until = t0 + std::chrono::seconds(1);
+          while ((n = recv(echo, back.data(), back.size(), MSG_DONTWAIT)) < 0 && Clock::now() < until) {
+          }
+        } else {
+          pollfd p{echo, POLLIN, 0};
+          if (poll(&p, 1, 1000) > 0) n = recv(echo, back.data(), back.size(), 0);
+        }
+        if (n != static_cast<ssize_t>(opt.latency_size)) {
+          res.error = fmt::format("kernel UDP datagram {} of round {} got no echo", i, round + 1);
+          break;
+        }
+        rtt.push_back(seconds(t0) * 1e6);
+      }
+      m.kernel_us.push_back(median(rtt));
+      if (!res.error.empty()) break;
+
+      // U-Net streaming: B sinks (and checks every message).
+      spec.behaviour = Behaviour::sink;
+      spec.a = tag++;
+      spec.b = tag++;
+      ++tag;
+      if (const auto e = t.setup(spec, "", busy); !e.empty()) {
+        res.error = e;
         break;
       }
-      rtt.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+      {
+        u::Node a(kMacA);
+        t.adopt(a, "");
+        auto* ea = a.create_endpoint(spec.a);
+        const auto ch = *a.open_channel(*ea, kMacB, spec.b);
+        a.attach(&t.port());
+        for (std::uint32_t b = 0; b < 32; ++b) fill(ea->buffer(b), opt.stream_size, b);
+        const auto t0 = Clock::now();
+        for (std::uint32_t i = 0; i < opt.stream_count; ++i) {
+          ea->send(ch, i % 32, opt.stream_size);
+          if (i % 32 == 31 || i + 1 == opt.stream_count) {
+            a.transmit();
+            while (ea->poll_sent()) {
+            }
+          }
+        }
+        const json b = t.report();
+        const double s = seconds(t0);
+        const auto got = b.value("delivered", std::uint64_t{0});
+        m.unet_mps.push_back(static_cast<double>(got) / s);
+        m.unet_loss.push_back(1.0 - static_cast<double>(got) / opt.stream_count);
+      }
+      // Kernel UDP streaming to B's sink.
+      const auto before = t.report().value("udp_sunk", std::uint64_t{0});
+      const auto t0 = Clock::now();
+      for (std::uint32_t i = 0; i < opt.stream_count; ++i) (void)::send(sink, msg.data(), opt.stream_size, 0);
+      const auto got = t.report().value("udp_sunk", std::uint64_t{0}) - before;
+      const double s = seconds(t0);
+      m.kernel_mps.push_back(static_cast<double>(got) / s);
+      m.kernel_loss.push_back(1.0 - static_cast<double>(got) / opt.stream_count);
     }
-    res.kernel_us.push_back(median(rtt));
   }
-  close(kfd);
+  close(echo);
+  close(sink);
   return res;
 }
 

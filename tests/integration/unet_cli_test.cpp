@@ -1,14 +1,16 @@
-// `rdmaconf unet live`: both data paths run every scenario and PASS every
-// case they can judge; each rule broken on purpose (--fault) FAILs exactly
-// its case; on the packet path (two namespaces, a veth pair, AF_PACKET,
-// root) the kernel's own UDP keeps working beside U-Net, the recording
-// passes `rdmaconf check`, and nothing is left behind.
+// `rdmaconf unet live`: every data path runs every scenario and PASSes every
+// case it can judge; each rule broken on purpose (--fault) FAILs exactly
+// its case; on the xdp and packet paths (two namespaces, a veth pair,
+// AF_XDP or AF_PACKET, root) the kernel's own UDP keeps working beside
+// U-Net, the recording passes `rdmaconf check`, and nothing is left behind.
 #include <boost/test/unit_test.hpp>
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <map>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -90,16 +92,17 @@ BOOST_AUTO_TEST_CASE(bad_arguments_are_usage_errors) {
   BOOST_TEST(r.out.find("no U-Net scenario named 'nosuch'") != std::string::npos, r.out);
 }
 
-BOOST_AUTO_TEST_CASE(packet_path_between_namespaces) {
-  if (geteuid() != 0) {
-    BOOST_TEST_MESSAGE("not root: the packet path needs namespaces, a veth pair and AF_PACKET sockets; the memory path ran instead");
-    return;
-  }
+// Two namespaces, a veth pair, both sides on `path`: every case PASSes, the
+// kernel's own UDP keeps working beside U-Net, the recording passes
+// `rdmaconf check`, a broken rule is seen, nothing is left behind.
+// Returns the report's data path and what the run printed.
+std::pair<std::string, std::string> between_namespaces(const std::string& path) {
   const auto namespaces = [] { return run("ip netns list | grep -c rdmaconf-unet").out; };
   const auto before = namespaces();
-  const auto dir = temp_dir("unet-packet");
+  const auto dir = temp_dir("unet-" + path);
   const auto pcap = (dir / "live.pcap").string();
-  const auto l = unet_live("--path packet --pcap " + pcap);
+  const auto json = (dir / "r.json").string();
+  const auto l = unet_live(fmt::format("--path {} --pcap {}", path, pcap));
   BOOST_TEST(l.status == 0, l.out);
   BOOST_TEST(l.with("FAIL").empty());
   auto all = kAllButKernel;
@@ -111,12 +114,58 @@ BOOST_AUTO_TEST_CASE(packet_path_between_namespaces) {
   const auto j = nlohmann::json::parse(slurp(dir / "c.json"));
   BOOST_TEST(j["summary"]["fail"] == 0);
   BOOST_TEST(j["summary"]["pass"].get<int>() >= 35);  // seven scenarios' channels, five cases each
-  // A rule broken on the packet path is seen there too.
-  const auto f = unet_live("--path packet --fault forge");
+  // A rule broken on this path is seen there too.
+  const auto f = unet_live(fmt::format("--path {} --fault forge", path));
   BOOST_TEST(f.status == 1, f.out);
   BOOST_TEST(f.with("FAIL") == std::set<std::string>{"unet.live.spoof"});
+  // The data path and the scenarios' accounts, from a run of the
+  // scenarios that involve the kernel.
+  const auto r = run(fmt::format("{} unet live --path {} --scenario pingpong --scenario unknown-tag --json {} 2>&1", kBin, path, json));
+  BOOST_TEST(r.status == 0, r.out);
+  const auto rj = nlohmann::json::parse(slurp(json));
+  const std::string used = rj["inputs"][0]["scopes"][0]["parameters"]["path"];
   BOOST_TEST(namespaces() == before);
   fs::remove_all(dir);
+  return {used, r.out};
+}
+
+BOOST_AUTO_TEST_CASE(packet_path_between_namespaces) {
+  if (geteuid() != 0) {
+    BOOST_TEST_MESSAGE("not root: the packet path needs namespaces, a veth pair and AF_PACKET sockets; the memory path ran instead");
+    return;
+  }
+  BOOST_TEST(between_namespaces("packet").first == "af_packet");
+}
+
+// The AF_XDP path: where it cannot run, the run says why and the AF_PACKET
+// fallback runs (and must pass); this test says so too, and fails when
+// RDMACONF_REQUIRE_XDP is set (CI, where the machine can run it).
+BOOST_AUTO_TEST_CASE(xdp_path_between_namespaces) {
+  if (geteuid() != 0) {
+    BOOST_TEST_MESSAGE("not root: the xdp path needs namespaces, a veth pair, CAP_BPF and CAP_NET_ADMIN; the memory path ran instead");
+    return;
+  }
+  const auto [used, out] = between_namespaces("xdp");
+  const bool required = std::getenv("RDMACONF_REQUIRE_XDP") != nullptr;
+  if (used.rfind("af_xdp", 0) != 0) {
+    BOOST_TEST_MESSAGE("AF_XDP did not run here; the AF_PACKET fallback ran and passed: " << out);
+    BOOST_TEST(out.find("AF_XDP cannot run here") != std::string::npos, out);
+    BOOST_TEST(!required, "RDMACONF_REQUIRE_XDP is set but AF_XDP did not run: " << out);
+    return;
+  }
+  // The XDP program on B's side did the demultiplexing: the 5 unknown-tag
+  // and 5 stranger frames died in the kernel, and the kernel's UDP (and
+  // ARP) passed through it to the stack.
+  BOOST_TEST(out.find("dropped for an unknown tag") != std::string::npos, out);
+  BOOST_TEST(out.find("5 dropped for an unknown tag, 5 for no channel") != std::string::npos, out);
+  BOOST_TEST(out.find("10 of 10 kernel UDP datagrams echoed") != std::string::npos, out);
+  const auto ping = out.substr(out.find("pingpong "), out.find('\n', out.find("pingpong ")) - out.find("pingpong "));
+  BOOST_TEST(ping.find("passed to the kernel") != std::string::npos, ping);
+  BOOST_TEST(ping.find(" 0 passed to the kernel") == std::string::npos, ping);
+  // With B's channel check off (a fault), the strangers reach the node.
+  const auto f = unet_live("--path xdp --fault ignore-channels");
+  BOOST_TEST(f.status == 1, f.out);
+  BOOST_TEST(f.with("FAIL") == std::set<std::string>{"unet.live.channel"});
 }
 
 BOOST_AUTO_TEST_SUITE_END()
