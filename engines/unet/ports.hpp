@@ -60,7 +60,9 @@ bool xdp_built();
 // Loads and attaches the program to `ifname` and binds an AF_XDP socket to
 // its queue 0. Null and `error` set, naming the privilege or resource that
 // is missing (CAP_BPF and CAP_NET_ADMIN to load and attach, CAP_NET_RAW for
-// the socket, locked memory for the UMEM), when it cannot.
+// the socket, locked memory for the UMEM), when it cannot; and when the
+// environment variable RDMACONF_UNET_NO_XDP is set (to see the fallback on
+// a machine that has XDP).
 std::unique_ptr<XdpPort> open_xdp_port(const std::string& ifname, std::string& error);
 
 }  // namespace rdmaconf::engine::unet

@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cstdarg>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -289,6 +290,10 @@ class Xdp final : public XdpPort {
 bool xdp_built() { return true; }
 
 std::unique_ptr<XdpPort> open_xdp_port(const std::string& ifname, std::string& error) {
+  if (std::getenv("RDMACONF_UNET_NO_XDP")) {
+    error = "RDMACONF_UNET_NO_XDP is set";
+    return nullptr;
+  }
   auto p = std::make_unique<Xdp>();
   error = p->open(ifname);
   if (!error.empty()) return nullptr;

@@ -7,11 +7,17 @@
 // and must pass `rdmaconf check`'s U-Net cases.
 #include <boost/test/unit_test.hpp>
 
+#include <linux/capability.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
+#include <thread>
 
 #include "captures/io/pcap_writer.hpp"
 #include "conformance/checker.hpp"
+#include "engines/unet/ports.hpp"
 #include "engines/unet/unet.hpp"
 #include "protocols/core/bits.hpp"
 
@@ -298,6 +304,71 @@ BOOST_AUTO_TEST_CASE(the_control_path_refuses_what_names_no_endpoint) {
   BOOST_TEST(!e->give(64));                           // not a buffer of the segment
   BOOST_TEST(!e->send(0, 64, 10));
   BOOST_TEST(!e->send(1, 0, 10));                      // no channel 1
+}
+
+// The control path tells its observer (the AF_XDP port's maps) every
+// endpoint and channel it makes and unmakes, and only those.
+BOOST_AUTO_TEST_CASE(control_path_tells_its_observer) {
+  struct Log final : u::ControlObserver {
+    std::vector<std::string> seen;
+    void endpoint_created(std::uint16_t t) override { seen.push_back("+ep " + std::to_string(t)); }
+    void endpoint_destroyed(std::uint16_t t) override { seen.push_back("-ep " + std::to_string(t)); }
+    void channel_opened(std::uint16_t t, const u::Mac& m, std::uint16_t p) override {
+      seen.push_back("+ch " + std::to_string(t) + " " + u::mac_text(m) + " " + std::to_string(p));
+    }
+    void channel_closed(std::uint16_t t, const u::Mac& m, std::uint16_t p) override {
+      seen.push_back("-ch " + std::to_string(t) + " " + u::mac_text(m) + " " + std::to_string(p));
+    }
+  } log;
+  u::Node n(kA);
+  n.observe(&log);
+  auto* e = n.create_endpoint(7);
+  BOOST_TEST(n.create_endpoint(7) == nullptr);  // refused: not told
+  const auto c1 = n.open_channel(*e, kB, 9);
+  BOOST_TEST(!n.open_channel(*e, kB, 9));  // refused: not told
+  (void)n.open_channel(*e, kB, 11);
+  n.close_channel(*e, *c1);
+  n.destroy_endpoint(7);
+  const std::string b = u::mac_text(kB);
+  const std::vector<std::string> want{"+ep 7", "+ch 7 " + b + " 9", "+ch 7 " + b + " 11", "-ch 7 " + b + " 9",
+                                      "-ch 7 " + b + " 9", "-ch 7 " + b + " 11", "-ep 7"};
+  BOOST_TEST(log.seen == want, boost::test_tools::per_element());
+}
+
+// Without the privilege to load BPF programs, opening an AF_XDP port fails
+// with a message naming it (this thread alone gives up CAP_BPF,
+// CAP_SYS_ADMIN and CAP_NET_ADMIN: capabilities are per thread). A build
+// without AF_XDP says that instead.
+BOOST_AUTO_TEST_CASE(xdp_port_names_the_missing_privilege) {
+  std::string error;
+  bool opened = false;
+  std::thread([&] {
+    __user_cap_header_struct h{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct d[2]{};
+    if (syscall(SYS_capget, &h, d) == 0) {
+      for (const int cap : {CAP_BPF, CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_PERFMON}) d[cap / 32].effective &= ~(1u << (cap % 32));
+      (void)syscall(SYS_capset, &h, d);
+    }
+    opened = u::open_xdp_port("lo", error) != nullptr;
+  }).join();
+  BOOST_TEST(!opened);
+  if (!u::xdp_built()) {
+    BOOST_TEST(error.find("no AF_XDP support") != std::string::npos, error);
+    return;
+  }
+  BOOST_TEST(error.find("loading the U-Net XDP program") != std::string::npos, error);
+  BOOST_TEST(error.find("CAP_BPF") != std::string::npos, error);
+  BOOST_TEST(error.find("permission denied") != std::string::npos, error);
+}
+
+// An interface that does not exist is named.
+BOOST_AUTO_TEST_CASE(ports_name_a_missing_interface) {
+  std::string error;
+  BOOST_TEST(!u::open_packet_port("rdmaconf-none0", error));
+  BOOST_TEST(error.find("no interface named rdmaconf-none0") != std::string::npos, error);
+  error.clear();
+  BOOST_TEST(!u::open_xdp_port("rdmaconf-none0", error));
+  BOOST_TEST((error.find("no interface named rdmaconf-none0") != std::string::npos || !u::xdp_built()), error);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

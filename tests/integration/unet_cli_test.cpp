@@ -162,6 +162,19 @@ BOOST_AUTO_TEST_CASE(xdp_path_between_namespaces) {
   const auto ping = out.substr(out.find("pingpong "), out.find('\n', out.find("pingpong ")) - out.find("pingpong "));
   BOOST_TEST(ping.find("passed to the kernel") != std::string::npos, ping);
   BOOST_TEST(ping.find(" 0 passed to the kernel") == std::string::npos, ping);
+  // Where AF_XDP cannot run (here: told so), the run says why, records it
+  // as a warning, and the fallback runs and passes.
+  const auto dir = temp_dir("unet-fallback");
+  const auto r = run(fmt::format("RDMACONF_UNET_NO_XDP=1 {} unet live --path xdp --scenario pingpong --json {} 2>&1", kBin,
+                                 (dir / "r.json").string()));
+  BOOST_TEST(r.status == 0, r.out);
+  BOOST_TEST(r.out.find("note: AF_XDP cannot run here (RDMACONF_UNET_NO_XDP is set); using the AF_PACKET fallback") !=
+                 std::string::npos,
+             r.out);
+  const auto rj = nlohmann::json::parse(slurp(dir / "r.json"));
+  BOOST_TEST(rj["inputs"][0]["scopes"][0]["parameters"]["path"] == "af_packet");
+  BOOST_TEST(rj.dump().find("AF_XDP cannot run here") != std::string::npos);
+  fs::remove_all(dir);
   // With B's channel check off (a fault), the strangers reach the node.
   const auto f = unet_live("--path xdp --fault ignore-channels");
   BOOST_TEST(f.status == 1, f.out);
