@@ -16,10 +16,12 @@
 #include <fstream>
 #include <iostream>
 #include <list>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "cli/check_inputs.hpp"
 #include "cli/live.hpp"
 #include "cli/nic_cmd.hpp"
 #include "cli/unet_cmd.hpp"
@@ -143,8 +145,13 @@ int main(int argc, char** argv) {
                     "end a TCP connection or RoCE conversation with no traffic for this many seconds of capture time (default 600; 0: never)")
       ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 32));
   check->add_option("--reassembly-memory", reassembly_mib,
-                    "MiB that out-of-order and waiting TCP octets of all connections may take together (default 256)")
+                    "MiB that out-of-order and waiting TCP octets of all connections of an input may take together (default 256)")
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 20));
+  unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
+  check->add_option("--jobs,-j", jobs,
+                    "inputs checked at once, each on a thread of its own (default: the number of cores); the verdicts and "
+                    "the reports are the same as with 1, in the same order")
+      ->check(CLI::Range(1u, 1024u));
   // Each family's own options (--roce-port, ...).
   conformance::FamilyOptions family_options;
   for (const auto* f : families)
@@ -306,7 +313,7 @@ int main(int argc, char** argv) {
   opt.reassembly.max_total_bytes = static_cast<std::size_t>(reassembly_mib) << 20;
   const bool tty = isatty(STDERR_FILENO) && !quiet;
   std::string current;
-  if (tty) {
+  if (tty && jobs == 1) {  // several inputs at once would fight over one bar
     opt.progress = [&](std::uint64_t done, std::uint64_t total) {
       if (total < (64u << 20)) return;  // only large inputs get a bar
       const int pct = total ? static_cast<int>(100 * done / total) : 100;
@@ -344,14 +351,10 @@ int main(int argc, char** argv) {
 
   reports::Totals t;
   try {
-    for (const auto& in : inputs) {
-      current = in;
-      if (report) report->begin_input(in);
-      const auto r = checker.check_file(in);
-      if (!r.error.empty()) std::cerr << "rdmaconf: " << r.error << "\n";
-      if (report) report->end_input(r);
-      t.add(r);
-    }
+    rdmaconf::cli::CheckInputsOptions how;
+    how.jobs = jobs;
+    if (jobs == 1) how.on_start = [&](const std::string& in) { current = in; };
+    t = rdmaconf::cli::check_inputs(opt, inputs, how, report.get(), std::cerr);
     if (report) report->end(t);
   } catch (const std::exception& e) {  // a report's temporary file could not be made
     std::cerr << "rdmaconf: " << e.what() << "\n";
