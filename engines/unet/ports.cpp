@@ -75,6 +75,10 @@ std::unique_ptr<Port> open_packet_port(const std::string& ifname, std::string& e
 
 #ifndef RDMACONF_HAVE_XDP
 bool xdp_built() { return false; }
+std::unique_ptr<XdpProgram> load_xdp_program(std::string& error) {
+  error = "this build has no AF_XDP support (libxdp-dev, libbpf-dev or clang were missing when it was configured)";
+  return nullptr;
+}
 std::unique_ptr<XdpPort> open_xdp_port(const std::string&, std::string& error) {
   error = "this build has no AF_XDP support (libxdp-dev, libbpf-dev or clang were missing when it was configured)";
   return nullptr;

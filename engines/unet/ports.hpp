@@ -9,7 +9,8 @@
 //    tag no endpoint of the node has, or from a peer the endpoint has no
 //    channel to, are dropped and counted there; every frame that is not
 //    U-Net (ARP, IP, ...) passes to the kernel's stack untouched. The node's
-//    control path keeps the program's maps in step (ControlObserver).
+//    control path keeps the program's maps in step (XdpProgram is its
+//    ControlObserver).
 //  * PacketPort, the portable fallback: an AF_PACKET socket bound to
 //    EtherType 0x88B5, where XDP is not available.
 #include <cstdint>
@@ -40,15 +41,33 @@ struct XdpStats {
   std::uint64_t passed = 0, redirected = 0, malformed = 0, unknown_tag = 0, no_channel = 0, no_socket = 0;
 };
 
-class XdpPort : public Port, public ControlObserver {
+// The tag demultiplexer: the XDP program loaded, with its maps, attached
+// nowhere by itself. As a ControlObserver it keeps its maps in step with a
+// node's control path.
+class XdpProgram : public ControlObserver {
  public:
   // The program's channel check; off only to show a case FAILing
   // (the ignore-channels fault).
   virtual void check_channels(bool on) = 0;
-  // Forgets every tag and channel (a new node takes the port over) and
-  // starts the counts again.
+  // Forgets every tag and channel (a new node takes over) and starts the
+  // counts again.
   virtual void reset() = 0;
   virtual XdpStats stats() const = 0;
+  // Runs the program once on `frame` in the kernel (BPF_PROG_TEST_RUN),
+  // attached to nothing: its action (XDP_PASS, XDP_DROP, XDP_REDIRECT), or
+  // -errno. A frame it would redirect to a slot with no socket is dropped
+  // and counted as no_socket.
+  virtual int run(Bytes frame) = 0;
+};
+
+// Loads the program; null and `error` set (naming the privilege: CAP_BPF
+// and CAP_NET_ADMIN) when it cannot.
+std::unique_ptr<XdpProgram> load_xdp_program(std::string& error);
+
+class XdpPort : public Port {
+ public:
+  // Its program (the maps, the counts; the node's control path observer).
+  virtual XdpProgram& program() = 0;
   // "native" or "generic": where the program runs.
   virtual std::string_view mode() const = 0;
 };

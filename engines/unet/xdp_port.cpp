@@ -59,26 +59,17 @@ std::string privilege(int err, std::string_view what, std::string_view needs) {
   return fmt::format("{}: {}{}", what, std::strerror(err), libbpf_said.empty() ? "" : fmt::format(" (libbpf: {})", libbpf_said));
 }
 
-class Xdp final : public XdpPort {
+class Program final : public XdpProgram {
  public:
-  ~Xdp() override {
-    if (xsk_) xsk_socket__delete(xsk_);
-    if (umem_) xsk_umem__delete(umem_);
-    if (attached_) bpf_xdp_detach(static_cast<int>(ifindex_), attach_flags_, nullptr);
+  ~Program() override {
     if (obj_) bpf_object__close(obj_);
-    if (area_ != MAP_FAILED && area_) munmap(area_, std::size_t{kFrames} * kFrameSize);
   }
-
-  std::string open(const std::string& ifname) {
-    ifindex_ = if_nametoindex(ifname.c_str());
-    if (ifindex_ == 0) return fmt::format("no interface named {} in this network namespace", ifname);
-    // Kernels before 5.11 charge BPF maps and all kernels charge the UMEM
-    // to locked memory (root with CAP_IPC_LOCK is exempt from the latter).
+  std::string load() {
+    // Kernels before 5.11 charge BPF maps to locked memory.
     const rlimit unlimited{RLIM_INFINITY, RLIM_INFINITY};
     (void)setrlimit(RLIMIT_MEMLOCK, &unlimited);
     libbpf_set_print(libbpf_print);
     libbpf_said.clear();
-
     const auto size = static_cast<std::size_t>(rdmaconf_unet_xdp_object_end - rdmaconf_unet_xdp_object);
     obj_ = bpf_object__open_mem(rdmaconf_unet_xdp_object, size, nullptr);
     if (!obj_) return privilege(errno, "opening the embedded XDP object", "nothing");
@@ -92,12 +83,103 @@ class Xdp final : public XdpPort {
     config_ = bpf_object__find_map_fd_by_name(obj_, "unet_config");
     if (!prog || tags_ < 0 || channels_ < 0 || xsks_ < 0 || stats_ < 0 || config_ < 0)
       return "the embedded XDP object lacks its program or maps (a build fault)";
+    prog_ = bpf_program__fd(prog);
+    check_channels(true);
+    return {};
+  }
+  int fd() const { return prog_; }
+  int xsks() const { return xsks_; }
+
+  void check_channels(bool on) override {
+    const std::uint32_t key = 0, value = on ? 1u : 0u;
+    (void)bpf_map_update_elem(config_, &key, &value, BPF_ANY);
+  }
+  void reset() override {
+    for (const auto tag : tags_held_) (void)bpf_map_delete_elem(tags_, &tag);
+    for (const auto& k : channels_held_) (void)bpf_map_delete_elem(channels_, &k);
+    tags_held_.clear();
+    channels_held_.clear();
+    base_ = read_stats();
+    check_channels(true);
+  }
+  XdpStats stats() const override {
+    const auto now = read_stats();
+    return {now.passed - base_.passed,           now.redirected - base_.redirected, now.malformed - base_.malformed,
+            now.unknown_tag - base_.unknown_tag, now.no_channel - base_.no_channel, now.no_socket - base_.no_socket};
+  }
+  int run(Bytes frame) override {
+    std::vector<std::byte> copy(frame.begin(), frame.end());
+    bpf_test_run_opts o{};
+    o.sz = sizeof o;
+    o.data_in = copy.data();
+    o.data_size_in = static_cast<std::uint32_t>(copy.size());
+    o.repeat = 1;
+    if (const int e = bpf_prog_test_run_opts(prog_, &o); e != 0) return e;
+    return static_cast<int>(o.retval);
+  }
+
+  void endpoint_created(std::uint16_t tag) override {
+    const std::uint32_t slot = 0;  // the one socket, on queue 0
+    if (bpf_map_update_elem(tags_, &tag, &slot, BPF_ANY) == 0) tags_held_.push_back(tag);
+  }
+  void endpoint_destroyed(std::uint16_t tag) override { (void)bpf_map_delete_elem(tags_, &tag); }
+  void channel_opened(std::uint16_t tag, const Mac& peer, std::uint16_t peer_tag) override {
+    const ChannelKey k = key(tag, peer, peer_tag);
+    const std::uint8_t one = 1;
+    if (bpf_map_update_elem(channels_, &k, &one, BPF_ANY) == 0) channels_held_.push_back(k);
+  }
+  void channel_closed(std::uint16_t tag, const Mac& peer, std::uint16_t peer_tag) override {
+    const ChannelKey k = key(tag, peer, peer_tag);
+    (void)bpf_map_delete_elem(channels_, &k);
+  }
+
+ private:
+  static ChannelKey key(std::uint16_t tag, const Mac& peer, std::uint16_t peer_tag) {
+    ChannelKey k;
+    k.dst_tag = tag;
+    k.src_tag = peer_tag;
+    std::memcpy(k.src_mac, peer.data(), 6);
+    return k;
+  }
+  XdpStats read_stats() const {
+    XdpStats s;
+    const int cpus = libbpf_num_possible_cpus();
+    if (cpus <= 0) return s;
+    std::vector<std::uint64_t> v(static_cast<std::size_t>(cpus));
+    std::uint64_t* fields[] = {&s.passed, &s.redirected, &s.malformed, &s.unknown_tag, &s.no_channel, &s.no_socket};
+    for (std::uint32_t k = 0; k < 6; ++k) {
+      if (bpf_map_lookup_elem(stats_, &k, v.data()) != 0) continue;
+      for (const auto x : v) *fields[k] += x;
+    }
+    return s;
+  }
+
+  bpf_object* obj_ = nullptr;
+  int prog_ = -1, tags_ = -1, channels_ = -1, xsks_ = -1, stats_ = -1, config_ = -1;
+  std::vector<std::uint16_t> tags_held_;
+  std::vector<ChannelKey> channels_held_;
+  XdpStats base_;
+};
+
+class Xdp final : public XdpPort {
+ public:
+  ~Xdp() override {
+    if (xsk_) xsk_socket__delete(xsk_);
+    if (umem_) xsk_umem__delete(umem_);
+    if (attached_) bpf_xdp_detach(static_cast<int>(ifindex_), attach_flags_, nullptr);
+    if (area_ != MAP_FAILED && area_) munmap(area_, std::size_t{kFrames} * kFrameSize);
+  }
+
+  std::string open(const std::string& ifname) {
+    ifindex_ = if_nametoindex(ifname.c_str());
+    if (ifindex_ == 0) return fmt::format("no interface named {} in this network namespace", ifname);
+    if (auto e = prog_.load(); !e.empty()) return e;
     // Native mode where the driver has it (veth does), the generic hook
     // otherwise; never replacing another program on the interface.
     int e = 0;
     for (const std::uint32_t m : {XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE}) {
       attach_flags_ = m | XDP_FLAGS_UPDATE_IF_NOEXIST;
-      e = bpf_xdp_attach(static_cast<int>(ifindex_), bpf_program__fd(prog), attach_flags_, nullptr);
+      e = bpf_xdp_attach(static_cast<int>(ifindex_), prog_.fd(), attach_flags_, nullptr);
       if (e == 0) {
         mode_ = m == XDP_FLAGS_DRV_MODE ? "native" : "generic";
         break;
@@ -109,8 +191,6 @@ class Xdp final : public XdpPort {
       return privilege(-e, fmt::format("attaching the U-Net XDP program to {}", ifname), "CAP_NET_ADMIN");
     }
     attached_ = true;
-    check_channels(true);
-
     area_ = mmap(nullptr, std::size_t{kFrames} * kFrameSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (area_ == MAP_FAILED) return fmt::format("mapping the UMEM: {}", std::strerror(errno));
     // A child forked later must not share (or copy-on-write) the pages the
@@ -136,7 +216,7 @@ class Xdp final : public XdpPort {
       xsk_ = nullptr;
       return privilege(-r, fmt::format("binding an AF_XDP socket to {} queue 0", ifname), "CAP_NET_RAW");
     }
-    if (const int r = xsk_socket__update_xskmap(xsk_, xsks_); r != 0) return privilege(-r, "adding the socket to the XSKMAP", "CAP_BPF");
+    if (const int r = xsk_socket__update_xskmap(xsk_, prog_.xsks()); r != 0) return privilege(-r, "adding the socket to the XSKMAP", "CAP_BPF");
     // Receive buffers to the fill ring, the rest free for sending.
     std::uint32_t idx = 0;
     if (xsk_ring_prod__reserve(&fill_, kRxFrames, &idx) != kRxFrames) return "the fill ring is smaller than asked";
@@ -196,49 +276,10 @@ class Xdp final : public XdpPort {
   }
 
   // ---- XdpPort ----
-  void check_channels(bool on) override {
-    const std::uint32_t key = 0, value = on ? 1u : 0u;
-    (void)bpf_map_update_elem(config_, &key, &value, BPF_ANY);
-  }
-  void reset() override {
-    for (const auto tag : tags_held_) (void)bpf_map_delete_elem(tags_, &tag);
-    for (const auto& k : channels_held_) (void)bpf_map_delete_elem(channels_, &k);
-    tags_held_.clear();
-    channels_held_.clear();
-    base_ = read_stats();
-    check_channels(true);
-  }
-  XdpStats stats() const override {
-    const auto now = read_stats();
-    return {now.passed - base_.passed,           now.redirected - base_.redirected, now.malformed - base_.malformed,
-            now.unknown_tag - base_.unknown_tag, now.no_channel - base_.no_channel, now.no_socket - base_.no_socket};
-  }
+  XdpProgram& program() override { return prog_; }
   std::string_view mode() const override { return mode_; }
 
-  // ---- ControlObserver ----
-  void endpoint_created(std::uint16_t tag) override {
-    const std::uint32_t slot = 0;  // the one socket, on queue 0
-    if (bpf_map_update_elem(tags_, &tag, &slot, BPF_ANY) == 0) tags_held_.push_back(tag);
-  }
-  void endpoint_destroyed(std::uint16_t tag) override { (void)bpf_map_delete_elem(tags_, &tag); }
-  void channel_opened(std::uint16_t tag, const Mac& peer, std::uint16_t peer_tag) override {
-    const ChannelKey k = key(tag, peer, peer_tag);
-    const std::uint8_t one = 1;
-    if (bpf_map_update_elem(channels_, &k, &one, BPF_ANY) == 0) channels_held_.push_back(k);
-  }
-  void channel_closed(std::uint16_t tag, const Mac& peer, std::uint16_t peer_tag) override {
-    const ChannelKey k = key(tag, peer, peer_tag);
-    (void)bpf_map_delete_elem(channels_, &k);
-  }
-
  private:
-  static ChannelKey key(std::uint16_t tag, const Mac& peer, std::uint16_t peer_tag) {
-    ChannelKey k;
-    k.dst_tag = tag;
-    k.src_tag = peer_tag;
-    std::memcpy(k.src_mac, peer.data(), 6);
-    return k;
-  }
   void kick() {
     // Copy mode sends only when asked; EAGAIN and EBUSY mean "again later".
     for (int i = 0; i < 16; ++i) {
@@ -253,25 +294,11 @@ class Xdp final : public XdpPort {
     for (std::uint32_t i = 0; i < n; ++i) tx_free_.push_back(*xsk_ring_cons__comp_addr(&comp_, idx + i));
     if (n) xsk_ring_cons__release(&comp_, n);
   }
-  XdpStats read_stats() const {
-    XdpStats s;
-    const int cpus = libbpf_num_possible_cpus();
-    if (cpus <= 0) return s;
-    std::vector<std::uint64_t> v(static_cast<std::size_t>(cpus));
-    std::uint64_t* fields[] = {&s.passed, &s.redirected, &s.malformed, &s.unknown_tag, &s.no_channel, &s.no_socket};
-    for (std::uint32_t k = 0; k < 6; ++k) {
-      if (bpf_map_lookup_elem(stats_, &k, v.data()) != 0) continue;
-      for (const auto x : v) *fields[k] += x;
-    }
-    return s;
-  }
-
   unsigned ifindex_ = 0;
   std::uint32_t attach_flags_ = 0;
   bool attached_ = false;
   std::string_view mode_ = "generic";
-  bpf_object* obj_ = nullptr;
-  int tags_ = -1, channels_ = -1, xsks_ = -1, stats_ = -1, config_ = -1;
+  Program prog_;
   void* area_ = nullptr;
   xsk_umem* umem_ = nullptr;
   xsk_socket* xsk_ = nullptr;
@@ -280,14 +307,18 @@ class Xdp final : public XdpPort {
   std::vector<std::uint64_t> tx_free_;
   std::uint32_t pending_ = 0;
   std::uint64_t tx_dropped_ = 0;
-  std::vector<std::uint16_t> tags_held_;
-  std::vector<ChannelKey> channels_held_;
-  XdpStats base_;
 };
 
 }  // namespace
 
 bool xdp_built() { return true; }
+
+std::unique_ptr<XdpProgram> load_xdp_program(std::string& error) {
+  auto p = std::make_unique<Program>();
+  error = p->load();
+  if (!error.empty()) return nullptr;
+  return p;
+}
 
 std::unique_ptr<XdpPort> open_xdp_port(const std::string& ifname, std::string& error) {
   if (std::getenv("RDMACONF_UNET_NO_XDP")) {

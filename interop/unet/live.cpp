@@ -268,9 +268,9 @@ std::unique_ptr<u::Port> open_port(bool xdp, const std::string& ifname, std::str
 // node's tags and channels and filters by this one's.
 void adopt(u::Port& port, u::Node& node, const std::string& fault) {
   if (auto* x = dynamic_cast<u::XdpPort*>(&port)) {
-    x->reset();
-    x->check_channels(fault != "ignore-channels");
-    node.observe(x);
+    x->program().reset();
+    x->program().check_channels(fault != "ignore-channels");
+    node.observe(&x->program());
   }
 }
 
@@ -338,7 +338,7 @@ void adopt(u::Port& port, u::Node& node, const std::string& fault) {
         json r = b ? b->report() : json::object();
         if (auto* x = dynamic_cast<u::XdpPort*>(port.get())) {
           // What the kernel's demultiplexer dropped before the node saw it.
-          const auto s = x->stats();
+          const auto s = x->program().stats();
           r["rx_unknown_tag"] = r.value("rx_unknown_tag", std::uint64_t{0}) + s.unknown_tag;
           r["rx_no_channel"] = r.value("rx_no_channel", std::uint64_t{0}) + s.no_channel;
           r["rx_malformed"] = r.value("rx_malformed", std::uint64_t{0}) + s.malformed;

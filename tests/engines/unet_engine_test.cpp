@@ -27,6 +27,7 @@ namespace fs = std::filesystem;
 namespace {
 
 const u::Mac kA{0x02, 0, 0x0a, 0x55, 0, 1}, kB{0x02, 0, 0x0a, 0x55, 0, 2};
+u::Mac kForeignMac() { return {0x02, 0, 0x0a, 0x55, 0, 3}; }
 
 void fill(std::span<std::byte> b, std::size_t n, unsigned seed) {
   for (std::size_t i = 0; i < n; ++i) b[i] = std::byte(static_cast<std::uint8_t>(i * 13 + seed));
@@ -369,6 +370,79 @@ BOOST_AUTO_TEST_CASE(ports_name_a_missing_interface) {
   error.clear();
   BOOST_TEST(!u::open_xdp_port("rdmaconf-none0", error));
   BOOST_TEST((error.find("no interface named rdmaconf-none0") != std::string::npos || !u::xdp_built()), error);
+}
+
+// The XDP program itself, run by the kernel on frames (BPF_PROG_TEST_RUN,
+// attached to nothing): ordinary traffic passes, and U-Net frames are
+// dropped and counted by the rule they break, or sent on to the socket slot
+// (which holds no socket here: dropped and counted as no_socket) when they
+// break none; the maps follow the control path.
+BOOST_AUTO_TEST_CASE(xdp_program_demultiplexes_by_tag_in_the_kernel) {
+  if (!u::xdp_built()) {
+    BOOST_TEST_MESSAGE("this build has no AF_XDP support: the XDP program was not built, nothing to run");
+    return;
+  }
+  std::string error;
+  auto prog = u::load_xdp_program(error);
+  if (!prog) {
+    BOOST_TEST_MESSAGE("the XDP program cannot be loaded here (" << error << "): not run");
+    BOOST_TEST(geteuid() != 0, "root, and still: " << error);
+    return;
+  }
+  constexpr int kDrop = 1, kPass = 2;  // XDP_DROP, XDP_PASS
+  const std::byte msg[20] = {};
+  const auto frame = [&](std::uint16_t src_tag, std::uint16_t dst_tag, const u::Mac& from = kB) {
+    return u::build_frame(from, kA, src_tag, dst_tag, msg);
+  };
+  // An ARP request and an IPv4 datagram: the kernel's.
+  std::vector<std::byte> arp(60), ip(60);
+  for (std::size_t i = 0; i < 6; ++i) arp[i] = std::byte{0xff};
+  arp[12] = std::byte{0x08}, arp[13] = std::byte{0x06};
+  ip[12] = std::byte{0x08}, ip[13] = std::byte{0x00}, ip[14] = std::byte{0x45};
+  BOOST_TEST(prog->run(arp) == kPass);
+  BOOST_TEST(prog->run(ip) == kPass);
+  // No endpoint yet: unknown tag.
+  BOOST_TEST(prog->run(frame(9, 7)) == kDrop);
+  // The control path makes endpoint 7 with a channel to (B, 9).
+  u::Node n(kA);
+  n.observe(prog.get());
+  auto* e = n.create_endpoint(7);
+  const auto ch = n.open_channel(*e, kB, 9);
+  BOOST_TEST(prog->run(frame(9, 7)) == kDrop);         // on to slot 0: no socket there
+  BOOST_TEST(prog->run(frame(10, 7)) == kDrop);        // a tag without a channel
+  BOOST_TEST(prog->run(frame(9, 7, kForeignMac())) == kDrop);  // a MAC without a channel
+  auto bad = frame(9, 7);
+  bad[14] = std::byte{0x20};  // version 2
+  BOOST_TEST(prog->run(bad) == kDrop);
+  std::vector<std::byte> cut(bad.begin(), bad.begin() + 18);  // the U-Net header cut short
+  BOOST_TEST(prog->run(cut) == kDrop);
+  auto s = prog->stats();
+  BOOST_TEST(s.passed == 2u);
+  BOOST_TEST(s.unknown_tag == 1u);
+  BOOST_TEST(s.no_socket == 1u);
+  BOOST_TEST(s.no_channel == 2u);
+  BOOST_TEST(s.malformed == 2u);
+  BOOST_TEST(s.redirected == 0u);
+  // The channel check off: the stranger goes on too.
+  prog->check_channels(false);
+  BOOST_TEST(prog->run(frame(10, 7)) == kDrop);
+  BOOST_TEST(prog->stats().no_socket == 2u);
+  prog->check_channels(true);
+  // The channel closed, then the endpoint torn down.
+  n.close_channel(*e, *ch);
+  BOOST_TEST(prog->run(frame(9, 7)) == kDrop);
+  BOOST_TEST(prog->stats().no_channel == 3u);
+  n.destroy_endpoint(7);
+  BOOST_TEST(prog->run(frame(9, 7)) == kDrop);
+  BOOST_TEST(prog->stats().unknown_tag == 2u);
+  // reset() forgets the node and starts the counts again.
+  auto* e2 = n.create_endpoint(8);
+  (void)n.open_channel(*e2, kB, 9);
+  prog->reset();
+  BOOST_TEST(prog->run(frame(9, 8)) == kDrop);
+  s = prog->stats();
+  BOOST_TEST(s.unknown_tag == 1u);
+  BOOST_TEST(s.passed + s.no_socket + s.no_channel + s.malformed == 0u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
