@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engines/unet/unet.hpp"
+#include "fuzz/unet_frame.hpp"
 #include "protocols/core/bits.hpp"
 #include "protocols/core/header.hpp"
 #include "protocols/unet/headers.hpp"
@@ -72,18 +73,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       fresh(node, s, cfg);
     }
     if (flags & 1u) give(s);
-    const bool unet = f.size() >= pu::kEthHeader + pu::kHeaderSize && rdmaconf::protocols::be16(f, 12) == pu::kEthertype;
-    if (unet && (flags & 4u)) {
-      // Through the header table: version 1, reserved fields zero, a length that fits.
-      const auto at = rdmaconf::protocols::MutBytes(f).subspan(pu::kEthHeader, pu::kHeaderSize);
-      auto h = rdmaconf::protocols::Header::decode(pu::kUnet, at);
-      const std::size_t room = f.size() - pu::kEthHeader - pu::kHeaderSize;
-      h->set(pu::Unet::version, pu::kVersion);
-      h->set(pu::Unet::rsvd_flags, 0);
-      h->set(pu::Unet::rsvd, 0);
-      h->set(pu::Unet::length, std::min<std::size_t>(h->get(pu::Unet::length), room));
-      h->encode(at);
-    }
+    const bool unet = rdmaconf::fuzz::is_unet(f);
+    if (unet && (flags & 4u)) rdmaconf::fuzz::make_well_formed(f);
     if (unet && (flags & 2u)) {
       u::Mac src{};
       for (int i = 0; i < 6; ++i) src[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(f[6 + static_cast<std::size_t>(i)]);

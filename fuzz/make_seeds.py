@@ -163,3 +163,12 @@ unet = [f for cap in sorted(os.listdir(golden)) if cap.startswith("unet") and ca
 put("fuzz_unet", "golden", nic_seed(0x03, [(0x03, f) for f in unet[:24]]))
 put("fuzz_unet", "small-buffers", nic_seed(0x08, [(0x07, f) for f in unet[:12]]))
 put("fuzz_unet", "teardown", nic_seed(0x01, [(0x03, f) for f in unet[:4]] + [(0x0b, f) for f in unet[4:8]]))
+
+# fuzz_unet_xdp: single golden U-Net frames with each flag combination (an
+# endpoint, a channel, well formed, the channel check off), and frames the
+# kernel keeps (IPv4 UDP, ARP).
+for k, f in enumerate(unet[:8]):
+    for flags in (0x00, 0x01, 0x03, 0x07, 0x09):
+        put("fuzz_unet_xdp", f"golden-{k}-{flags:02x}", bytes([flags]) + f)
+put("fuzz_unet_xdp", "ipv4", bytes([0x03]) + ip_udp(False, 7000, b"k" * 40))
+put("fuzz_unet_xdp", "arp", bytes([0x03]) + b"\xff" * 6 + b"\x02\x00\x0a\x55\x00\x01" + b"\x08\x06" + b"\x00" * 46)
