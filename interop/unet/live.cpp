@@ -417,8 +417,8 @@ class WireTransport final : public Transport {
     return {};
   }
   std::string path() const override {
-    if (auto* x = dynamic_cast<const u::XdpPort*>(port_.get())) return fmt::format("af_xdp ({} XDP)", x->mode());
-    return "af_packet";
+    if (auto* x = dynamic_cast<const u::XdpPort*>(port_.get())) return fmt::format("{} ({} XDP)", x->kind(), x->mode());
+    return std::string(port_->kind());
   }
   std::string setup(const PeerSpec& spec, const std::string& fault) override { return setup(spec, fault, false); }
   std::string setup(const PeerSpec& spec, const std::string& fault, bool busy) {
