@@ -76,9 +76,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const bool unet = rdmaconf::fuzz::is_unet(f);
     if (unet && (flags & 4u)) rdmaconf::fuzz::make_well_formed(f);
     if (unet && (flags & 2u)) {
-      u::Mac src{};
-      for (int i = 0; i < 6; ++i) src[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(f[6 + static_cast<std::size_t>(i)]);
-      (void)node.open_channel(*s.ep, src, rdmaconf::protocols::be16(f, 18));
+      const auto a = rdmaconf::fuzz::addresses(f);
+      (void)node.open_channel(*s.ep, a.src_mac, a.src_tag);
     }
     const auto before = s.ep->counters().rx_delivered;
     node.receive(f);

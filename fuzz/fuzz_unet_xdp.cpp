@@ -21,7 +21,6 @@
 #include "engines/unet/ports.hpp"
 #include "engines/unet/unet.hpp"
 #include "fuzz/unet_frame.hpp"
-#include "protocols/core/bits.hpp"
 
 namespace u = rdmaconf::engine::unet;
 
@@ -61,14 +60,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   prog->check_channels((flags & 8u) == 0);
   u::Endpoint* ep = nullptr;
   if (unet && (flags & 1u)) {
-    ep = node.create_endpoint(rdmaconf::protocols::be16(f, 16));
+    const auto a = rdmaconf::fuzz::addresses(f);
+    ep = node.create_endpoint(a.dst_tag);
     if (ep)
       for (std::uint32_t i = 0; i < ep->config().buffers; ++i) ep->give(i);
-  }
-  if (ep && (flags & 2u)) {
-    u::Mac src{};
-    for (std::size_t i = 0; i < 6; ++i) src[i] = static_cast<std::uint8_t>(f[6 + i]);
-    (void)node.open_channel(*ep, src, rdmaconf::protocols::be16(f, 18));
+    if (ep && (flags & 2u)) (void)node.open_channel(*ep, a.src_mac, a.src_tag);
   }
 
   const auto before = prog->stats();

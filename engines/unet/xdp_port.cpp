@@ -35,7 +35,6 @@ struct ChannelKey {
   std::uint8_t pad[2] = {};
 };
 static_assert(sizeof(ChannelKey) == 12);
-enum Stat : std::uint32_t { passed, redirected, malformed, unknown_tag, no_channel, no_socket, count = 8 };
 
 constexpr std::uint32_t kFrames = 4096, kFrameSize = 2048, kRxFrames = 2048;  // the rest for sending
 constexpr std::uint32_t kRing = 2048;
@@ -72,7 +71,7 @@ class Program final : public XdpProgram {
     libbpf_said.clear();
     const auto size = static_cast<std::size_t>(rdmaconf_unet_xdp_object_end - rdmaconf_unet_xdp_object);
     obj_ = bpf_object__open_mem(rdmaconf_unet_xdp_object, size, nullptr);
-    if (!obj_) return privilege(errno, "opening the embedded XDP object", "nothing");
+    if (!obj_) return fmt::format("opening the embedded XDP object: {}", std::strerror(errno));
     if (const int e = bpf_object__load(obj_); e != 0)
       return privilege(-e, "loading the U-Net XDP program", "CAP_BPF and CAP_NET_ADMIN (or CAP_SYS_ADMIN)");
     bpf_program* prog = bpf_object__find_program_by_name(obj_, "unet_demux");
@@ -108,11 +107,10 @@ class Program final : public XdpProgram {
             now.unknown_tag - base_.unknown_tag, now.no_channel - base_.no_channel, now.no_socket - base_.no_socket};
   }
   int run(Bytes frame) override {
-    std::vector<std::byte> copy(frame.begin(), frame.end());
     bpf_test_run_opts o{};
     o.sz = sizeof o;
-    o.data_in = copy.data();
-    o.data_size_in = static_cast<std::uint32_t>(copy.size());
+    o.data_in = frame.data();  // the kernel runs the program on its own copy
+    o.data_size_in = static_cast<std::uint32_t>(frame.size());
     o.repeat = 1;
     if (const int e = bpf_prog_test_run_opts(prog_, &o); e != 0) return e;
     return static_cast<int>(o.retval);
@@ -146,6 +144,7 @@ class Program final : public XdpProgram {
     const int cpus = libbpf_num_possible_cpus();
     if (cpus <= 0) return s;
     std::vector<std::uint64_t> v(static_cast<std::size_t>(cpus));
+    // In unet_stat's order (unet_xdp.bpf.c).
     std::uint64_t* fields[] = {&s.passed, &s.redirected, &s.malformed, &s.unknown_tag, &s.no_channel, &s.no_socket};
     for (std::uint32_t k = 0; k < 6; ++k) {
       if (bpf_map_lookup_elem(stats_, &k, v.data()) != 0) continue;

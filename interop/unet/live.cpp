@@ -513,6 +513,18 @@ class WireTransport final : public Transport {
 
 // ---- Scenarios: side A's script and judge ----
 
+// Side A's node made ready for a scenario: the transport adopts it, then
+// its endpoint (tag spec.a) with a channel to B's endpoint (`ch`) and
+// buffers 32 on given (0-31 are for sending).
+u::Endpoint* open_side_a(Transport& t, u::Node& a, const PeerSpec& spec, const std::string& fault, std::uint32_t& ch) {
+  a.set_faults(faults(fault));
+  t.adopt(a, fault);
+  auto* ea = a.create_endpoint(spec.a);
+  ch = *a.open_channel(*ea, kMacB, spec.b);
+  for (std::uint32_t i = 32; i < ea->config().buffers; ++i) ea->give(i);
+  return ea;
+}
+
 struct Run {
   Run(Transport& transport, conf::Judge& judge, const UnetLiveOptions& options, PeerSpec peer)
       : t(transport), j(judge), opt(options), spec(peer) {}
@@ -531,12 +543,8 @@ struct Run {
       note = e;
       return false;
     }
-    a.set_faults(faults(opt.fault));
-    t.adopt(a, opt.fault);
-    ea = a.create_endpoint(spec.a);
-    ch = *a.open_channel(*ea, kMacB, spec.b);
+    ea = open_side_a(t, a, spec, opt.fault, ch);
     ch_other = *a.open_channel(*ea, kMacB, static_cast<std::uint16_t>(spec.b + 1));
-    for (std::uint32_t i = 32; i < ea->config().buffers; ++i) ea->give(i);  // 0-31 for sending
     if (t.record) a.on_send = t.record;
     return true;
   }
@@ -804,10 +812,8 @@ BenchResult unet_bench(const BenchOptions& opt) {
       }
       {
         u::Node a(kMacA);
-        t.adopt(a, "");
-        auto* ea = a.create_endpoint(spec.a);
-        const auto ch = *a.open_channel(*ea, kMacB, spec.b);
-        for (std::uint32_t i = 32; i < ea->config().buffers; ++i) ea->give(i);
+        std::uint32_t ch = 0;
+        auto* ea = open_side_a(t, a, spec, "", ch);
         fill(ea->buffer(0), opt.latency_size, 1);
         std::vector<double> rtt;
         rtt.reserve(opt.latency_count);
@@ -858,9 +864,8 @@ BenchResult unet_bench(const BenchOptions& opt) {
       }
       {
         u::Node a(kMacA);
-        t.adopt(a, "");
-        auto* ea = a.create_endpoint(spec.a);
-        const auto ch = *a.open_channel(*ea, kMacB, spec.b);
+        std::uint32_t ch = 0;
+        auto* ea = open_side_a(t, a, spec, "", ch);
         a.attach(&t.port());
         for (std::uint32_t b = 0; b < 32; ++b) fill(ea->buffer(b), opt.stream_size, b);
         const auto t0 = Clock::now();

@@ -82,6 +82,9 @@ int unet_demux(struct xdp_md *ctx) {
   const __u8 *end = (const __u8 *)(long)ctx->data_end;
   const struct ethhdr *eth = (const struct ethhdr *)data;
   if ((const __u8 *)(eth + 1) > end || eth->h_proto != bpf_htons(UNET_ETHERTYPE)) return count(UNET_STAT_PASSED, XDP_PASS);
+  // The U-Net header's fields at the offsets protocols/unet/headers.hpp
+  // defines (a BPF program cannot include that C++ table); engine.unet
+  // runs this program on frames the table built, which holds them equal.
   const __u8 *h = (const __u8 *)(eth + 1);
   if (h + 8 > end || (h[0] >> 4) != 1) return count(UNET_STAT_MALFORMED, XDP_DROP);
   const __u16 dst = (__u16)((h[2] << 8) | h[3]);
