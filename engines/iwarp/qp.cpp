@@ -21,7 +21,6 @@ namespace {
 
 constexpr std::size_t kHighWater = 512 * 1024;  // transmit backlog before pump() stops segmenting
 
-
 Bytes B(const std::vector<std::byte>& v) { return {v.data(), v.size()}; }
 
 // A DDP/RDMAP control field (T, DV, RV, opcode: the rows both DDP layouts
@@ -73,13 +72,15 @@ void QueuePair::connect() {
   p.ird = cfg_.ird;
   p.ord = cfg_.ord;
   p.private_data = cfg_.private_data;
-  pi::encode_mpa_rr(tx_, p);
+  std::vector<std::byte> out;
+  pi::encode_mpa_rr(out, p);
   if (cfg_.faults.fpdu_before_reply) {
     // Framed as if CRC were on, right behind the Request.
     std::vector<std::byte> seg;
     pi::encode_ddp_untagged(seg, pi::kOpSend, 0, 1, 0, true, {});
-    pi::encode_fpdu(tx_, B(seg), cfg_.crc);
+    pi::encode_fpdu(out, B(seg), cfg_.crc);
   }
+  tx_.made(B(out));
 }
 
 void QueuePair::on_rr(Bytes frame) {
@@ -166,16 +167,19 @@ void QueuePair::on_rr(Bytes frame) {
     p.ord = ord_eff_;
   }
   if (cfg_.reject) refusal = "rejected the Request (configured to)";
+  std::vector<std::byte> reply;
   if (refusal) {
     p.reject = true;
-    pi::encode_mpa_rr(tx_, p);
+    pi::encode_mpa_rr(reply, p);
+    tx_.made(B(reply));
     state_ = QpState::closed;
     error_ = refusal;
     close_after_flush_ = true;
     rx_ = Rx::dead;
     return;
   }
-  pi::encode_mpa_rr(tx_, p);
+  pi::encode_mpa_rr(reply, p);
+  tx_.made(B(reply));
   crc_ = cfg_.crc || h.get(pi::MpaRr::c);
   tx_markers_ = h.get(pi::MpaRr::m);
   rx_markers_ = cfg_.markers;
@@ -226,47 +230,38 @@ void QueuePair::peer_closed() {
 // --------------------------------------------------------------- transmit
 
 void QueuePair::consume(std::size_t n) {
-  n = std::min(n, tx_.size() - tx_head_);
-  tx_head_ += n;
-  tx_consumed_ += n;
-  while (!release_marks_.empty() && release_marks_.front() <= tx_consumed_) {
+  tx_.consume(n);
+  while (!release_marks_.empty() && release_marks_.front() <= tx_.consumed()) {
     release_marks_.pop_front();
     if (inbound_reads_) --inbound_reads_;
   }
-  if (tx_head_ == tx_.size()) {
-    tx_.clear();
-    tx_head_ = 0;
-  } else if (tx_head_ > (1u << 20) && tx_head_ * 2 > tx_.size()) {
-    tx_.erase(tx_.begin(), tx_.begin() + static_cast<std::ptrdiff_t>(tx_head_));
-    tx_head_ = 0;
-  }
+  release_completions();
   pump();
+}
+
+void QueuePair::complete(const Completion& c) {
+  due_.push_back({tx_.appended(), c});
+  release_completions();
+}
+
+void QueuePair::release_completions() {
+  while (!due_.empty() && due_.front().at <= tx_.consumed()) {
+    scq_.push(due_.front().c);
+    due_.pop_front();
+  }
 }
 
 void QueuePair::send_fpdu(Bytes head, Bytes payload) {
   ++fpdus_sent_;
-  const std::size_t len = head.size() + payload.size();
-  const bool bad_crc = cfg_.faults.corrupt_crc_fpdu == fpdus_sent_;
-  const bool oversize = cfg_.faults.oversize_length_fpdu == fpdus_sent_;
+  pi::FpduFaults f;
+  if (cfg_.faults.oversize_length_fpdu == fpdus_sent_) f.length_excess = 64;  // the CRC covers the true length
+  if (cfg_.faults.corrupt_crc_fpdu == fpdus_sent_) f.crc_xor = 0x5a5a5a5a;
   if (tx_markers_) {
-    scratch_.assign(head.begin(), head.end());
-    scratch_.insert(scratch_.end(), payload.begin(), payload.end());
     ms_.fault_index = cfg_.faults.wrong_marker ? static_cast<std::int64_t>(cfg_.faults.wrong_marker - 1) : -1;
     ms_.fault_ptr_xor = 0x0101;
-    const std::size_t at = tx_.size();
-    pi::encode_fpdu_marked(tx_, B(scratch_), crc_, ms_);
-    if (oversize) protocols::put_be16(MutBytes(tx_).subspan(at), 0, static_cast<std::uint16_t>(len + 64));
-    if (bad_crc) tx_.back() ^= std::byte{0x5a};
-    return;
   }
-  // Written in place in the transmit buffer.
-  const std::size_t at = tx_.size();
-  tx_.resize(at + pi::fpdu_size(len));
-  MutBytes f = MutBytes(tx_).subspan(at);
-  pi::write_fpdu(f, head, payload, crc_);
-  if (oversize) protocols::put_be16(f, 0, static_cast<std::uint16_t>(len + 64));  // the CRC covers the true length
-  if (bad_crc)
-    for (auto& b : f.last(pi::kMpaCrcSize)) b ^= std::byte{0x5a};
+  // The header is copied into the queue; the payload stays in its region.
+  pi::emit_fpdu(tx_, head, payload, crc_, tx_markers_ ? &ms_ : nullptr, f);
 }
 
 void QueuePair::send_untagged(std::uint8_t opcode, std::uint32_t msn, Bytes body, Bytes payload, std::uint32_t rsvd_ulp,
@@ -292,7 +287,7 @@ void QueuePair::send_tagged(std::uint8_t opcode, std::uint32_t stag, std::uint64
 bool QueuePair::post_send(const SendWr& wr) {
   if (wr.op == WrOpcode::send_imm || wr.op == WrOpcode::write_imm) return false;  // InfiniBand only
   if (state_ != QpState::connected && state_ != QpState::connecting && state_ != QpState::idle) {
-    scq_.push({wr.wr_id, WcOpcode::send, WcStatus::flushed});
+    complete({wr.wr_id, WcOpcode::send, WcStatus::flushed});
     return false;
   }
   sq_.push_back({wr, 0});
@@ -322,7 +317,7 @@ bool QueuePair::start_wr(const SendWr& wr) {
   if (needs_local && (!mr || !mr->valid || wr.local.offset + local_len > mr->buf.size() ||
                       ((wr.op == WrOpcode::read || local_len == 8) && wr.op != WrOpcode::send &&
                        wr.op != WrOpcode::write && !(mr->access & kLocalWrite)))) {
-    scq_.push({wr.wr_id, wc_opcode(wr.op), WcStatus::local_protection_error});
+    complete({wr.wr_id, wc_opcode(wr.op), WcStatus::local_protection_error});
     sq_.pop_front();
     return true;
   }
@@ -351,12 +346,14 @@ bool QueuePair::start_wr(const SendWr& wr) {
       const std::size_t room = cfg_.mulpdu - pi::kDdpUntagged.size;
       const std::size_t n = std::min<std::size_t>(room, data.size() - p.sent);
       const bool last = p.sent + n == data.size();
-      send_untagged(op, next_msn_[0], {}, data.subspan(p.sent, n),
+      // Immediate Data is the RDMAP header's part, copied; payload stays in its region.
+      const bool inline_data = wr.op == WrOpcode::immediate;
+      send_untagged(op, next_msn_[0], inline_data ? data : Bytes{}, inline_data ? Bytes{} : data.subspan(p.sent, n),
                     wr.op == WrOpcode::send_invalidate ? wr.invalidate_stag : 0, p.sent, last);
       p.sent += n;
       if (!last) return true;
       ++next_msn_[0];
-      scq_.push({wr.wr_id, wc_opcode(wr.op), WcStatus::success, static_cast<std::uint32_t>(data.size())});
+      complete({wr.wr_id, wc_opcode(wr.op), WcStatus::success, static_cast<std::uint32_t>(data.size())});
       sq_.pop_front();
       return true;
     }
@@ -367,7 +364,7 @@ bool QueuePair::start_wr(const SendWr& wr) {
       send_tagged(pi::kOpWrite, wr.remote_stag, wr.remote_to + p.sent, src.subspan(p.sent, n), last);
       p.sent += n;
       if (!last) return true;
-      scq_.push({wr.wr_id, WcOpcode::rdma_write, WcStatus::success, static_cast<std::uint32_t>(src.size())});
+      complete({wr.wr_id, WcOpcode::rdma_write, WcStatus::success, static_cast<std::uint32_t>(src.size())});
       sq_.pop_front();
       return true;
     }
@@ -412,7 +409,7 @@ bool QueuePair::start_wr(const SendWr& wr) {
 
 void QueuePair::pump() {
   if (state_ != QpState::connected || !may_send_) return;
-  while (tx_.size() - tx_head_ < kHighWater && state_ == QpState::connected) {
+  while (tx_.size() < kHighWater && state_ == QpState::connected) {
     if (!owed_.empty()) {
       OwedResponse& o = owed_.front();
       if (o.atomic) {
@@ -421,7 +418,7 @@ void QueuePair::pump() {
         a.set(pi::AtomicResponse::orig, o.original);
         send_untagged(pi::kOpAtomicResponse, next_msn_[4]++, a.bytes(), {}, 0, 0);
         owed_.pop_front();
-        release_marks_.push_back(tx_consumed_ + (tx_.size() - tx_head_));
+        release_marks_.push_back(tx_.appended());
         continue;
       }
       const std::size_t room = cfg_.mulpdu - pi::kDdpTagged.size;
@@ -440,7 +437,7 @@ void QueuePair::pump() {
       if (last) {
         owed_.pop_front();
         // The Read Request's IRD slot frees once the last Response octet has gone out.
-        release_marks_.push_back(tx_consumed_ + (tx_.size() - tx_head_));
+        release_marks_.push_back(tx_.appended());
       }
       continue;
     }
@@ -590,7 +587,7 @@ void QueuePair::on_tagged(const Header& h, Bytes u, Bytes payload) {
       if (rd->received != rd->length)
         return terminate(kTermLayerRdma, kTermRdmaOperation, 0xff,
                          fmt::format("Read Response of {} octets for a Read Request of {}", rd->received, rd->length), u);
-      if (!rd->internal) scq_.push({rd->wr_id, WcOpcode::rdma_read, WcStatus::success, rd->length});
+      if (!rd->internal) complete({rd->wr_id, WcOpcode::rdma_read, WcStatus::success, rd->length});
       reads_.pop_front();
       pump();
     }
@@ -630,7 +627,7 @@ void QueuePair::on_untagged(const Header& h, Bytes u, Bytes rest) {
       std::memcpy(mr->buf.data() + (rd.sink_to - mr->base_to), &orig, 8);
     Completion c{rd.wr_id, rd.op, WcStatus::success, 8};
     c.atomic_original = orig;
-    scq_.push(c);
+    complete(c);
     pump();
     return;
   }
@@ -816,6 +813,12 @@ void QueuePair::fail(std::string why) {
 }
 
 void QueuePair::flush_queues() {
+  // Work whose octets were all queued completes as it would have once sent;
+  // the queue copies what it still shows of the regions, which their owners
+  // may reuse from now on.
+  tx_.detach();
+  for (auto& d : due_) scq_.push(d.c);
+  due_.clear();
   for (auto& p : sq_) scq_.push({p.wr.wr_id, wc_opcode(p.wr.op), WcStatus::flushed});
   sq_.clear();
   for (auto& r : reads_)

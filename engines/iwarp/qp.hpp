@@ -4,7 +4,10 @@
 // RDMAP (RFC 5040, RFC 7306), sans I/O.
 //
 // Bytes in:  receive(octets the peer sent)          any split, any size
-// Bytes out: output() / consume(n)                  what to write to the peer
+// Bytes out: output() / consume(n)                  what to write to the peer:
+//            a TxQueue of pieces, the payload as views of the registered
+//            regions (no staging copy); a send completes when the transport
+//            has consumed its last octet
 // Time:      tick(now_ms)                           the MPA setup timeout
 // State:     state(), terminate_sent(), terminate_received(), error()
 //
@@ -21,6 +24,7 @@
 #include <vector>
 
 #include "engines/common/verbs.hpp"
+#include "engines/iwarp/tx_queue.hpp"
 #include "protocols/core/bits.hpp"
 #include "protocols/core/header.hpp"
 #include "protocols/iwarp/codec.hpp"
@@ -84,8 +88,9 @@ class QueuePair {
   void peer_closed();
   void tick(std::uint64_t now_ms);
 
-  // What to send to the peer; consume(n) after n octets went out.
-  Bytes output() const { return Bytes(tx_).subspan(tx_head_); }
+  // What to send to the peer (gather it); consume(n) after n octets went out.
+  // Payload octets are views of registered regions until consumed.
+  const TxQueue& output() const { return tx_; }
   void consume(std::size_t n);
   // True when the peer should be disconnected once output() is empty.
   bool wants_close() const { return state_ == QpState::terminated || state_ == QpState::error || close_after_flush_; }
@@ -122,6 +127,10 @@ class QueuePair {
   // ---- transmit
   void pump();
   void send_fpdu(Bytes ulpdu_head, Bytes payload);
+  // Send-queue completions in posting order, each once the octets of its
+  // work request have all been consumed (the region may then be reused).
+  void complete(const Completion& c);
+  void release_completions();
   void send_untagged(std::uint8_t opcode, std::uint32_t msn, Bytes body, Bytes payload,
                      std::uint32_t rsvd_ulp, std::size_t mo, bool last = true);
   void send_tagged(std::uint8_t opcode, std::uint32_t stag, std::uint64_t to, Bytes payload, bool last = true);
@@ -162,9 +171,12 @@ class QueuePair {
   std::vector<std::byte> peer_pd_;
 
   // transmit
-  std::vector<std::byte> tx_;
-  std::size_t tx_head_ = 0;
-  std::vector<std::byte> scratch_;
+  TxQueue tx_;
+  struct DueCompletion {
+    std::uint64_t at;  // tx_ position after the work request's last octet
+    Completion c;
+  };
+  std::deque<DueCompletion> due_;
   protocols::iwarp::MarkerStream ms_;  // our marker positions, from our first FPDU
   std::uint64_t fpdus_sent_ = 0;
   std::uint64_t read_requests_ = 0;  // RDMA Read Requests posted (for Faults::skip_read_msn)
@@ -198,8 +210,7 @@ class QueuePair {
   };
   std::deque<OwedResponse> owed_;
   std::uint32_t inbound_reads_ = 0;  // Read/Atomic Requests accepted, not yet fully answered
-  std::deque<std::uint64_t> release_marks_;  // tx_consumed_ at which an answer has gone out
-  std::uint64_t tx_consumed_ = 0;
+  std::deque<std::uint64_t> release_marks_;  // tx_ position at which an answer has gone out
 
   // receive
   enum class Rx { rr_header, rr_private, fpdu, dead };

@@ -21,6 +21,7 @@ namespace rdmaconf::engine::iwarp {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+constexpr std::size_t kMaxIov = 1024;  // pieces per sendmsg (IOV_MAX)
 
 captures::io::Host host_of(const sockaddr_storage& a) {
   captures::io::Host h;
@@ -100,17 +101,26 @@ void TcpLink::finish(std::string why) {
 }
 
 bool TcpLink::flush() {
+  // Headers, payload (straight from the registered regions) and trailers in
+  // one sendmsg() of the queue's pieces.
+  iovec iov[kMaxIov];
   while (!ended_) {
-    const protocols::Bytes out = qp_.output();
+    const TxQueue& out = qp_.output();
     if (out.empty()) break;
-    const ssize_t n = ::send(fd_.get(), out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    msghdr m{};
+    m.msg_iov = iov;
+    m.msg_iovlen = out.gather(iov);
+    // One piece (small messages): send(), whose single buffer the kernel
+    // takes on a shorter path than an iovec array.
+    const ssize_t n = m.msg_iovlen == 1 ? ::send(fd_.get(), iov[0].iov_base, iov[0].iov_len, MSG_NOSIGNAL | MSG_DONTWAIT)
+                                        : ::sendmsg(fd_.get(), &m, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) break;
       finish(errno_text("send"));
       return false;
     }
-    tap(our_dir_, out.first(static_cast<std::size_t>(n)));
+    if (conv_) tap(our_dir_, out.copy_out(static_cast<std::size_t>(n)));  // as written: one segment per call
     sent_ += static_cast<std::uint64_t>(n);
     qp_.consume(static_cast<std::size_t>(n));
   }

@@ -84,54 +84,40 @@ Result<FpduView> decode_fpdu(Bytes in) {
 
 std::uint32_t fpdu_crc(Bytes covered) { return crc::crc32c(covered); }
 
+namespace {
+
+// Sinks for emit_fpdu that copy every piece: into a fixed span, or onto a vector.
+struct SpanSink {
+  MutBytes out;
+  std::size_t at = 0;
+  void made(Bytes b) {
+    std::memcpy(out.data() + at, b.data(), b.size());
+    at += b.size();
+  }
+  void view(Bytes b) { made(b); }
+};
+struct VectorSink {
+  std::vector<std::byte>& out;
+  void made(Bytes b) { out.insert(out.end(), b.begin(), b.end()); }
+  void view(Bytes b) { made(b); }
+};
+
+}  // namespace
+
 void write_fpdu(MutBytes f, Bytes head, Bytes payload, bool crc) {
-  const std::size_t len = head.size() + payload.size();
-  put_be16(f, 0, static_cast<std::uint16_t>(len));
-  if (!head.empty()) std::memcpy(f.data() + 2, head.data(), head.size());
-  if (!payload.empty()) std::memcpy(f.data() + 2 + head.size(), payload.data(), payload.size());
-  const std::size_t crc_at = 2 + len + mpa_pad(len);
-  std::memset(f.data() + 2 + len, 0, crc_at - 2 - len);
-  put_le32(f, crc_at, crc ? fpdu_crc(f.first(crc_at)) : 0);
+  SpanSink s{f};
+  emit_fpdu(s, head, payload, crc, nullptr);
 }
 
 void encode_fpdu(std::vector<std::byte>& out, Bytes ulpdu, bool crc) {
-  const std::size_t start = out.size();
-  out.resize(start + fpdu_size(ulpdu.size()));
-  write_fpdu(MutBytes{out.data() + start, out.size() - start}, ulpdu, {}, crc);
+  out.reserve(out.size() + fpdu_size(ulpdu.size()));
+  VectorSink s{out};
+  emit_fpdu(s, ulpdu, {}, crc, nullptr);
 }
 
 void encode_fpdu_marked(std::vector<std::byte>& out, Bytes ulpdu, bool crc, MarkerStream& st) {
-  std::vector<std::byte> plain;
-  encode_fpdu(plain, ulpdu, false);
-  const std::size_t crc_at = plain.size() - kMpaCrcSize;
-  const std::size_t start = out.size();
-  const std::uint64_t fpdu_pos = st.pos;
-  auto marker = [&] {
-    Header m(kMpaMarker);
-    std::uint16_t ptr = static_cast<std::uint16_t>(st.pos - fpdu_pos);
-    if (static_cast<std::int64_t>(st.written) == st.fault_index) {
-      ptr ^= st.fault_ptr_xor;
-      m.set(MpaMarker::rsvd, st.fault_rsvd);
-    }
-    m.set(MpaMarker::fpduptr, ptr);
-    append(out, m);
-    st.pos += kMpaMarker.size;
-    ++st.written;
-  };
-  for (std::size_t from = 0; from < crc_at;) {
-    if (is_marker_position(st.pos)) marker();
-    const std::size_t n = std::min<std::uint64_t>(crc_at - from, kMpaMarkerInterval - st.pos % kMpaMarkerInterval);
-    out.insert(out.end(), plain.begin() + static_cast<std::ptrdiff_t>(from), plain.begin() + static_cast<std::ptrdiff_t>(from + n));
-    from += n;
-    st.pos += n;
-  }
-  // A marker due right before the CRC field is part of what the CRC covers.
-  if (is_marker_position(st.pos)) marker();
-  const std::uint32_t c = crc ? fpdu_crc(Bytes(out).subspan(start)) : 0;
-  std::byte le[4];
-  put_le32(MutBytes{le, 4}, 0, c);
-  out.insert(out.end(), le, le + 4);
-  st.pos += kMpaCrcSize;
+  VectorSink s{out};
+  emit_fpdu(s, ulpdu, {}, crc, &st);
 }
 
 namespace {

@@ -1,10 +1,12 @@
 #pragma once
 // iWARP codecs: MPA Request/Reply, FPDU framing with its pad and CRC hooks,
 // and DDP segments with their RDMAP bodies.
+#include <algorithm>
 #include <optional>
 #include <vector>
 
 #include "protocols/core/decoded.hpp"
+#include "protocols/crc/crc32c.hpp"
 #include "protocols/iwarp/headers.hpp"
 
 namespace rdmaconf::protocols::iwarp {
@@ -76,6 +78,20 @@ struct MarkerStream {
   std::uint16_t fault_ptr_xor = 0, fault_rsvd = 0;
 };
 void encode_fpdu_marked(std::vector<std::byte>& out, Bytes ulpdu, bool crc, MarkerStream& st);
+
+// The one FPDU writer behind the three above, for a sender that gathers
+// rather than copies. It hands `sink` the FPDU in wire order as pieces:
+// sink.made(Bytes) for `head` and the octets it composed (length field,
+// markers, pad, CRC field), which the sink copies before the call returns,
+// and sink.view(Bytes) for parts of `payload`, whose views the sink may keep
+// (they must then stay valid until those octets have been sent). The CRC is taken over
+// the pieces as they go, markers included. `markers` null: no markers.
+struct FpduFaults {
+  std::uint16_t length_excess = 0;  // the length field claims this many octets more (the CRC covers the true one)
+  std::uint32_t crc_xor = 0;        // XORed into the CRC field as sent
+};
+template <class Sink>
+void emit_fpdu(Sink& sink, Bytes head, Bytes payload, bool crc, MarkerStream* markers, FpduFaults faults = {});
 // Where markers sit: true when `pos` (relative to the first FPDU) is a marker position.
 constexpr bool is_marker_position(std::uint64_t pos) { return pos % kMpaMarkerInterval == 0; }
 
@@ -106,5 +122,59 @@ void encode_ddp_tagged(std::vector<std::byte>& out, std::uint8_t opcode, std::ui
 // Appends a header's octets.
 void append(std::vector<std::byte>& out, const Header& h);
 void append(std::vector<std::byte>& out, Bytes b);
+
+// ---- emit_fpdu
+
+template <class Sink>
+void emit_fpdu(Sink& sink, Bytes head, Bytes payload, bool crc, MarkerStream* st, FpduFaults faults) {
+  const std::size_t len = head.size() + payload.size();
+  std::uint32_t state = crc::kCrc32cInit;
+  const std::uint64_t fpdu_pos = st ? st->pos : 0;
+  auto marker = [&] {
+    Header m(kMpaMarker);
+    auto ptr = static_cast<std::uint16_t>(st->pos - fpdu_pos);
+    if (static_cast<std::int64_t>(st->written) == st->fault_index) {
+      ptr ^= st->fault_ptr_xor;
+      m.set(MpaMarker::rsvd, st->fault_rsvd);
+    }
+    m.set(MpaMarker::fpduptr, ptr);
+    sink.made(m.bytes());
+    if (crc) state = crc::crc32c_update(state, m.bytes());
+    st->pos += kMpaMarker.size;
+    ++st->written;
+  };
+  // `wire` as sent, `covered` what the CRC takes for it (they differ only in
+  // a faulty length field), split where markers fall.
+  auto part = [&](Bytes wire, Bytes covered, bool composed) {
+    while (!wire.empty()) {
+      std::size_t n = wire.size();
+      if (st) {
+        if (is_marker_position(st->pos)) marker();
+        n = std::min<std::uint64_t>(n, kMpaMarkerInterval - st->pos % kMpaMarkerInterval);
+        st->pos += n;
+      }
+      if (composed) sink.made(wire.first(n));
+      else sink.view(wire.first(n));
+      if (crc) state = crc::crc32c_update(state, covered.first(n));
+      wire = wire.subspan(n);
+      covered = covered.subspan(n);
+    }
+  };
+  std::byte length[2], true_length[2];
+  put_be16(MutBytes{length, 2}, 0, static_cast<std::uint16_t>(len + faults.length_excess));
+  put_be16(MutBytes{true_length, 2}, 0, static_cast<std::uint16_t>(len));
+  part(Bytes{length, 2}, Bytes{true_length, 2}, true);
+  part(head, head, true);
+  part(payload, payload, false);
+  static constexpr std::byte kZeros[4] = {};
+  part(Bytes{kZeros, mpa_pad(len)}, Bytes{kZeros, mpa_pad(len)}, true);
+  // A marker due right before the CRC field is inside the FPDU and covered;
+  // octets are 4-aligned from the stream's start, so none falls inside it.
+  if (st && is_marker_position(st->pos)) marker();
+  std::byte field[kMpaCrcSize];
+  put_le32(MutBytes{field, kMpaCrcSize}, 0, (crc ? crc::crc32c_final(state) : 0) ^ faults.crc_xor);
+  sink.made(Bytes{field, kMpaCrcSize});
+  if (st) st->pos += kMpaCrcSize;
+}
 
 }  // namespace rdmaconf::protocols::iwarp

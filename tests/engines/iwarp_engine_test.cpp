@@ -54,11 +54,9 @@ void shuttle(Side& a, Side& b, std::size_t cut, Tap tap) {
     for (int d = 0; d < 2; ++d) {
       QueuePair& from = d == 0 ? a.qp : b.qp;
       QueuePair& to = d == 0 ? b.qp : a.qp;
-      Bytes out = from.output();
-      if (out.empty()) continue;
-      const std::size_t n = cut ? std::min(cut, out.size()) : out.size();
-      std::vector<std::byte> chunk(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(n));
-      from.consume(n);
+      if (from.output().empty()) continue;
+      const std::vector<std::byte> chunk = from.output().copy_out(cut ? cut : SIZE_MAX);
+      from.consume(chunk.size());
       tap(d, Bytes(chunk));
       to.receive(Bytes(chunk));
       moved = true;
@@ -400,6 +398,144 @@ BOOST_AUTO_TEST_CASE(rejection_and_setup_errors) {
 
 // The device refuses what the wire cannot carry, with a reason, and builds
 // working objects otherwise.
+// The transmit queue: views stay views, short ones and composed octets are
+// copied, every split of consume() leaves the same octets in order, and the
+// queue compacts without losing any.
+BOOST_AUTO_TEST_CASE(transmit_queue_gathers_views_and_copies) {
+  const std::vector<std::byte> big = pattern(70000, 3), small = pattern(100, 4);
+  TxQueue q;
+  std::vector<std::byte> expect;
+  auto add = [&](Bytes b, bool view) {
+    if (view) q.view(b);
+    else q.made(b);
+    expect.insert(expect.end(), b.begin(), b.end());
+  };
+  add(Bytes(small).first(10), false);
+  add(Bytes(small).subspan(10, 20), false);  // joins the owned piece before it
+  add(Bytes(big).first(30000), true);
+  add(Bytes(big).subspan(30000, 30000), true);  // continues the view before it
+  add(Bytes(small).first(40), true);           // short: copied in
+  add(Bytes(big).subspan(60000), true);
+  iovec iov[8];
+  const std::size_t n = q.gather(iov);
+  BOOST_TEST(n == 4u);
+  BOOST_TEST(iov[0].iov_len == 30u);
+  BOOST_TEST(iov[1].iov_base == static_cast<const void*>(big.data()));  // the region itself, not a copy
+  BOOST_TEST(iov[1].iov_len == 60000u);
+  BOOST_TEST(iov[3].iov_base == static_cast<const void*>(big.data() + 60000));
+  BOOST_TEST(q.size() == expect.size());
+  BOOST_TEST((q.copy_out() == expect));
+  // Consumed in odd steps, the rest is always the tail of what went in.
+  std::size_t gone = 0;
+  for (std::size_t step : {7u, 23u, 1u, 29999u, 5u, 30000u, 41u}) {
+    q.consume(step);
+    gone += step;
+    BOOST_TEST(q.consumed() == gone);
+    BOOST_TEST((q.copy_out() == std::vector<std::byte>(expect.begin() + static_cast<std::ptrdiff_t>(gone), expect.end())));
+  }
+  iovec one[1];
+  BOOST_TEST(q.gather(one) == 1u);
+  BOOST_TEST(one[0].iov_base == static_cast<const void*>(big.data() + 60000 + (gone - 60070)));
+  // detach(): the same octets, none of them read from the region any more.
+  std::vector<std::byte> moving(big);
+  TxQueue d;
+  d.made(Bytes(small).first(8));
+  d.view(Bytes(moving));
+  d.consume(5);
+  const std::vector<std::byte> before = d.copy_out();
+  d.detach();
+  std::fill(moving.begin(), moving.end(), std::byte{0xee});
+  BOOST_TEST((d.copy_out() == before));
+  BOOST_TEST(d.appended() == 8 + big.size());
+  // Many small appends and consumes: compaction keeps the stream intact.
+  TxQueue c;
+  std::uint64_t in = 0, out = 0;
+  for (int i = 0; i < 200000; ++i) {
+    const std::byte b[3] = {std::byte(in), std::byte(in + 1), std::byte(in + 2)};
+    c.made(Bytes(b, 3));
+    c.view(Bytes(big).subspan(static_cast<std::size_t>(in % 1000), 2048));
+    in += 3 + 2048;
+    const std::size_t take = i % 3 == 0 ? c.size() / 2 : c.size() - 1;
+    const auto front = c.copy_out(1);
+    c.consume(take);
+    out += take;
+    BOOST_REQUIRE(c.consumed() == out);
+    BOOST_REQUIRE(c.size() == in - out);
+    (void)front;
+  }
+  c.consume(c.size());
+  BOOST_TEST(c.empty());
+}
+
+// Zero copy: a Send or Write is gathered from its region when the transport
+// takes it (without markers; between markers the pieces are short and are
+// copied), and completes only once its last octet has been consumed.
+BOOST_AUTO_TEST_CASE(payload_leaves_from_the_region_and_completes_when_sent) {
+  for (bool markers : {false, true}) {
+    BOOST_TEST_CONTEXT("markers " << markers) {
+      Side a(config(true, 2, true, markers, Rtr::none)), b(config(false, 2, true, markers, Rtr::none));
+      b.qp.post_recv({7, {b.recv_stag, 0, 20000}});
+      a.qp.connect();
+      shuttle(a, b);
+      BOOST_REQUIRE(a.qp.state() == QpState::connected);
+      a.qp.post_send({1, WrOpcode::send, {a.src_stag, 0, 20000}});
+      SendWr w{2, WrOpcode::write, {a.src_stag, 20000, 30000}};
+      w.remote_stag = b.dst_stag;
+      w.remote_to = 0x10000;
+      a.qp.post_send(w);
+      BOOST_TEST(a.scq.size() == 0u);  // queued, not sent
+      // Without markers the payload is gathered from the region itself.
+      iovec iov[64];
+      const std::size_t n = a.qp.output().gather(iov);
+      std::size_t from_region = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        const auto* p = static_cast<const std::byte*>(iov[i].iov_base);
+        if (p >= a.src.data() && p + iov[i].iov_len <= a.src.data() + a.src.size()) from_region += iov[i].iov_len;
+      }
+      BOOST_TEST(from_region == (markers ? 0u : 50000u));
+      const std::size_t total = a.qp.output().size();
+      const std::vector<std::byte> first = a.qp.output().copy_out(total - 100);
+      a.qp.consume(first.size());
+      b.qp.receive(Bytes(first));
+      BOOST_TEST(a.scq.size() == 1u);  // the Send went out whole; the Write's tail did not
+      const std::vector<std::byte> rest = a.qp.output().copy_out();
+      a.qp.consume(rest.size());
+      b.qp.receive(Bytes(rest));
+      const auto sc = a.drain(a.scq);
+      BOOST_REQUIRE(sc.size() == 2u);
+      BOOST_TEST(sc[0].wr_id == 1u);
+      BOOST_TEST(sc[1].wr_id == 2u);
+      BOOST_TEST((sc[1].status == WcStatus::success));
+      const auto rc = b.drain(b.rcq);
+      BOOST_REQUIRE(rc.size() == 1u);
+      BOOST_TEST(std::equal(a.src.begin(), a.src.begin() + 20000, b.recv.begin()));
+      BOOST_TEST(std::equal(a.src.begin() + 20000, a.src.begin() + 50000, b.dst.begin()));
+    }
+  }
+}
+
+// A Terminate ends the connection with octets still queued: the work they
+// carry completes (in posting order, before what is flushed) and the queue
+// no longer reads the region, which its owner may now reuse.
+BOOST_AUTO_TEST_CASE(terminate_detaches_queued_payload) {
+  Side a(config(true, 2, true, false, Rtr::none)), b(config(false, 2, true, false, Rtr::none));
+  a.qp.connect();
+  shuttle(a, b);
+  SendWr w{5, WrOpcode::write, {a.src_stag, 0, 40000}};
+  w.remote_stag = b.dst_stag;
+  w.remote_to = 0x10000;
+  a.qp.post_send(w);
+  a.qp.post_send({6, WrOpcode::send, {a.src_stag, 0, 10}});  // no receive posted at b: b will Terminate
+  const std::vector<std::byte> queued = a.qp.output().copy_out();
+  a.qp.peer_closed();  // the connection ends with everything still queued
+  const auto sc = a.drain(a.scq);
+  BOOST_REQUIRE(sc.size() == 2u);
+  BOOST_TEST(sc[0].wr_id == 5u);
+  BOOST_TEST((sc[0].status == WcStatus::success));
+  std::fill(a.src.begin(), a.src.end(), std::byte{0});
+  BOOST_TEST((a.qp.output().copy_out() == queued));
+}
+
 BOOST_AUTO_TEST_CASE(device_validates_queue_pair_configurations) {
   const Device dev;
   BOOST_TEST(dev.query().max_ird == 0x3fffu);
