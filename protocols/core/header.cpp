@@ -44,7 +44,8 @@ Result<Header> Header::decode(const HeaderDef& def, Bytes in) {
 void Header::set(std::size_t field, std::uint64_t v) {
   const FieldDef& f = def_->fields[field];
   if (f.is_wide()) return;
-  write_bits(mutable_bytes(), f.bit_offset, f.bit_width, v);
+  // As in get(): the whole store, so that short headers take the one-window path.
+  write_bits(MutBytes{raw_.data(), kMaxSize}, f.bit_offset, f.bit_width, v);
 }
 
 Bytes Header::field_bytes(std::size_t field) const {

@@ -33,7 +33,10 @@ class Header {
 
   [[gnu::always_inline]] std::uint64_t get(std::size_t field) const {
     const FieldDef& f = def_->fields[field];
-    return f.is_wide() ? 0 : read_bits(bytes(), f.bit_offset, f.bit_width);
+    // Read through the whole 64-octet store, not just def().size octets, so
+    // that a field near a short header's end still takes read_bits' one-window
+    // path (the octets past the header are masked off).
+    return f.is_wide() ? 0 : read_bits(Bytes{raw_.data(), kMaxSize}, f.bit_offset, f.bit_width);
   }
   void set(std::size_t field, std::uint64_t v);
   // A header of `def` with the given fields set and every other field zero.
