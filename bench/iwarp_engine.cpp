@@ -181,10 +181,14 @@ int main(int argc, char** argv) {
   app.add_option("--runs", runs, "runs per figure (median reported)")->check(CLI::Range(1, 50));
   app.add_option("--json", json_out, "write the figures as JSON");
   app.add_flag("--spin", spin, "busy-poll on both sides (engine and raw TCP) instead of blocking");
+  std::string only;
+  app.add_option("--only", only, "just this configuration (\"crc on\", \"crc off\", \"crc on, markers both ways\")");
   CLI11_PARSE(app, argc, argv);
 
   nlohmann::json out = {{"wait", spin ? "spin" : "block"}, {"rows", nlohmann::json::array()}};
-  const std::vector<EngineCfg> cfgs = {{true, false}, {false, false}, {true, true}};
+  std::vector<EngineCfg> cfgs = {{true, false}, {false, false}, {true, true}};
+  if (!only.empty())  // (for profiling one configuration)
+    std::erase_if(cfgs, [&](const EngineCfg& c) { return c.name() != only; });
   // Each run measures raw TCP and then every configuration back to back, and
   // the ratio reported is the median of the runs' own ratios: a slow spell of
   // this (virtual) machine then moves both sides of a ratio together.

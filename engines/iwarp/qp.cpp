@@ -260,8 +260,15 @@ void QueuePair::send_fpdu(Bytes head, Bytes payload) {
     ms_.fault_index = cfg_.faults.wrong_marker ? static_cast<std::int64_t>(cfg_.faults.wrong_marker - 1) : -1;
     ms_.fault_ptr_xor = 0x0101;
   }
+  if (tx_markers_) {
+    // Markers every 512 octets leave pieces too short to send as views
+    // (TxQueue): the FPDU is laid down in the queue directly, markers in
+    // place, and its CRC taken in one pass.
+    const protocols::MutBytes to = tx_.grow(pi::marked_fpdu_size(head.size() + payload.size(), ms_.pos));
+    return pi::write_fpdu_marked(to, head, payload, crc_, ms_, f);
+  }
   // The header is copied into the queue; the payload stays in its region.
-  pi::emit_fpdu(tx_, head, payload, crc_, tx_markers_ ? &ms_ : nullptr, f);
+  pi::emit_fpdu(tx_, head, payload, crc_, nullptr, f);
 }
 
 void QueuePair::send_untagged(std::uint8_t opcode, std::uint32_t msn, Bytes body, Bytes payload, std::uint32_t rsvd_ulp,

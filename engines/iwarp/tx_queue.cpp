@@ -1,6 +1,7 @@
 #include "engines/iwarp/tx_queue.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 namespace rdmaconf::engine::iwarp {
 
@@ -12,12 +13,20 @@ constexpr std::size_t kMinView = 1024;              // shorter views are copied 
 
 void TxQueue::made(protocols::Bytes b) {
   if (b.empty()) return;
-  if (pieces_.size() > first_ && !pieces_.back().ext && pieces_.back().off + pieces_.back().len == arena_.size())
-    pieces_.back().len += b.size();
+  const protocols::MutBytes to = grow(b.size());
+  std::memcpy(to.data(), b.data(), b.size());
+}
+
+protocols::MutBytes TxQueue::grow(std::size_t n) {
+  const std::size_t at = arena_.size();
+  if (n == 0) return {};
+  if (pieces_.size() > first_ && !pieces_.back().ext && pieces_.back().off + pieces_.back().len == at)
+    pieces_.back().len += n;
   else
-    pieces_.push_back({nullptr, arena_.size(), b.size()});
-  arena_.insert(arena_.end(), b.begin(), b.end());
-  appended_ += b.size();
+    pieces_.push_back({nullptr, at, n});
+  arena_.resize(at + n);
+  appended_ += n;
+  return protocols::MutBytes(arena_.data() + at, n);
 }
 
 void TxQueue::view(protocols::Bytes b) {

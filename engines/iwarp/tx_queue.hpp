@@ -15,7 +15,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <new>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "protocols/core/bits.hpp"
@@ -26,6 +29,9 @@ class TxQueue {
  public:
   // Octets copied into the queue.
   void made(protocols::Bytes b);
+  // Room for `n` octets in the queue's own storage, to be written in place
+  // before anything else is added.
+  protocols::MutBytes grow(std::size_t n);
   // Octets that stay where they are until consumed past.
   void view(protocols::Bytes b);
 
@@ -56,7 +62,17 @@ class TxQueue {
   }
   void compact();
 
-  std::vector<std::byte> arena_;  // owned octets; owned pieces lie in it in queue order
+  // Octets grow() hands out are written at once: no zero fill first.
+  struct NoFill : std::allocator<std::byte> {
+    template <class U>
+    struct rebind {
+      using other = NoFill;
+    };
+    void construct(std::byte* p) { ::new (static_cast<void*>(p)) std::byte; }
+    template <class... A>
+    void construct(std::byte* p, A&&... a) { ::new (static_cast<void*>(p)) std::byte(std::forward<A>(a)...); }
+  };
+  std::vector<std::byte, NoFill> arena_;  // owned octets; owned pieces lie in it in queue order
   std::vector<Piece> pieces_;
   std::size_t first_ = 0;  // the front piece
   std::size_t skip_ = 0;   // octets of the front piece already sent

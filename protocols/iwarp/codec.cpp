@@ -86,7 +86,7 @@ std::uint32_t fpdu_crc(Bytes covered) { return crc::crc32c(covered); }
 
 namespace {
 
-// Sinks for emit_fpdu that copy every piece: into a fixed span, or onto a vector.
+// A sink for emit_fpdu that copies every piece into a span of the right size.
 struct SpanSink {
   MutBytes out;
   std::size_t at = 0;
@@ -94,11 +94,6 @@ struct SpanSink {
     std::memcpy(out.data() + at, b.data(), b.size());
     at += b.size();
   }
-  void view(Bytes b) { made(b); }
-};
-struct VectorSink {
-  std::vector<std::byte>& out;
-  void made(Bytes b) { out.insert(out.end(), b.begin(), b.end()); }
   void view(Bytes b) { made(b); }
 };
 
@@ -110,14 +105,39 @@ void write_fpdu(MutBytes f, Bytes head, Bytes payload, bool crc) {
 }
 
 void encode_fpdu(std::vector<std::byte>& out, Bytes ulpdu, bool crc) {
-  out.reserve(out.size() + fpdu_size(ulpdu.size()));
-  VectorSink s{out};
-  emit_fpdu(s, ulpdu, {}, crc, nullptr);
+  const std::size_t at = out.size();
+  out.resize(at + fpdu_size(ulpdu.size()));
+  write_fpdu(MutBytes(out).subspan(at), ulpdu, {}, crc);
 }
 
 void encode_fpdu_marked(std::vector<std::byte>& out, Bytes ulpdu, bool crc, MarkerStream& st) {
-  VectorSink s{out};
-  emit_fpdu(s, ulpdu, {}, crc, &st);
+  const std::size_t at = out.size();
+  out.resize(at + marked_fpdu_size(ulpdu.size(), st.pos));
+  write_fpdu_marked(MutBytes(out).subspan(at), ulpdu, {}, crc, st, {});
+}
+
+std::size_t marked_fpdu_size(std::size_t ulpdu_len, std::uint64_t pos) {
+  std::size_t covered = fpdu_size(ulpdu_len) - kMpaCrcSize, wire = 0;
+  while (covered) {
+    if (is_marker_position(pos + wire)) wire += kMpaMarker.size;
+    const std::size_t n = std::min<std::uint64_t>(covered, kMpaMarkerInterval - (pos + wire) % kMpaMarkerInterval);
+    wire += n;
+    covered -= n;
+  }
+  if (is_marker_position(pos + wire)) wire += kMpaMarker.size;
+  return wire + kMpaCrcSize;
+}
+
+void write_fpdu_marked(MutBytes f, Bytes head, Bytes payload, bool crc, MarkerStream& st, const FpduFaults& faults) {
+  const bool leading = is_marker_position(st.pos);
+  SpanSink s{f};
+  emit_fpdu(s, head, payload, false, &st);  // the true length, no CRC yet
+  const std::size_t crc_at = f.size() - kMpaCrcSize;
+  put_le32(f, crc_at, (crc ? fpdu_crc(f.first(crc_at)) : 0) ^ faults.crc_xor);
+  if (faults.length_excess) {  // the CRC above covers the true length
+    const std::size_t at = leading ? kMpaMarker.size : 0;
+    put_be16(f, at, static_cast<std::uint16_t>(be16(f, at) + faults.length_excess));
+  }
 }
 
 namespace {

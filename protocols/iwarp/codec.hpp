@@ -94,6 +94,14 @@ template <class Sink>
 void emit_fpdu(Sink& sink, Bytes head, Bytes payload, bool crc, MarkerStream* markers, FpduFaults faults = {});
 // Where markers sit: true when `pos` (relative to the first FPDU) is a marker position.
 constexpr bool is_marker_position(std::uint64_t pos) { return pos % kMpaMarkerInterval == 0; }
+// Octets an FPDU of `ulpdu_len` takes on a marked stream when it starts at
+// `pos`: its own markers included (a leading one, and one due right before
+// the CRC field), the one at the next FPDU's start not.
+std::size_t marked_fpdu_size(std::size_t ulpdu_len, std::uint64_t pos);
+// Writes that FPDU (head, then payload) into `f`, which holds exactly
+// marked_fpdu_size(...) octets, and advances `st`. The CRC is taken in one
+// pass over the octets as laid down, markers included.
+void write_fpdu_marked(MutBytes f, Bytes head, Bytes payload, bool crc, MarkerStream& st, const FpduFaults& faults);
 
 // ---- DDP segment and RDMAP body (RFC 5041 §4, RFC 5040 §4, RFC 7306)
 struct DdpSegment {
@@ -131,15 +139,20 @@ void emit_fpdu(Sink& sink, Bytes head, Bytes payload, bool crc, MarkerStream* st
   std::uint32_t state = crc::kCrc32cInit;
   const std::uint64_t fpdu_pos = st ? st->pos : 0;
   auto marker = [&] {
-    Header m(kMpaMarker);
+    // Written through the marker's table into an 8-octet window (the
+    // one-window path of write_bits), without a Header per marker.
+    std::byte w[8] = {};
+    const FieldDef& rsvd = kMpaMarker.fields[MpaMarker::rsvd];
+    const FieldDef& fpduptr = kMpaMarker.fields[MpaMarker::fpduptr];
     auto ptr = static_cast<std::uint16_t>(st->pos - fpdu_pos);
     if (static_cast<std::int64_t>(st->written) == st->fault_index) {
       ptr ^= st->fault_ptr_xor;
-      m.set(MpaMarker::rsvd, st->fault_rsvd);
+      write_bits(MutBytes{w, 8}, rsvd.bit_offset, rsvd.bit_width, st->fault_rsvd);
     }
-    m.set(MpaMarker::fpduptr, ptr);
-    sink.made(m.bytes());
-    if (crc) state = crc::crc32c_update(state, m.bytes());
+    write_bits(MutBytes{w, 8}, fpduptr.bit_offset, fpduptr.bit_width, ptr);
+    const Bytes m{w, kMpaMarker.size};
+    sink.made(m);
+    if (crc) state = crc::crc32c_update(state, m);
     st->pos += kMpaMarker.size;
     ++st->written;
   };

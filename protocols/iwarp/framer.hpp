@@ -111,6 +111,8 @@ class MpaFramer {
           return Fpdu{f, start_, total, crc_ ? fpdu_crc(f.first(total - kMpaCrcSize)) : 0, {}, tag};
         }
       }
+      if (markers_)
+        if (auto f = whole_marked(in, tag)) return f;
     }
     while (!in.empty()) {
       if (markers_ && (mk_have_ > 0 || pos_ % kMpaMarkerInterval == 0)) {
@@ -157,6 +159,45 @@ class MpaFramer {
   }
 
  private:
+  // An FPDU that arrived whole on a marked stream: its octets copied out
+  // between the markers in one sweep and its CRC taken in one pass over the
+  // octets as they came (markers included), instead of octet run by octet
+  // run below. Nothing when `in` does not hold all of it.
+  std::optional<Fpdu> whole_marked(Bytes& in, const Tag& tag) {
+    const std::size_t lead = is_marker_position(pos_) ? kMpaMarker.size : 0;
+    if (in.size() < lead + 2) return std::nullopt;
+    const std::size_t wire = marked_fpdu_size(be16(in, lead), pos_);
+    if (in.size() < wire) return std::nullopt;
+    const FieldDef& rsvd = kMpaMarker.fields[MpaMarker::rsvd];
+    const FieldDef& ptr = kMpaMarker.fields[MpaMarker::fpduptr];
+    std::uint64_t p = pos_;
+    for (std::size_t off = 0; off < wire;) {
+      if (is_marker_position(p)) {
+        const Bytes m = in.subspan(off, kMpaMarker.size);
+        Marker mk;
+        mk.pos = p;
+        mk.tag = tag;
+        mk.rsvd = static_cast<std::uint16_t>(read_bits(m, rsvd.bit_offset, rsvd.bit_width));
+        mk.fpduptr = static_cast<std::uint16_t>(read_bits(m, ptr.bit_offset, ptr.bit_width));
+        mk.expected_ptr = static_cast<std::uint16_t>(p - start_);
+        seen_.push_back(mk);
+        off += kMpaMarker.size;
+        p += kMpaMarker.size;
+        continue;
+      }
+      const std::size_t n = std::min<std::uint64_t>(wire - off, kMpaMarkerInterval - p % kMpaMarkerInterval);
+      stage_.insert(stage_.end(), in.begin() + static_cast<std::ptrdiff_t>(off),
+                    in.begin() + static_cast<std::ptrdiff_t>(off + n));
+      off += n;
+      p += n;
+    }
+    const std::uint32_t c = crc_ ? fpdu_crc(in.first(wire - kMpaCrcSize)) : 0;
+    in = in.subspan(wire);
+    pos_ += wire;
+    open_ = false;
+    return Fpdu{Bytes(stage_), start_, wire, c, seen_, tag};
+  }
+
   bool markers_ = false, crc_ = false;
   std::uint64_t pos_ = 0;
   bool open_ = false;  // an FPDU (or its leading marker) has begun
