@@ -259,8 +259,6 @@ void QueuePair::send_fpdu(Bytes head, Bytes payload) {
   if (tx_markers_) {
     ms_.fault_index = cfg_.faults.wrong_marker ? static_cast<std::int64_t>(cfg_.faults.wrong_marker - 1) : -1;
     ms_.fault_ptr_xor = 0x0101;
-  }
-  if (tx_markers_) {
     // Markers every 512 octets leave pieces too short to send as views
     // (TxQueue): the FPDU is laid down in the queue directly, markers in
     // place, and its CRC taken in one pass.
