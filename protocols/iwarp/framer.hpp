@@ -162,8 +162,11 @@ class MpaFramer {
   // An FPDU that arrived whole on a marked stream: its octets copied out
   // between the markers in one sweep and its CRC taken in one pass over the
   // octets as they came (markers included), instead of octet run by octet
-  // run below. Nothing when `in` does not hold all of it.
+  // run below. Nothing when `in` does not hold all of it, or when the stream
+  // was resumed off the 4-octet grid: there a marker can fall inside a length
+  // or CRC field, which only the run-by-run path below takes apart.
   std::optional<Fpdu> whole_marked(Bytes& in, const Tag& tag) {
+    if (pos_ % kMpaMarker.size != 0) return std::nullopt;
     const std::size_t lead = is_marker_position(pos_) ? kMpaMarker.size : 0;
     if (in.size() < lead + 2) return std::nullopt;
     const std::size_t wire = marked_fpdu_size(be16(in, lead), pos_);
