@@ -129,13 +129,7 @@ class MpaFramer {
         in = in.subspan(n);
         if (mk_have_ < kMpaMarker.size) break;
         mk_have_ = 0;
-        const Bytes m{mk_octets_, kMpaMarker.size};
-        const FieldDef& rsvd = kMpaMarker.fields[MpaMarker::rsvd];
-        const FieldDef& ptr = kMpaMarker.fields[MpaMarker::fpduptr];
-        mk_.rsvd = static_cast<std::uint16_t>(read_bits(m, rsvd.bit_offset, rsvd.bit_width));
-        mk_.fpduptr = static_cast<std::uint16_t>(read_bits(m, ptr.bit_offset, ptr.bit_width));
-        mk_.expected_ptr = static_cast<std::uint16_t>(mk_.pos - start_);
-        seen_.push_back(mk_);
+        seen_.push_back(marker_at(Bytes{mk_octets_, kMpaMarker.size}, mk_.pos, mk_.tag));
         continue;
       }
       std::size_t n = std::min((need_ ? need_ : 2) - stage_.size(), in.size());
@@ -159,6 +153,20 @@ class MpaFramer {
   }
 
  private:
+  // The marker whose four octets are `m`, at framer position `pos`, read
+  // through its table; its expected pointer is back to the open FPDU's start.
+  Marker marker_at(Bytes m, std::uint64_t pos, const Tag& tag) const {
+    const FieldDef& rsvd = kMpaMarker.fields[MpaMarker::rsvd];
+    const FieldDef& ptr = kMpaMarker.fields[MpaMarker::fpduptr];
+    Marker mk;
+    mk.pos = pos;
+    mk.tag = tag;
+    mk.rsvd = static_cast<std::uint16_t>(read_bits(m, rsvd.bit_offset, rsvd.bit_width));
+    mk.fpduptr = static_cast<std::uint16_t>(read_bits(m, ptr.bit_offset, ptr.bit_width));
+    mk.expected_ptr = static_cast<std::uint16_t>(pos - start_);
+    return mk;
+  }
+
   // An FPDU that arrived whole on a marked stream: its octets copied out
   // between the markers in one sweep and its CRC taken in one pass over the
   // octets as they came (markers included), instead of octet run by octet
@@ -171,19 +179,10 @@ class MpaFramer {
     if (in.size() < lead + 2) return std::nullopt;
     const std::size_t wire = marked_fpdu_size(be16(in, lead), pos_);
     if (in.size() < wire) return std::nullopt;
-    const FieldDef& rsvd = kMpaMarker.fields[MpaMarker::rsvd];
-    const FieldDef& ptr = kMpaMarker.fields[MpaMarker::fpduptr];
     std::uint64_t p = pos_;
     for (std::size_t off = 0; off < wire;) {
       if (is_marker_position(p)) {
-        const Bytes m = in.subspan(off, kMpaMarker.size);
-        Marker mk;
-        mk.pos = p;
-        mk.tag = tag;
-        mk.rsvd = static_cast<std::uint16_t>(read_bits(m, rsvd.bit_offset, rsvd.bit_width));
-        mk.fpduptr = static_cast<std::uint16_t>(read_bits(m, ptr.bit_offset, ptr.bit_width));
-        mk.expected_ptr = static_cast<std::uint16_t>(p - start_);
-        seen_.push_back(mk);
+        seen_.push_back(marker_at(in.subspan(off, kMpaMarker.size), p, tag));
         off += kMpaMarker.size;
         p += kMpaMarker.size;
         continue;

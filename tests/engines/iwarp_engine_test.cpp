@@ -405,10 +405,11 @@ BOOST_AUTO_TEST_CASE(transmit_queue_gathers_views_and_copies) {
   const std::vector<std::byte> big = pattern(70000, 3), small = pattern(100, 4);
   TxQueue q;
   std::vector<std::byte> expect;
+  expect.reserve(big.size() + small.size());
   auto add = [&](Bytes b, bool view) {
     if (view) q.view(b);
     else q.made(b);
-    expect.insert(expect.end(), b.begin(), b.end());
+    std::copy(b.begin(), b.end(), std::back_inserter(expect));
   };
   add(Bytes(small).first(10), false);
   add(Bytes(small).subspan(10, 20), false);  // joins the owned piece before it
