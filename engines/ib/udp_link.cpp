@@ -3,7 +3,9 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <unistd.h>
 #include <linux/sock_diag.h>
 
 #include <algorithm>
@@ -11,6 +13,7 @@
 #include <chrono>
 #include <cstring>
 #include <span>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -78,6 +81,48 @@ std::uint64_t now_ms() {
   return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                         std::chrono::steady_clock::now().time_since_epoch())
                                         .count());
+}
+
+Mailbox::Mailbox() : event_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  if (!event_) throw std::runtime_error(errno_text("eventfd"));
+}
+
+bool Mailbox::put(protocols::Bytes datagram, const sockaddr_storage& from, std::size_t ip_header_len) {
+  {
+    std::lock_guard g(mu_);
+    if (octets_ + datagram.size() > kCapacity) {
+      ++dropped_;
+      return false;
+    }
+    Datagram d;
+    if (!spare_.empty()) {
+      d = std::move(spare_.back());
+      spare_.pop_back();
+    }
+    d.bytes.assign(datagram.begin(), datagram.end());
+    d.from = from;
+    d.ip_header_len = ip_header_len;
+    octets_ += datagram.size();
+    waiting_.push_back(std::move(d));
+  }
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const auto w = ::write(event_.get(), &one, sizeof one);
+  return true;
+}
+
+void Mailbox::take(std::vector<Datagram>& out) {
+  std::uint64_t n = 0;
+  [[maybe_unused]] const auto r = ::read(event_.get(), &n, sizeof n);  // (before the swap: a put after it signals again)
+  std::lock_guard g(mu_);
+  out.swap(waiting_);
+  octets_ = 0;
+}
+
+void Mailbox::give_back(std::vector<Datagram>& used) {
+  std::lock_guard g(mu_);
+  for (auto& d : used)
+    if (spare_.size() < kBatch * 4) spare_.push_back(std::move(d));
+  used.clear();
 }
 
 UdpLink::UdpLink() : batch_(kBatch), rx_(kBatch, std::vector<std::byte>(kMaxDatagram)) {}
@@ -152,6 +197,13 @@ bool UdpLink::connect_peer(std::string& err) {
   return true;
 }
 
+bool UdpLink::attach(Mailbox& box, std::string_view local, int send_fd, std::string& err) {
+  if (!udp_endpoint(local, local_, err)) return false;
+  box_ = &box;
+  send_fd_ = send_fd;
+  return true;
+}
+
 std::string UdpLink::peer_name() const { return have_peer_ ? endpoint_name(peer_) : std::string(); }
 
 bool UdpLink::raw_receive(std::string& err) {
@@ -195,6 +247,7 @@ void UdpLink::stop_recording() { pcap_.reset(); }
 void UdpLink::close() {
   fd_ = Fd();
   raw_ = Fd();
+  box_ = nullptr;
   have_peer_ = false;
 }
 
@@ -253,10 +306,28 @@ bool UdpLink::flush(QueuePair& qp) {
   }
 }
 
-std::size_t UdpLink::poll(QueuePair& qp) {
+void UdpLink::deliver(QueuePair& qp, protocols::Bytes pkt, const sockaddr_storage& from) {
+  ++received_;
+  tap(false, pkt);
+  pib::RoceFlow f = in_flow_;
+  f.sport = port_of(from);
+  const bool ok = pkt.size() >= pib::kBth.size + pib::kIcrcSize && pib::roce_icrc(pkt, f) == pib::read_icrc(pkt);
+  if (!ok) ++icrc_bad_;
+  qp.receive(pkt, ok);
+}
+
+void UdpLink::deliver_raw(QueuePair& qp, protocols::Bytes l3, std::size_t ihl) {
+  const protocols::Bytes pkt = l3.subspan(ihl + 8);
+  ++received_;
+  tap(false, pkt);
+  const bool ok = pib::roce_icrc(l3, false, ihl) == pib::read_icrc(pkt);
+  if (!ok) ++icrc_bad_;
+  qp.receive(pkt, ok);
+}
+
+int UdpLink::read_batch(sockaddr_storage* from, std::size_t* len) {
   mmsghdr msgs[kBatch]{};
   iovec iov[kBatch];
-  sockaddr_storage from[kBatch];
   for (std::size_t i = 0; i < kBatch; ++i) {
     iov[i] = {rx_[i].data(), rx_[i].size()};
     msgs[i].msg_hdr.msg_iov = &iov[i];
@@ -265,6 +336,15 @@ std::size_t UdpLink::poll(QueuePair& qp) {
     msgs[i].msg_hdr.msg_namelen = sizeof from[i];
   }
   const int r = ::recvmmsg(fd_.get(), msgs, kBatch, MSG_DONTWAIT, nullptr);
+  for (int i = 0; i < r; ++i) len[i] = msgs[i].msg_len;
+  return r;
+}
+
+std::size_t UdpLink::poll(QueuePair& qp) {
+  if (box_) return poll_mailbox(qp);
+  sockaddr_storage from[kBatch];
+  std::size_t len[kBatch];
+  const int r = read_batch(from, len);
   if (raw_) return poll_raw(qp);  // the raw socket's copies carry the IP header
   if (r <= 0) return 0;
   std::size_t handed = 0;
@@ -273,23 +353,62 @@ std::size_t UdpLink::poll(QueuePair& qp) {
       ++foreign_;
       continue;
     }
-    const protocols::Bytes pkt{rx_[i].data(), msgs[i].msg_len};
-    ++received_;
-    tap(false, pkt);
-    pib::RoceFlow f = in_flow_;
-    f.sport = port_of(from[i]);
-    const bool ok = pkt.size() >= pib::kBth.size + pib::kIcrcSize && pib::roce_icrc(pkt, f) == pib::read_icrc(pkt);
-    if (!ok) ++icrc_bad_;
-    qp.receive(pkt, ok);
+    deliver(qp, {rx_[i].data(), len[i]}, from[i]);
     ++handed;
   }
   return handed;
 }
 
+std::size_t UdpLink::poll_mailbox(QueuePair& qp) {
+  box_->take(inbox_);
+  std::size_t handed = 0;
+  for (const auto& d : inbox_) {
+    if (!from_peer(d.from)) {  // (the dispatcher routes by QPN and address; the port is checked here)
+      ++foreign_;
+      continue;
+    }
+    if (d.ip_header_len)
+      deliver_raw(qp, d.bytes, d.ip_header_len);
+    else
+      deliver(qp, d.bytes, d.from);
+    ++handed;
+  }
+  box_->give_back(inbox_);
+  return handed;
+}
+
+std::size_t UdpLink::dispatch(const Route& route) {
+  // The destination QP is the BTH's octets 5 to 7.
+  const auto hand = [&](protocols::Bytes pkt, protocols::Bytes whole, const sockaddr_storage& from, std::size_t ihl) {
+    if (pkt.size() >= pib::kBth.size + pib::kIcrcSize && route(protocols::be32(pkt, 4) & 0xffffffu, whole, from, ihl))
+      ++received_;
+    else
+      ++foreign_;
+  };
+  sockaddr_storage from[kBatch];
+  std::size_t len[kBatch];
+  const int r = read_batch(from, len);
+  if (raw_)  // the UDP socket's copies are read and dropped; the raw socket's carry the IP header
+    return read_raw([&](protocols::Bytes l3, std::size_t ihl, const sockaddr_storage& src) {
+      hand(l3.subspan(ihl + 8), l3, src, ihl);
+      return true;
+    });
+  for (int i = 0; i < r; ++i) {
+    const protocols::Bytes pkt{rx_[i].data(), len[i]};
+    hand(pkt, pkt, from[i], 0);
+  }
+  return r > 0 ? static_cast<std::size_t>(r) : 0;
+}
+
+void UdpLink::wait(int timeout_ms) const {
+  pollfd p[3] = {{fd_ ? fd_.get() : -1, POLLIN, 0}, {raw_ ? raw_.get() : -1, POLLIN, 0}, {box_ ? box_->fd() : -1, POLLIN, 0}};
+  ::poll(p, 3, timeout_ms);
+}
+
 std::uint64_t UdpLink::kernel_drops() const {
   // The socket's drop counter (SK_MEMINFO_DROPS of SO_MEMINFO); with a raw
   // receive socket its copies are the ones read, so its drops count too.
-  std::uint64_t n = 0;
+  std::uint64_t n = box_ ? box_->dropped() : 0;
   for (const Fd* fd : {&fd_, &raw_}) {
     if (!*fd) continue;
     std::uint32_t mem[SK_MEMINFO_VARS]{};
@@ -302,6 +421,11 @@ std::uint64_t UdpLink::kernel_drops() const {
 
 std::size_t UdpLink::discard_pending() {
   std::size_t n = 0;
+  if (box_) {
+    box_->take(inbox_);
+    n += inbox_.size();
+    box_->give_back(inbox_);
+  }
   for (const Fd* fd : {&fd_, &raw_}) {
     if (!*fd) continue;
     while (::recv(fd->get(), rx_[0].data(), rx_[0].size(), MSG_DONTWAIT) >= 0) n += fd == &fd_;
@@ -309,31 +433,37 @@ std::size_t UdpLink::discard_pending() {
   return n;
 }
 
-std::size_t UdpLink::poll_raw(QueuePair& qp) {
-  std::size_t handed = 0;
+std::size_t UdpLink::raw_datagram(protocols::Bytes l3, sockaddr_storage& from) const {
+  if (l3.size() < 28 || (std::to_integer<unsigned>(l3[0]) >> 4) != 4) return 0;
+  const std::size_t ihl = (std::to_integer<unsigned>(l3[0]) & 15u) * 4;
+  if (ihl < 20 || l3.size() < ihl + 8 + pib::kBth.size + pib::kIcrcSize) return 0;
+  from = {};
+  from.ss_family = AF_INET;
+  std::memcpy(&reinterpret_cast<sockaddr_in&>(from).sin_addr, l3.data() + 12, 4);
+  reinterpret_cast<sockaddr_in&>(from).sin_port = htons(protocols::be16(l3, ihl));
+  if (std::memcmp(l3.data() + 16, addr_of(local_).data(), 4) != 0 || protocols::be16(l3, ihl + 2) != port_of(local_))
+    return 0;
+  return ihl;
+}
+
+std::size_t UdpLink::read_raw(const std::function<bool(protocols::Bytes, std::size_t, const sockaddr_storage&)>& take) {
+  std::size_t taken = 0;
   for (std::size_t n = 0; n < kBatch; ++n) {
     const ssize_t len = ::recv(raw_.get(), rx_[0].data(), rx_[0].size(), MSG_DONTWAIT);
     if (len <= 0) break;
     const protocols::Bytes l3{rx_[0].data(), static_cast<std::size_t>(len)};
-    if (l3.size() < 28 || (std::to_integer<unsigned>(l3[0]) >> 4) != 4) continue;
-    const std::size_t ihl = (std::to_integer<unsigned>(l3[0]) & 15u) * 4;
-    if (ihl < 20 || l3.size() < ihl + 8 + pib::kBth.size + pib::kIcrcSize) continue;
-    sockaddr_storage from{};
-    from.ss_family = AF_INET;
-    std::memcpy(&reinterpret_cast<sockaddr_in&>(from).sin_addr, l3.data() + 12, 4);
-    reinterpret_cast<sockaddr_in&>(from).sin_port = htons(protocols::be16(l3, ihl));
-    if (!from_peer(from) || std::memcmp(l3.data() + 16, addr_of(local_).data(), 4) != 0 ||
-        protocols::be16(l3, ihl + 2) != port_of(local_))
-      continue;
-    const protocols::Bytes pkt = l3.subspan(ihl + 8);
-    ++received_;
-    tap(false, pkt);
-    const bool ok = pib::roce_icrc(l3, false, ihl) == pib::read_icrc(pkt);
-    if (!ok) ++icrc_bad_;
-    qp.receive(pkt, ok);
-    ++handed;
+    sockaddr_storage from;
+    if (const std::size_t ihl = raw_datagram(l3, from)) taken += take(l3, ihl, from);
   }
-  return handed;
+  return taken;
+}
+
+std::size_t UdpLink::poll_raw(QueuePair& qp) {
+  return read_raw([&](protocols::Bytes l3, std::size_t ihl, const sockaddr_storage& from) {
+    if (!from_peer(from)) return false;
+    deliver_raw(qp, l3, ihl);
+    return true;
+  });
 }
 
 bool UdpLink::run_until(QueuePair& qp, const std::function<bool()>& done, int timeout_ms) {
@@ -357,8 +487,7 @@ bool UdpLink::run_until(QueuePair& qp, const std::function<bool()>& done, int ti
     // Nothing arrived: sleep until a datagram, the QP's timer or the end.
     std::uint64_t wait = end - t;
     if (auto nt = qp.next_timer(t)) wait = std::min<std::uint64_t>(wait, *nt);
-    pollfd p[2] = {{fd_.get(), POLLIN, 0}, {raw_ ? raw_.get() : -1, POLLIN, 0}};
-    ::poll(p, 2, static_cast<int>(std::min<std::uint64_t>(wait, 50)));
+    this->wait(static_cast<int>(std::min<std::uint64_t>(wait, 50)));
   }
 }
 

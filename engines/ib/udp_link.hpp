@@ -18,9 +18,11 @@
 // source port may vary (RoCEv2 senders spread flows over source ports).
 #include <netinet/in.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,44 @@ class PcapWriter;
 }
 
 namespace rdmaconf::engine::ib {
+
+// Datagrams handed over to a link by a thread that reads them from a socket
+// the link does not own: a server that serves several queue pairs from one
+// port (perftest's clients all send to 4791, from source ports only their
+// kernel knows) reads the port once and puts each datagram in the mailbox of
+// the session its destination QPN names (UdpLink::dispatch). What does not
+// fit (more than a socket's receive buffer waiting) is dropped and counted,
+// as the kernel drops at a full socket.
+class Mailbox {
+ public:
+  Mailbox();
+  Mailbox(const Mailbox&) = delete;
+  Mailbox& operator=(const Mailbox&) = delete;
+  // A UDP payload from `from`, or with ip_header_len > 0 an IPv4 packet as a
+  // raw socket read it. False when the mailbox is full.
+  bool put(protocols::Bytes datagram, const sockaddr_storage& from, std::size_t ip_header_len);
+  // Readable while datagrams wait.
+  int fd() const { return event_.get(); }
+  std::uint64_t dropped() const { return dropped_.load(); }
+
+ private:
+  friend class UdpLink;
+  struct Datagram {
+    std::vector<std::byte> bytes;
+    sockaddr_storage from{};
+    std::size_t ip_header_len = 0;
+  };
+  static constexpr std::size_t kCapacity = 4 << 20;  // octets, as a link's socket buffer
+  // Moves what waits into `out` (whose buffers it may reuse).
+  void take(std::vector<Datagram>& out);
+  void give_back(std::vector<Datagram>& used);
+
+  Fd event_;
+  std::mutex mu_;
+  std::vector<Datagram> waiting_, spare_;
+  std::size_t octets_ = 0;
+  std::atomic<std::uint64_t> dropped_{0};
+};
 
 class UdpLink {
  public:
@@ -64,6 +104,20 @@ class UdpLink {
   // Records every packet sent and received as IPv4 or IPv6 UDP frames.
   bool record(const std::string& path, std::string& err);
   void stop_recording();
+  // Receives from `box` instead of a socket of its own, and sends through
+  // `send_fd`, a socket bound to `local` that a dispatcher reads (dispatch).
+  bool attach(Mailbox& box, std::string_view local, int send_fd, std::string& err);
+  // The dispatcher's side: reads a batch from this link's socket (its raw
+  // socket with raw_receive) and offers each RoCEv2 datagram to `route` with
+  // its destination QPN, as Mailbox::put takes it; `route` puts it in the
+  // mailbox of the session that QPN belongs to and says whether there was
+  // one. What belongs to no session is dropped and counted
+  // (foreign_datagrams). The count read.
+  using Route = std::function<bool(std::uint32_t dest_qpn, protocols::Bytes datagram, const sockaddr_storage& from,
+                                   std::size_t ip_header_len)>;
+  std::size_t dispatch(const Route& route);
+  // Waits up to timeout_ms for something to read.
+  void wait(int timeout_ms) const;
   // Closes the sockets (the counts stay readable).
   void close();
   int fd() const { return fd_.get(); }
@@ -87,16 +141,31 @@ class UdpLink {
   std::uint64_t icrc_errors() const { return icrc_bad_; }
   std::uint64_t foreign_datagrams() const { return foreign_; }
   // Datagrams the kernel dropped at this link's socket (its receive buffer
-  // full, mostly): what a loaded host lost before the engine could see it.
+  // full, mostly), or its mailbox: what a loaded host lost before the engine
+  // could see it.
   std::uint64_t kernel_drops() const;
 
  private:
   void tap(bool outbound, protocols::Bytes pkt);
 
+  // Up to a batch from the UDP socket into rx_: the count (or -1), each one's source and length.
+  int read_batch(sockaddr_storage* from, std::size_t* len);
+  // Up to a batch from the raw socket: each RoCEv2 datagram to this link's
+  // address and port to `take` (which says whether it took it); the count taken.
+  std::size_t read_raw(const std::function<bool(protocols::Bytes l3, std::size_t ihl, const sockaddr_storage& from)>& take);
   std::size_t poll_raw(QueuePair& qp);
+  std::size_t poll_mailbox(QueuePair& qp);
+  // One datagram to the QP: counted, recorded, its ICRC checked.
+  void deliver(QueuePair& qp, protocols::Bytes udp_payload, const sockaddr_storage& from);
+  void deliver_raw(QueuePair& qp, protocols::Bytes l3, std::size_t ihl);
+  // An IPv4 packet from the raw socket: its header's length, and its source,
+  // if it is a RoCEv2 datagram to this link's address and port (else 0).
+  std::size_t raw_datagram(protocols::Bytes l3, sockaddr_storage& from) const;
   bool from_peer(const sockaddr_storage& from) const;
 
   Fd fd_, raw_;
+  Mailbox* box_ = nullptr;
+  std::vector<Mailbox::Datagram> inbox_;
   int send_fd_ = -1;
   sockaddr_storage local_{}, peer_{};  // IPv4 or IPv6, both of one family
   bool have_peer_ = false, exact_port_ = false;

@@ -8,9 +8,11 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -24,7 +26,8 @@
 namespace rdmaconf::interop::ib {
 
 using namespace engine;
-using engine::ib::QpConfig, engine::ib::QpType, engine::ib::QueuePair, engine::ib::QpState, engine::ib::UdpLink;
+using engine::ib::QpConfig, engine::ib::QpType, engine::ib::QueuePair, engine::ib::QpState, engine::ib::UdpLink,
+    engine::ib::Mailbox;
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
@@ -622,6 +625,37 @@ json serve_one(int cfd, const PeerOptions& o, std::uint64_t index, std::stop_tok
 
 }  // namespace
 
+namespace {
+
+// The accept loop both servers share: each connection is a session in a
+// thread of its own, at most max_sessions at once; beyond, a polite refusal
+// (`busy` sends it in the client's protocol, if it has a way to say it).
+// `between` runs around every accept. Returns once every session has ended.
+void accept_sessions(int listen_fd, const PeerOptions& o, std::stop_token stop,
+                     const std::function<void(json)>& report, const std::function<json(int fd, std::uint64_t index)>& serve_one,
+                     const std::function<void(int fd, const std::string& why)>& busy, const std::function<void()>& between) {
+  SessionPool pool(o.max_sessions);
+  std::string err;
+  for (std::uint64_t n = 0; !stop.stop_requested() && (o.connections == 0 || n < o.connections);) {
+    between();
+    Fd c = tcp_accept(listen_fd, 200, err);
+    if (!c) continue;
+    between();
+    const std::uint64_t index = n++;
+    const auto admitted = pool.admit(
+        std::move(c), [&, index](Fd& f) { report(serve_one(f.get(), index)); },
+        [&, index](Fd& f) {
+          const std::string why = fmt::format("busy: {} sessions in progress", o.max_sessions);
+          busy(f.get(), why);
+          report({{"connection", index}, {"ok", false}, {"refused", true}, {"error", why}});
+        });
+    if (admitted == SessionPool::Admission::closed)
+      report({{"connection", index}, {"ok", false}, {"refused", true}, {"error", "busy; closed without a reply"}});
+  }
+}
+
+}  // namespace
+
 void serve(int listen_fd, const PeerOptions& o, const std::function<void(const json&)>& on_connection,
            std::stop_token stop) {
   // Datagrams no live session claims reach this socket (it shares the port
@@ -640,23 +674,10 @@ void serve(int listen_fd, const PeerOptions& o, const std::function<void(const j
     on_connection(j);
   };
   Shared shared{unclaimed.fd(), MemoryBudget(o.memory_budget), {}, {}};
-  SessionPool pool(o.max_sessions);  // last: its sessions use the above
-  for (std::uint64_t n = 0; !stop.stop_requested() && (o.connections == 0 || n < o.connections);) {
-    dropped += unclaimed.discard_pending();
-    Fd c = tcp_accept(listen_fd, 200, err);
-    if (!c) continue;
-    dropped += unclaimed.discard_pending();
-    const std::uint64_t index = n++;
-    const auto admitted = pool.admit(
-        std::move(c), [&, index](Fd& f) { report(serve_one(f.get(), o, index, stop, shared)); },
-        [&, index](Fd& f) {
-          const std::string busy = fmt::format("busy: {} sessions in progress", o.max_sessions);
-          send_json(f.get(), {{"error", busy}});
-          report({{"connection", index}, {"ok", false}, {"refused", true}, {"error", busy}});
-        });
-    if (admitted == SessionPool::Admission::closed)
-      report({{"connection", index}, {"ok", false}, {"refused", true}, {"error", "busy; closed without a reply"}});
-  }
+  accept_sessions(
+      listen_fd, o, stop, report, [&](int fd, std::uint64_t index) { return serve_one(fd, o, index, stop, shared); },
+      [](int fd, const std::string& why) { send_json(fd, {{"error", why}}); },
+      [&] { dropped += unclaimed.discard_pending(); });
 }
 
 // ---------------------------------------------------------------- perftest
@@ -875,11 +896,146 @@ RunResult run_perftest_client(std::string_view server, std::string_view program,
   return r;
 }
 
+namespace {
+
+// What the perftest sessions of one serve_perftest() share. perftest's
+// clients all send to port 4791 from source ports their kernel picks (rxe
+// derives them from the QPN), so no session can have a socket connected to
+// its client: one thread reads the port and hands each datagram to the
+// session whose QPN it names (UdpLink::dispatch). A session's QPN is drawn
+// at random among those no live session holds, and its link takes only its
+// client's address; what names no live QPN is dropped and counted.
+struct PerftestShared {
+  UdpLink& port;
+  MemoryBudget budget;
+  std::mutex mu;
+  std::map<std::uint32_t, Mailbox*> sessions;  // by QPN
+  std::atomic<std::uint64_t> drained{0};        // the reader's passes that ended with the port empty
+};
+
+// A session's QPN, held for its life.
+class QpnClaim {
+ public:
+  QpnClaim(PerftestShared& s, Mailbox& box) : s_(s) {
+    std::lock_guard g(s_.mu);
+    do qpn_ = 2 + static_cast<std::uint32_t>(random_u64() % (kMaxQpn - 1));  // (QPN 0 and 1 are the special QPs)
+    while (!s_.sessions.emplace(qpn_, &box).second);
+  }
+  ~QpnClaim() {
+    std::lock_guard g(s_.mu);
+    s_.sessions.erase(qpn_);
+  }
+  QpnClaim(const QpnClaim&) = delete;
+  QpnClaim& operator=(const QpnClaim&) = delete;
+  std::uint32_t qpn() const { return qpn_; }
+
+ private:
+  PerftestShared& s_;
+  std::uint32_t qpn_ = 0;
+};
+
+json serve_perftest_one(int cfd, const PeerOptions& o, PerftestVerb verb, std::uint64_t index, std::stop_token stop,
+                        PerftestShared& shared) {
+  json rep = {{"connection", index}, {"ok", false}, {"program", o.perftest_program},
+              {"connection_type", qp_type_name(o.qp.type)}};
+  std::string err;
+  Mailbox box;
+  const QpnClaim claim(shared, box);
+  UdpLink link;
+  if (!link.attach(box, shared.port.local_name(), shared.port.fd(), err)) {
+    rep["error"] = err;
+    return rep;
+  }
+  // perftest has no way to say why it is turned away: the connection closes.
+  const std::size_t buffer = std::min<std::size_t>(o.max_size, 64u << 20);
+  Reservation mem(&shared.budget);
+  if (!mem.add(buffer)) {
+    rep["error"] = fmt::format("{} octets of buffer are beyond the peer's memory budget ({} of {} in use)", buffer,
+                               shared.budget.used(), shared.budget.limit());
+    return rep;
+  }
+  PerftestSession ses(cfd, false, o.idle_timeout_ms);
+  QpConfig cfg = o.qp;
+  cfg.qpn = claim.qpn();
+  cfg.sq_psn = static_cast<std::uint32_t>(random_u64() & kMaxPsn);
+  std::string version;
+  PerftestRun run;
+  if (!o.pcap_dir.empty())
+    link.record((std::filesystem::path(o.pcap_dir) / fmt::format("peer-perftest-{}.pcap", index)).string(), err);
+  if (!ses.setup(cfg.pmtu, version) || !perftest_connect(run, ses, link, cfg, buffer, err)) {
+    rep["error"] = err.empty() ? ses.error() : err;
+    return rep;
+  }
+  QueuePair& qp = *run.qp;
+  // ib_send_bw: receives of the whole buffer each (perftest's client
+  // sends at most -s octets), reposted as they complete; then the barrier
+  // that tells the client they are there.
+  const bool send = verb == PerftestVerb::send;
+  constexpr std::uint64_t kRecvDepth = 128;
+  const auto recv_len = static_cast<std::uint32_t>(run.buf.size());
+  std::uint64_t received = 0, received_octets = 0;
+  std::string recv_error;
+  if (send) {
+    for (std::uint64_t i = 0; i < kRecvDepth; ++i) qp.post_recv({i, {run.key, 0, recv_len}});
+    if (!ses.barrier(run.mine)) {
+      rep["error"] = ses.error();
+      return rep;
+    }
+  }
+  const auto take_receives = [&] {
+    while (auto wc = run.rcq.poll()) {
+      if (wc->status != WcStatus::success) {
+        if (recv_error.empty()) recv_error = fmt::format("receive {} completed with '{}'", received, wc_status_name(wc->status));
+        continue;
+      }
+      ++received;
+      received_octets += wc->byte_len;
+      qp.post_recv({wc->wr_id, {run.key, 0, recv_len}});
+    }
+  };
+  // Serve until the client's barrier after its test shows on the socket,
+  // then take what is still waiting: over UC and UD nothing is
+  // acknowledged, so the client's barrier can overtake our reading of the
+  // datagrams it sent before it. Those are in the port by then, but maybe
+  // not yet in our mailbox: we wait for a pass of the reader that began
+  // after the barrier came and emptied the port.
+  std::optional<std::uint64_t> barrier_at;
+  const bool served = link.run_until(qp, [&] {
+    take_receives();
+    if (stop.stop_requested()) return true;
+    if (!barrier_at) {
+      pollfd p{cfd, POLLIN, 0};
+      if (::poll(&p, 1, 0) > 0) barrier_at = shared.drained.load();
+      return false;
+    }
+    return shared.drained.load() >= *barrier_at + 2 && link.poll(qp) == 0;
+  }, o.idle_timeout_ms * 4);
+  link.run_until(qp, [&] { take_receives(); return qp.idle(); }, 100);
+  const bool closed = (send || (ses.barrier(run.mine) && ses.report(0, 0, 0, 0, 0))) && ses.barrier(run.mine) && ses.done();
+  if (send) {
+    rep["received"] = received;
+    rep["received_octets"] = received_octets;
+    if (!recv_error.empty()) rep["error"] = recv_error;
+  }
+  rep["ok"] = served && closed && qp.state() == QpState::rts && recv_error.empty() && (!send || received > 0);
+  rep["version"] = version;
+  rep["qpn"] = cfg.qpn;
+  rep["counters"] = counters_json(qp.counters(), link);
+  rep["foreign_datagrams_dropped"] = link.foreign_datagrams();
+  rep["refusals"] = refusals_json(qp);
+  rep["state"] = qp.state() == QpState::rts ? "rts" : "error";
+  if (!served || !closed) rep["error"] = !served ? link.error() : ses.error();
+  link.stop_recording();
+  return rep;
+}
+
+}  // namespace
+
 void serve_perftest(int listen_fd, const PeerOptions& o, const std::function<void(const json&)>& on_connection,
                     std::stop_token stop) {
-  UdpLink link;
+  UdpLink port;
   std::string err;
-  if (!link.open(o.udp_local, err) || (o.raw_receive && !link.raw_receive(err))) {
+  if (!port.open(o.udp_local, err) || (o.raw_receive && !port.raw_receive(err))) {
     on_connection({{"ok", false}, {"error", err}});
     return;
   }
@@ -893,80 +1049,36 @@ void serve_perftest(int listen_fd, const PeerOptions& o, const std::function<voi
     on_connection({{"ok", false}, {"error", bad}});
     return;
   }
-  for (std::uint64_t n = 0; !stop.stop_requested() && (o.connections == 0 || n < o.connections);) {
-    Fd c = tcp_accept(listen_fd, 200, err);
-    if (!c) continue;
-    json rep = {{"connection", n++}, {"ok", false}, {"program", o.perftest_program},
-                {"connection_type", qp_type_name(o.qp.type)}};
-    PerftestSession ses(c.get(), false, o.idle_timeout_ms);
-    QpConfig cfg = o.qp;
-    cfg.qpn = 0x100 + static_cast<std::uint32_t>(n % 0x1000);
-    cfg.sq_psn = static_cast<std::uint32_t>(Clock::now().time_since_epoch().count() >> 10) & 0xffffff;
-    std::string version;
-    PerftestRun run;
-    if (!o.pcap_dir.empty())
-      link.record((std::filesystem::path(o.pcap_dir) / fmt::format("peer-perftest-{}.pcap", n - 1)).string(), err);
-    if (!ses.setup(cfg.pmtu, version) ||
-        !perftest_connect(run, ses, link, cfg, std::min<std::size_t>(o.max_size, 64u << 20), err)) {
-      rep["error"] = err.empty() ? ses.error() : err;
-      on_connection(rep);
-      link.stop_recording();
-      continue;
-    }
-    QueuePair& qp = *run.qp;
-    // ib_send_bw: receives of the whole buffer each (perftest's client
-    // sends at most -s octets), reposted as they complete; then the barrier
-    // that tells the client they are there.
-    const bool send = verb == PerftestVerb::send;
-    constexpr std::uint64_t kRecvDepth = 128;
-    const auto recv_len = static_cast<std::uint32_t>(run.buf.size());
-    std::uint64_t received = 0, received_octets = 0;
-    std::string recv_error;
-    if (send) {
-      for (std::uint64_t i = 0; i < kRecvDepth; ++i) qp.post_recv({i, {run.key, 0, recv_len}});
-      if (!ses.barrier(run.mine)) {
-        rep["error"] = ses.error();
-        on_connection(rep);
-        link.stop_recording();
-        continue;
-      }
-    }
-    const auto take_receives = [&] {
-      while (auto wc = run.rcq.poll()) {
-        if (wc->status != WcStatus::success) {
-          if (recv_error.empty()) recv_error = fmt::format("receive {} completed with '{}'", received, wc_status_name(wc->status));
-          continue;
-        }
-        ++received;
-        received_octets += wc->byte_len;
-        qp.post_recv({wc->wr_id, {run.key, 0, recv_len}});
-      }
+  PerftestShared shared{port, MemoryBudget(o.memory_budget), {}, {}};
+  std::mutex report_mu;
+  std::atomic<std::uint64_t> dropped{0};
+  auto report = [&](json j) {
+    j["datagrams_for_no_session"] = dropped.load();
+    std::lock_guard g(report_mu);
+    on_connection(j);
+  };
+  // The port's reader, until every session has ended.
+  std::jthread reader([&](std::stop_token st) {
+    const UdpLink::Route route = [&](std::uint32_t qpn, protocols::Bytes datagram, const sockaddr_storage& from,
+                                     std::size_t ihl) {
+      std::lock_guard g(shared.mu);
+      const auto it = shared.sessions.find(qpn);
+      if (it == shared.sessions.end()) return false;
+      it->second->put(datagram, from, ihl);
+      return true;
     };
-    // Serve until the client's barrier after its test shows on the socket,
-    // then take what is still waiting: over UC and UD nothing is
-    // acknowledged, so the client's barrier can overtake our reading of the
-    // datagrams it sent before it.
-    const bool served = link.run_until(qp, [&] {
-      take_receives();
-      pollfd p{c.get(), POLLIN, 0};
-      return stop.stop_requested() || (::poll(&p, 1, 0) > 0 && link.poll(qp) == 0);
-    }, o.idle_timeout_ms * 4);
-    link.run_until(qp, [&] { take_receives(); return qp.idle(); }, 100);
-    const bool closed = (send || (ses.barrier(run.mine) && ses.report(0, 0, 0, 0, 0))) && ses.barrier(run.mine) && ses.done();
-    if (send) {
-      rep["received"] = received;
-      rep["received_octets"] = received_octets;
-      if (!recv_error.empty()) rep["error"] = recv_error;
+    while (!st.stop_requested()) {
+      port.wait(50);
+      while (port.dispatch(route) > 0) {
+      }
+      dropped = port.foreign_datagrams();  // (the reports read it from the sessions' threads)
+      ++shared.drained;
     }
-    rep["ok"] = served && closed && qp.state() == QpState::rts && recv_error.empty() && (!send || received > 0);
-    rep["version"] = version;
-    rep["counters"] = counters_json(qp.counters(), link);
-    rep["refusals"] = refusals_json(qp);
-    rep["state"] = qp.state() == QpState::rts ? "rts" : "error";
-    if (!served || !closed) rep["error"] = !served ? link.error() : ses.error();
-    link.stop_recording();
-    on_connection(rep);
-  }
+  });
+  accept_sessions(
+      listen_fd, o, stop, report,
+      [&](int fd, std::uint64_t index) { return serve_perftest_one(fd, o, *verb, index, stop, shared); },
+      [](int, const std::string&) {}, [] {});
 }
 
 }  // namespace rdmaconf::interop::ib

@@ -90,8 +90,8 @@ struct PeerOptions {
   std::uint64_t connections = 0;    // stop after this many (0: until stopped)
   int idle_timeout_ms = 30000;
   std::uint32_t max_size = 64u << 20;  // largest buffer a hello may ask for
-  unsigned max_sessions = 16;          // serve(): sessions at once; beyond, a hello gets a "busy" error
-  std::uint64_t memory_budget = 1ull << 30;  // serve(): buffers of all sessions together; a hello beyond is refused
+  unsigned max_sessions = 16;          // sessions at once; beyond, a hello gets a "busy" error (perftest: a close)
+  std::uint64_t memory_budget = 1ull << 30;  // buffers of all sessions together; a session beyond is refused
   std::string pcap_dir;             // record connection N as DIR/peer-roce-N.pcap
   bool raw_receive = false;
   std::string perftest_program = "ib_write_bw";  // serve_perftest: what its clients run (ib_read_bw is served alike)
@@ -108,8 +108,13 @@ void serve(int listen_fd, const PeerOptions& o, const std::function<void(const n
 
 // Our engine as the server for unmodified perftest clients (`ib_write_bw
 // SERVER`, `ib_read_bw SERVER`, `ib_send_bw SERVER`, started without -R) on
-// perftest's port: one client at a time, each reported. The buffer offered
-// is max_size octets (capped at 64 MiB) with remote read and write; for
+// perftest's port: each client in a session of its own, as serve() runs
+// them (at most max_sessions at once, their buffers within memory_budget),
+// each reported. One thread reads the RoCEv2 port and hands each datagram to
+// the session its destination QPN names (drawn at random per session); the
+// session takes it only from its client's address (perftest's clients send
+// from source ports of their kernel's choosing). The buffer offered is
+// max_size octets (capped at 64 MiB) with remote read and write; for
 // ib_send_bw receives of that size are kept posted.
 void serve_perftest(int listen_fd, const PeerOptions& o, const std::function<void(const nlohmann::json&)>& on_connection,
                     std::stop_token stop = {});

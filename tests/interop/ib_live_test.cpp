@@ -7,8 +7,11 @@
 // cases its broken rule belongs to.
 #include <boost/test/unit_test.hpp>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <mutex>
 #include <set>
@@ -174,6 +177,89 @@ BOOST_AUTO_TEST_CASE(perftest_exchange_our_client_against_our_server) {
     }
   }
   fs::remove_all(dir);
+}
+
+// The perftest server serves its clients at once: a silent connection
+// delays no one, two clients (each from a loopback address of its own, as
+// perftest's keys name no port) run side by side on QPNs drawn at random,
+// and datagrams that name no live QPN are dropped and counted. Served one
+// client at a time, the silent connection held the others for its whole
+// idle timeout.
+BOOST_AUTO_TEST_CASE(perftest_server_serves_clients_at_once) {
+  constexpr std::uint16_t port = 4791;
+  constexpr int kIdleMs = 4000;
+  std::string err;
+  Fd lfd = rdmaconf::engine::tcp_listen("127.0.0.3:0", err);
+  BOOST_REQUIRE_MESSAGE(lfd, err);
+  const std::string control = fmt::format("127.0.0.3:{}", rdmaconf::engine::local_port(lfd.get()));
+  ib::PeerOptions po;
+  po.udp_local = fmt::format("127.0.0.3:{}", port);
+  po.idle_timeout_ms = kIdleMs;
+  po.connections = 3;
+  po.max_size = 1u << 20;
+  std::mutex mu;
+  std::vector<nlohmann::json> reps;
+  std::jthread peer([&](std::stop_token st) {
+    ib::serve_perftest(lfd.get(), po, [&](const nlohmann::json& j) {
+      std::lock_guard g(mu);
+      reps.push_back(j);
+    }, st);
+  });
+  // The silent client first: it connects and says nothing.
+  const Fd silent = rdmaconf::engine::tcp_connect(control, 2000, err);
+  BOOST_REQUIRE_MESSAGE(silent, err);
+  const auto t0 = std::chrono::steady_clock::now();
+  ib::RunResult got[2];
+  {
+    std::jthread clients[2];
+    for (int i = 0; i < 2; ++i)
+      clients[i] = std::jthread([&, i] {
+        ib::RunOptions ro;
+        ro.udp_local = fmt::format("127.0.0.{}:{}", 4 + i, port);
+        ro.size = 4096;
+        ro.iterations = 200;
+        ro.timeout_ms = 10000;
+        got[i] = ib::run_perftest_client(control, "ib_write_bw", ro);
+      });
+  }
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  for (const auto& r : got) BOOST_TEST(r.ok, r.message);
+  // Both were served while the silent connection still held its session.
+  BOOST_TEST(ms < kIdleMs, "the clients took " << ms << " ms, the silent connection's timeout is " << kIdleMs << " ms");
+  // Datagrams to QPNs of no session (QPN 2 to 201; a session's is drawn
+  // from 16 million), from the RoCEv2 port of an address of their own,
+  // while the silent connection still holds its session (whose report,
+  // the last, counts them).
+  {
+    const Fd junk(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    sockaddr_in from{}, to{};
+    from.sin_family = to.sin_family = AF_INET;
+    from.sin_port = to.sin_port = htons(port);
+    from.sin_addr.s_addr = htonl(0x7f000006);
+    to.sin_addr.s_addr = htonl(0x7f000003);
+    BOOST_REQUIRE(::bind(junk.get(), reinterpret_cast<sockaddr*>(&from), sizeof from) == 0);
+    std::uint8_t d[64] = {0x0A};  // an RDMA WRITE First opcode
+    for (std::uint32_t q = 2; q < 202; ++q) {
+      d[5] = static_cast<std::uint8_t>(q >> 16), d[6] = static_cast<std::uint8_t>(q >> 8), d[7] = static_cast<std::uint8_t>(q);
+      ::sendto(junk.get(), d, sizeof d, 0, reinterpret_cast<const sockaddr*>(&to), sizeof to);
+    }
+  }
+  peer.join();
+  BOOST_REQUIRE_EQUAL(reps.size(), 3u);
+  std::set<std::uint32_t> qpns;
+  std::uint64_t ok = 0, no_session = 0;
+  for (const auto& j : reps) {
+    ok += j.value("ok", false);
+    no_session = std::max<std::uint64_t>(no_session, j.value("datagrams_for_no_session", 0u));
+    if (j.value("ok", false)) qpns.insert(j.value("qpn", 0u));
+  }
+  BOOST_TEST(ok == 2u);
+  BOOST_TEST(qpns.size() == 2u);
+  // Not a count (the server used to number them 0x100 + n).
+  BOOST_TEST(*qpns.rbegin() - *qpns.begin() != 1u);
+  BOOST_TEST(no_session >= 200u);
+  // The silent one ran into its deadline.
+  BOOST_TEST(reps.back().value("ok", true) == false, reps.back().dump());
 }
 
 // What perftest cannot run is refused before anything is sent, with the reason.
