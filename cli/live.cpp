@@ -282,7 +282,7 @@ LiveCommands::LiveCommands(CLI::App& app) : o_(std::make_unique<LiveOptions>()) 
   peer_->add_option("--pcap-dir", o.pcap_dir, "record connection N as DIR/peer-N.pcap");
   peer_->add_flag("--reject", o.reject, "reject every MPA Request");
   peer_->add_option("--max-size", o.max_size, "largest buffer a client may ask for");
-  peer_->add_option("--max-sessions", o.max_sessions, "connections served at once; beyond, a refusal says busy (iwarp: a rejecting MPA Reply; roce: an error reply)")
+  peer_->add_option("--max-sessions", o.max_sessions, "connections served at once; beyond, a refusal says busy (iwarp: a rejecting MPA Reply; roce: an error reply; roce --perftest: the connection closes; iwarp --perftest serves one client at a time)")
       ->check(CLI::Range(1u, 4096u));
   peer_->add_option("--memory-budget", o.memory_budget,
                     "octets all sessions' buffers may take together; a scenario beyond is refused");
