@@ -314,4 +314,33 @@ BOOST_AUTO_TEST_CASE(datagrams_the_kernel_dropped_are_counted) {
   BOOST_CHECK_EQUAL(link.foreign_datagrams() + link.kernel_drops(), sent);
 }
 
+// A session's mailbox (the perftest server's sessions read from one) holds
+// what a socket's receive buffer would, 4 MiB; beyond, datagrams are dropped
+// and counted, and the link reports them with what the kernel dropped.
+BOOST_AUTO_TEST_CASE(mailbox_drops_beyond_its_capacity_and_counts_them) {
+  namespace eng = rdmaconf::engine::ib;
+  eng::Mailbox box;
+  eng::UdpLink link;
+  std::string err;
+  BOOST_REQUIRE_MESSAGE(link.attach(box, "127.0.0.1:4791", -1, err), err);
+  sockaddr_storage from{};
+  auto& in = reinterpret_cast<sockaddr_in&>(from);
+  in.sin_family = AF_INET;
+  in.sin_port = htons(4791);
+  in.sin_addr.s_addr = htonl(0x7f000002);
+  const std::vector<std::byte> d(4096);
+  std::size_t taken = 0;
+  for (int i = 0; i < 2000; ++i) taken += box.put(d, from, 0);
+  BOOST_TEST(taken == (4u << 20) / d.size());
+  BOOST_TEST(box.dropped() == 2000 - taken);
+  BOOST_TEST(link.kernel_drops() == box.dropped());
+  rdmaconf::engine::ProtectionDomain pd;
+  rdmaconf::engine::CompletionQueue scq, rcq;
+  eng::QueuePair qp(pd, scq, rcq, eng::QpConfig{});
+  // No peer is set: everything read is foreign, and the mailbox is empty again.
+  BOOST_TEST(link.poll(qp) == 0u);
+  BOOST_TEST(link.foreign_datagrams() == taken);
+  BOOST_TEST(box.put(d, from, 0));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
