@@ -1,6 +1,11 @@
 // Our engine against perftest started with -R (rdma_cm over iWARP), as its client and as its server.
 #include "interop/iwarp/session.hpp"
 
+#include <condition_variable>
+#include <list>
+#include <memory>
+#include <mutex>
+
 namespace rdmaconf::interop::iwarp {
 
 using namespace detail;
@@ -215,153 +220,241 @@ RunResult run_perftest_client(std::string_view peer, std::string_view program, c
   return r;
 }
 
+namespace {
+
+// perftest -R makes two connections, the exchange and then the test, and
+// nothing on the second says whose it is: the acceptor gives a connection
+// to the earliest session that expects one from the connection's host, and
+// starts a session with it otherwise. (Two clients of one host that both
+// reach that moment at once may be crossed; both sessions then fail, as
+// neither connection carries the other's exchange.)
+class SecondConnections {
+  struct Expected {
+    std::string host;
+    Fd fd;
+  };
+
+ public:
+  // A session's wish for the next connection from its client's host, from
+  // its making to its end (however the session ends).
+  class Ticket {
+   public:
+    Ticket(SecondConnections& s, std::string host) : s_(s), e_(std::make_shared<Expected>(Expected{std::move(host), Fd()})) {
+      std::lock_guard g(s_.mu_);
+      s_.waiting_.push_back(e_);
+    }
+    ~Ticket() {
+      std::lock_guard g(s_.mu_);
+      s_.waiting_.remove(e_);
+    }
+    Ticket(const Ticket&) = delete;
+    Ticket& operator=(const Ticket&) = delete;
+    // The connection, or none after timeout_ms or a stop.
+    Fd take(int timeout_ms, std::stop_token stop) {
+      std::unique_lock g(s_.mu_);
+      const auto until = Clock::now() + std::chrono::milliseconds(timeout_ms);
+      while (!e_->fd && Clock::now() < until && !stop.stop_requested()) s_.cv_.wait_for(g, std::chrono::milliseconds(100));
+      return std::move(e_->fd);
+    }
+
+   private:
+    SecondConnections& s_;
+    std::shared_ptr<Expected> e_;
+  };
+  // The acceptor's side: true when a session took the connection.
+  bool offer(Fd& fd, const std::string& host) {
+    std::lock_guard g(mu_);
+    const auto it = std::find_if(waiting_.begin(), waiting_.end(), [&](const auto& e) { return e->host == host; });
+    if (it == waiting_.end()) return false;
+    (*it)->fd = std::move(fd);
+    waiting_.erase(it);
+    cv_.notify_all();
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::list<std::shared_ptr<Expected>> waiting_;
+};
+
+// The address of an ADDRESS:PORT endpoint ("[v6]:port" too).
+std::string host_part(const std::string& endpoint) { return endpoint.substr(0, endpoint.rfind(':')); }
+
+nlohmann::json serve_perftest_one(Fd fa, const PeerOptions& o, std::string_view program, std::uint64_t n,
+                                  MemoryBudget& budget, SecondConnections& seconds, std::stop_token stop) {
+  const bool send = program == "ib_send_bw";
+  QpConfig cfg = o.qp;
+  cfg.initiator = false;
+  Reservation mem(&budget);
+  nlohmann::json rep = {{"connection", n}, {"ok", false}, {"program", program}};
+  auto fail = [&](const std::string& why) {
+    rep["error"] = why;
+    return rep;
+  };
+  // `slots`: receives posted for the exchange (none on the test connection,
+  // where ib_send_bw's Sends must land in the receives of the test).
+  auto start = [&](Fd fd, const std::string& pcap, unsigned slots) {
+    auto ses = std::make_unique<Session>(cfg, std::move(fd), o.wait, o.idle_timeout_ms);
+    std::string e;
+    if (!pcap.empty() && !ses->link->record(pcap, e)) rep["pcap_error"] = e;
+    ses->setup_slots(kMinSlot, slots);
+    ses->qp.connect();
+    return ses;
+  };
+  const std::string pcap = o.pcap_dir.empty() ? "" : fmt::format("{}/peer-perftest-{}.pcap", o.pcap_dir, n);
+  const std::string host = host_part(engine::remote_endpoint(fa.get()));
+  auto ctl = start(std::move(fa), pcap, kSlots);
+  if (!ctl->wait([&] { return ctl->qp.state() == QpState::connected; }))
+    return fail(ctl->why("the exchange connection: MPA setup"));
+  // The server's side of each step: the client's message, then ours of the same size.
+  auto step = [&](Bytes mine, std::string_view what) -> std::optional<std::vector<std::byte>> {
+    auto m = ctl->receive();
+    if (!m) {
+      fail(ctl->why(fmt::format("perftest {}: waiting for the client's", what)));
+      return std::nullopt;
+    }
+    if (m->size() != mine.size()) {
+      fail(fmt::format("perftest {}: the client sent {} octets, {} expected", what, m->size(), mine.size()));
+      return std::nullopt;
+    }
+    if (!ctl->send(mine)) {
+      fail(ctl->why(fmt::format("perftest {}: sending", what)));
+      return std::nullopt;
+    }
+    return m;
+  };
+  const PerftestSetup set;
+  const auto& zeros = set.zeros;
+  const auto rv = step(set.version, "version");
+  if (!rv) return rep;
+  rep["version"] = c_text(*rv);
+  if (!step(set.page, "page size") || !step(set.line, "cache line size") || !step(set.mtu, "MTU") ||
+      !step(zeros, "first record"))
+    return rep;
+  // Our answer is only framed: put it on the wire before waiting for the
+  // client's second connection (the client sends nothing until it has it).
+  // The acceptor hands us the next connection from our client's host from
+  // the moment we say we expect it, which is before the client can make it.
+  SecondConnections::Ticket second(seconds, host);
+  if (!ctl->wait([&] { return ctl->qp.output().empty(); })) return fail(ctl->why("perftest first record: sending"));
+  Fd fb = second.take(o.idle_timeout_ms, stop);
+  if (!fb) return fail("the test connection: the client did not connect");
+  auto test = start(std::move(fb), pcap.empty() ? "" : pcap + ".test.pcap", 0);
+  // Connected once our Reply is framed; the exchange goes on the other
+  // connection, so put the Reply on the wire first.
+  if (!test->wait([&] { return test->qp.state() == QpState::connected && test->qp.output().empty(); }))
+    return fail(test->why("the test connection: MPA setup"));
+  // Our buffer: remote Write and Read for the client's test; for
+  // ib_send_bw receives of the whole buffer, reposted as they complete.
+  const std::size_t size = std::min<std::size_t>(o.max_size, 16u << 20);
+  if (!mem.add(size))
+    return fail(fmt::format("{} octets of buffer are beyond the peer's memory budget ({} of {} in use)", size,
+                            budget.used(), budget.limit()));
+  auto& buf = test->buffer(size);
+  const PerftestBuffer pb = perftest_buffer(*test, buf, kLocalWrite | kRemoteWrite | kRemoteRead, cfg.ird);
+  const std::uint32_t stag = pb.stag;
+  const auto& rec = pb.record;
+  if (!step(zeros, "second record")) return rep;
+  const auto keys = step(rec, "keys");
+  if (!keys || !step(rec, "barrier") || !step(rec, "barrier")) return rep;
+  const PerftestRecord client = decode_record(*keys);
+  constexpr unsigned kRecvDepth = 32;
+  // ib_send_bw's client sends only as far as the server's credits allow:
+  // the server writes the count of Sends it has received, 4 octets
+  // little-endian, to the address of the client's keys (seen in the
+  // siw-siw capture). We write it after every Send, from a ring of slots.
+  constexpr unsigned kCreditSlots = 64;
+  auto& credits = test->buffer(4 * kCreditSlots);
+  const std::uint32_t credit_stag = test->pd.register_mr(credits, 0);
+  const auto recv_len = static_cast<std::uint32_t>(buf.size());
+  std::uint64_t received = 0, received_octets = 0;
+  if (send) {
+    for (unsigned i = 0; i < kRecvDepth; ++i) test->qp.post_recv({kDataBase + i, {stag, 0, recv_len}});
+    if (!step(rec, "barrier with the receives posted")) return rep;
+  }
+  // Serve the test until the client's barrier after it arrives on the
+  // exchange connection, driving both connections in turn.
+  auto take = [&] {
+    test->drain();
+    while (!test->recvs.empty()) {
+      const Completion c = test->recvs.front();
+      test->recvs.pop_front();
+      if (c.wr_id < kDataBase) continue;  // a control slot: perftest sends nothing there
+      ++received;
+      received_octets += c.byte_len;
+      test->qp.post_recv({c.wr_id, {stag, 0, recv_len}});
+      const std::size_t slot = (received % kCreditSlots) * 4;
+      protocols::put_le32(credits, slot, static_cast<std::uint32_t>(received));
+      SendWr w{kSendBase + kSlots + slot / 4, WrOpcode::write, {credit_stag, slot, 4}};
+      w.remote_stag = client.rkey;
+      w.remote_to = client.vaddr;
+      test->qp.post_send(w);
+    }
+  };
+  const auto until = Clock::now() + std::chrono::milliseconds(o.idle_timeout_ms * 4);
+  bool barrier_in = false;
+  while (!barrier_in && Clock::now() < until && !stop.stop_requested() && test->failure.empty() && !test->dead()) {
+    test->link->run_until([&] { take(); return false; }, 5);
+    ctl->link->run_until([&] { ctl->drain(); return !ctl->recvs.empty(); }, 5);
+    barrier_in = !ctl->recvs.empty() || ctl->dead();
+  }
+  take();
+  if (send) {
+    rep["received"] = received;
+    rep["received_octets"] = received_octets;
+  }
+  if (!test->failure.empty() || test->qp.terminate_received() || test->qp.terminate_sent()) {
+    return fail(test->why("the test"));
+  }
+  if (!step(rec, "barrier after the test")) return rep;
+  bool reported = true;
+  if (!send)
+    for (int i = 0; i < 5 && reported; ++i) reported = step(std::array<std::byte, 8>{}, "bandwidth report").has_value();
+  if (!reported || (!send && !step(rec, "closing barrier"))) return rep;
+  // Our last answer is only framed: put it on the wire, or the client waits
+  // for it while we wait for the client to close (it closes first; we follow).
+  if (!ctl->wait([&] { return ctl->qp.output().empty(); })) return fail(ctl->why("perftest closing barrier: sending"));
+  test->link->close(2000);
+  ctl->link->close(2000);
+
+  rep["ok"] = !send || received > 0;
+  rep["negotiated"] = ctl->negotiated();
+  return rep;
+}
+
+}  // namespace
+
 void serve_perftest(int listen_fd, const PeerOptions& o, std::string_view program,
                     const std::function<void(const nlohmann::json&)>& on_connection, std::stop_token stop) {
-  const bool send = program == "ib_send_bw";
-  if (program != "ib_write_bw" && program != "ib_read_bw" && !send) {
+  if (program != "ib_write_bw" && program != "ib_read_bw" && program != "ib_send_bw") {
     on_connection({{"ok", false}, {"error", fmt::format("perftest program '{}' over iWARP: ib_write_bw, ib_read_bw "
                                                         "or ib_send_bw (their -R clients)", program)}});
     return;
   }
-  QpConfig cfg = o.qp;
-  cfg.initiator = false;
-  for (std::uint64_t n = 0; (o.connections == 0 || n < o.connections) && !stop.stop_requested();) {
+  std::mutex report_mu;
+  auto report = [&](const nlohmann::json& j) {
+    std::lock_guard g(report_mu);
+    on_connection(j);
+  };
+  MemoryBudget budget(o.memory_budget);
+  SecondConnections seconds;
+  SessionPool pool(o.max_sessions);  // last: its sessions use the above
+  // After the last session has started, connections are still taken for
+  // the sessions that expect their second one.
+  for (std::uint64_t n = 0; !stop.stop_requested();) {
+    const bool more = o.connections == 0 || n < o.connections;
+    if (!more && pool.active() == 0) break;
     std::string err;
-    Fd fa = tcp_accept(listen_fd, 200, err);
-    if (!fa) continue;
+    Fd fd = tcp_accept(listen_fd, 200, err);
+    if (!fd || seconds.offer(fd, host_part(engine::remote_endpoint(fd.get()))) || !more) continue;
     ++n;
-    nlohmann::json rep = {{"connection", n}, {"ok", false}, {"program", program}};
-    auto fail = [&](const std::string& why) {
-      rep["error"] = why;
-      on_connection(rep);
-    };
-    // `slots`: receives posted for the exchange (none on the test connection,
-    // where ib_send_bw's Sends must land in the receives of the test).
-    auto start = [&](Fd fd, const std::string& pcap, unsigned slots) {
-      auto ses = std::make_unique<Session>(cfg, std::move(fd), o.wait, o.idle_timeout_ms);
-      std::string e;
-      if (!pcap.empty() && !ses->link->record(pcap, e)) rep["pcap_error"] = e;
-      ses->setup_slots(kMinSlot, slots);
-      ses->qp.connect();
-      return ses;
-    };
-    const std::string pcap = o.pcap_dir.empty() ? "" : fmt::format("{}/peer-perftest-{}.pcap", o.pcap_dir, n);
-    auto ctl = start(std::move(fa), pcap, kSlots);
-    if (!ctl->wait([&] { return ctl->qp.state() == QpState::connected; })) {
-      fail(ctl->why("the exchange connection: MPA setup"));
-      continue;
-    }
-    // The server's side of each step: the client's message, then ours of the same size.
-    auto step = [&](Bytes mine, std::string_view what) -> std::optional<std::vector<std::byte>> {
-      auto m = ctl->receive();
-      if (!m) return fail(ctl->why(fmt::format("perftest {}: waiting for the client's", what))), std::nullopt;
-      if (m->size() != mine.size())
-        return fail(fmt::format("perftest {}: the client sent {} octets, {} expected", what, m->size(), mine.size())),
-               std::nullopt;
-      if (!ctl->send(mine)) return fail(ctl->why(fmt::format("perftest {}: sending", what))), std::nullopt;
-      return m;
-    };
-    const PerftestSetup set;
-    const auto& zeros = set.zeros;
-    const auto rv = step(set.version, "version");
-    if (!rv) continue;
-    rep["version"] = c_text(*rv);
-    if (!step(set.page, "page size") || !step(set.line, "cache line size") || !step(set.mtu, "MTU") ||
-        !step(zeros, "first record"))
-      continue;
-    // Our answer is only framed: put it on the wire before waiting for the
-    // client's second connection (the client sends nothing until it has it).
-    if (!ctl->wait([&] { return ctl->qp.output().empty(); })) {
-      fail(ctl->why("perftest first record: sending"));
-      continue;
-    }
-    Fd fb;
-    for (const auto until = Clock::now() + std::chrono::milliseconds(o.idle_timeout_ms);
-         !fb && Clock::now() < until && !stop.stop_requested();)
-      fb = tcp_accept(listen_fd, 200, err);
-    if (!fb) {
-      fail("the test connection: the client did not connect");
-      continue;
-    }
-    auto test = start(std::move(fb), pcap.empty() ? "" : pcap + ".test.pcap", 0);
-    // Connected once our Reply is framed; the exchange goes on the other
-    // connection, so put the Reply on the wire first.
-    if (!test->wait([&] { return test->qp.state() == QpState::connected && test->qp.output().empty(); })) {
-      fail(test->why("the test connection: MPA setup"));
-      continue;
-    }
-    // Our buffer: remote Write and Read for the client's test; for
-    // ib_send_bw receives of the whole buffer, reposted as they complete.
-    auto& buf = test->buffer(std::min<std::size_t>(o.max_size, 16u << 20));
-    const PerftestBuffer pb = perftest_buffer(*test, buf, kLocalWrite | kRemoteWrite | kRemoteRead, cfg.ird);
-    const std::uint32_t stag = pb.stag;
-    const auto& rec = pb.record;
-    if (!step(zeros, "second record")) continue;
-    const auto keys = step(rec, "keys");
-    if (!keys || !step(rec, "barrier") || !step(rec, "barrier")) continue;
-    const PerftestRecord client = decode_record(*keys);
-    constexpr unsigned kRecvDepth = 32;
-    // ib_send_bw's client sends only as far as the server's credits allow:
-    // the server writes the count of Sends it has received, 4 octets
-    // little-endian, to the address of the client's keys (seen in the
-    // siw-siw capture). We write it after every Send, from a ring of slots.
-    constexpr unsigned kCreditSlots = 64;
-    auto& credits = test->buffer(4 * kCreditSlots);
-    const std::uint32_t credit_stag = test->pd.register_mr(credits, 0);
-    const auto recv_len = static_cast<std::uint32_t>(buf.size());
-    std::uint64_t received = 0, received_octets = 0;
-    if (send) {
-      for (unsigned i = 0; i < kRecvDepth; ++i) test->qp.post_recv({kDataBase + i, {stag, 0, recv_len}});
-      if (!step(rec, "barrier with the receives posted")) continue;
-    }
-    // Serve the test until the client's barrier after it arrives on the
-    // exchange connection, driving both connections in turn.
-    auto take = [&] {
-      test->drain();
-      while (!test->recvs.empty()) {
-        const Completion c = test->recvs.front();
-        test->recvs.pop_front();
-        if (c.wr_id < kDataBase) continue;  // a control slot: perftest sends nothing there
-        ++received;
-        received_octets += c.byte_len;
-        test->qp.post_recv({c.wr_id, {stag, 0, recv_len}});
-        const std::size_t slot = (received % kCreditSlots) * 4;
-        protocols::put_le32(credits, slot, static_cast<std::uint32_t>(received));
-        SendWr w{kSendBase + kSlots + slot / 4, WrOpcode::write, {credit_stag, slot, 4}};
-        w.remote_stag = client.rkey;
-        w.remote_to = client.vaddr;
-        test->qp.post_send(w);
-      }
-    };
-    const auto until = Clock::now() + std::chrono::milliseconds(o.idle_timeout_ms * 4);
-    bool barrier_in = false;
-    while (!barrier_in && Clock::now() < until && !stop.stop_requested() && test->failure.empty() && !test->dead()) {
-      test->link->run_until([&] { take(); return false; }, 5);
-      ctl->link->run_until([&] { ctl->drain(); return !ctl->recvs.empty(); }, 5);
-      barrier_in = !ctl->recvs.empty() || ctl->dead();
-    }
-    take();
-    if (send) {
-      rep["received"] = received;
-      rep["received_octets"] = received_octets;
-    }
-    if (!test->failure.empty() || test->qp.terminate_received() || test->qp.terminate_sent()) {
-      fail(test->why("the test"));
-      continue;
-    }
-    if (!step(rec, "barrier after the test")) continue;
-    bool reported = true;
-    if (!send)
-      for (int i = 0; i < 5 && reported; ++i) reported = step(std::array<std::byte, 8>{}, "bandwidth report").has_value();
-    if (!reported || (!send && !step(rec, "closing barrier"))) continue;
-    // The client closes first; we follow.
-    test->link->close(2000);
-    ctl->link->close(2000);
-    rep["ok"] = !send || received > 0;
-    rep["negotiated"] = ctl->negotiated();
-    on_connection(rep);
+    const auto admitted = pool.admit(
+        std::move(fd), [&, n](Fd& f) { report(serve_perftest_one(std::move(f), o, program, n, budget, seconds, stop)); },
+        [&](Fd& f) { report(refuse_busy(std::move(f), o)); });
+    if (admitted == SessionPool::Admission::closed)
+      report({{"connection", n}, {"ok", false}, {"refused", true}, {"error", "busy; closed without an MPA Reply"}});
   }
 }
-
 
 }  // namespace rdmaconf::interop::iwarp

@@ -268,10 +268,6 @@ nlohmann::json serve_one(Fd fd, const PeerOptions& o, const std::string& pcap, M
 }
 
 
-}  // namespace detail
-
-namespace {
-
 // A connection beyond max_sessions: a rejecting MPA Reply that says why,
 // within a short deadline, then close.
 nlohmann::json refuse_busy(Fd fd, const PeerOptions& o) {
@@ -289,7 +285,7 @@ nlohmann::json refuse_busy(Fd fd, const PeerOptions& o) {
   return rep;
 }
 
-}  // namespace
+}  // namespace detail
 
 void serve(int listen_fd, const PeerOptions& o, const std::function<void(const nlohmann::json&)>& on_connection,
            std::stop_token stop) {

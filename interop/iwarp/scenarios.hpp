@@ -118,9 +118,12 @@ void serve(int listen_fd, const PeerOptions& o, const std::function<void(const n
 
 // Our engine as the server for perftest clients started with -R
 // (`ib_write_bw -R SERVER` and so on; rdma_cm over iWARP): perftest's
-// exchange on the first connection, the test on the second. The buffer
-// offered is max_size octets (at most 16 MiB), with remote Read and Write;
-// for ib_send_bw, receives of that size are kept posted and counted.
+// exchange on the first connection, the test on the second. Clients are
+// served at once, as serve() serves them (max_sessions, memory_budget); a
+// client's second connection goes to the earliest session that expects one
+// from its host (nothing on the wire says whose it is). The buffer offered
+// is max_size octets (at most 16 MiB), with remote Read and Write; for
+// ib_send_bw, receives of that size are kept posted and counted.
 void serve_perftest(int listen_fd, const PeerOptions& o, std::string_view program,
                     const std::function<void(const nlohmann::json&)>& on_connection, std::stop_token stop = {});
 

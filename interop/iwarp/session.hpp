@@ -331,4 +331,8 @@ inline std::uint32_t bw_slots(std::uint32_t size, std::uint64_t iterations) {
 // Serves one connection as the responder (responder.cpp).
 nlohmann::json serve_one(Fd fd, const PeerOptions& o, const std::string& pcap, MemoryBudget* budget = nullptr);
 
+// Turns a connection away beyond the session limit with a rejecting MPA
+// Reply that says busy (responder.cpp); the report of it.
+nlohmann::json refuse_busy(Fd fd, const PeerOptions& o);
+
 }  // namespace rdmaconf::interop::iwarp::detail
