@@ -275,23 +275,16 @@ BOOST_AUTO_TEST_CASE(endpoint_errors_are_precise) {
 BOOST_AUTO_TEST_CASE(perftest_server_serves_clients_at_once) {
   constexpr int kIdleMs = 2000;
   std::string err;
-  Fd lfd = rdmaconf::engine::tcp_listen("127.0.0.1:0", err);
-  BOOST_REQUIRE_MESSAGE(lfd, err);
-  const std::string addr = fmt::format("127.0.0.1:{}", rdmaconf::engine::local_port(lfd.get()));
   for (const char* prog : {"ib_write_bw", "ib_read_bw"}) {
     BOOST_TEST_CONTEXT(prog) {
       ii::PeerOptions po;
       po.idle_timeout_ms = kIdleMs;
       po.connections = 2;
       po.max_size = 1u << 20;
-      std::mutex mu;
-      std::vector<nlohmann::json> reps;
-      std::jthread peer([&](std::stop_token st) {
-        ii::serve_perftest(lfd.get(), po, prog, [&](const nlohmann::json& j) {
-          std::lock_guard g(mu);
-          reps.push_back(j);
-        }, st);
+      rdmaconf::test::ServingPeer peer([&](int lfd, const auto& report, std::stop_token st) {
+        ii::serve_perftest(lfd, po, prog, report, st);
       });
+      const std::string addr = peer.endpoint();
       const Fd silent = rdmaconf::engine::tcp_connect(addr, 2000, err);
       BOOST_REQUIRE_MESSAGE(silent, err);
       const auto t0 = std::chrono::steady_clock::now();
@@ -303,8 +296,8 @@ BOOST_AUTO_TEST_CASE(perftest_server_serves_clients_at_once) {
       const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
       BOOST_TEST(r.ok, r.message);
       BOOST_TEST(ms < kIdleMs, "the client took " << ms << " ms, the silent connection's timeout is " << kIdleMs << " ms");
-      peer.join();
-      BOOST_REQUIRE_EQUAL(reps.size(), 2u);
+      BOOST_REQUIRE(!peer.report(2).is_null());
+      const auto reps = peer.reports();
       // The client's report first, then the silent connection's, which ran into its deadline.
       BOOST_TEST(reps[0].value("ok", false), reps[0].dump());
       BOOST_TEST(!reps[1].value("ok", true), reps[1].dump());
