@@ -378,9 +378,11 @@ std::size_t UdpLink::poll_mailbox(QueuePair& qp) {
 }
 
 std::size_t UdpLink::dispatch(const Route& route) {
-  // The destination QP is the BTH's octets 5 to 7.
+  // The BTH's destination QP, as the protocol table places it.
+  const auto& dest_qp = pib::kBth.fields[pib::Bth::destqp];
   const auto hand = [&](protocols::Bytes pkt, protocols::Bytes whole, const sockaddr_storage& from, std::size_t ihl) {
-    if (pkt.size() >= pib::kBth.size + pib::kIcrcSize && route(protocols::be32(pkt, 4) & 0xffffffu, whole, from, ihl))
+    if (pkt.size() >= pib::kBth.size + pib::kIcrcSize &&
+        route(static_cast<std::uint32_t>(protocols::read_bits(pkt, dest_qp.bit_offset, dest_qp.bit_width)), whole, from, ihl))
       ++received_;
     else
       ++foreign_;
