@@ -32,6 +32,9 @@ reports::Totals check_inputs(const conformance::CheckOptions& opt, const std::ve
   bool stop = false;     // a thread failed: everyone stops (guarded by m)
   std::exception_ptr failure;
   std::atomic<std::size_t> next{0};
+  // Fewer inputs than threads: each input's connections are spread over the rest.
+  const unsigned n = std::max(1u, std::min<unsigned>(how.jobs, static_cast<unsigned>(inputs.size())));
+  const unsigned per_input = std::max(1u, how.jobs / n);
 
   const auto worker = [&] {
     std::size_t i = 0;
@@ -54,6 +57,8 @@ reports::Totals check_inputs(const conformance::CheckOptions& opt, const std::ve
       streaming = true;
     };
     conformance::CheckOptions o = opt;
+    o.threads = per_input;
+    o.keep_scopes = report != nullptr;
     o.on_scope = [&](const std::string&, conformance::ScopeResult&& s) {
       if (!streaming) {
         bool mine = false;
@@ -94,7 +99,6 @@ reports::Totals check_inputs(const conformance::CheckOptions& opt, const std::ve
       turn.notify_all();
     }
   };
-  const unsigned n = std::max(1u, std::min<unsigned>(how.jobs, static_cast<unsigned>(inputs.size())));
   if (n == 1) {
     worker();
   } else {

@@ -5,7 +5,9 @@
 // turn it is (the lowest one not yet reported) streams its scopes straight
 // to the report as they end; the others hold theirs until their turn, and
 // one that holds more than a memory budget waits for it, so that memory
-// stays bounded per thread whatever the inputs' sizes.
+// stays bounded per thread whatever the inputs' sizes. With fewer inputs
+// than threads, each input's TCP connections are spread over the threads
+// left (CheckOptions::threads).
 #include <functional>
 #include <iosfwd>
 #include <string>

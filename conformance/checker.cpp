@@ -3,8 +3,15 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <exception>
 #include <limits>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -40,15 +47,158 @@ std::vector<const CaseInfo*> Checker::active_cases() const {
   return v;
 }
 
+// A check split over threads (CheckOptions::threads). Every worker reads the
+// whole input; TCP segments of the connections that hash to it go to its
+// reassembler, every other TCP segment only advances its capture clock (so
+// idle connections close at the same frames as on one thread), and only
+// worker 0 does the rest (frame counts, file-level warnings, UDP and link
+// families). Each worker hands the merger, in its own order, what one thread
+// would have done: a connection opened, a scope ended, a connection closed,
+// each with the frame it happened at. The merger numbers the connections in
+// the order they opened across workers and hands the scopes on in the order
+// one thread would have: by frame; within a frame, first the connections an
+// idle sweep (or the end of the input) closed, by number, then the frame's
+// own work; at the end, the families' leftovers in family order.
+//
+// The one thing a worker cannot see is the other workers' buffered octets:
+// it gets an equal share of the reassembly memory of all connections, and
+// when it reaches its share (which one thread might not have reached), the
+// split is abandoned and the input checked again on one thread; the scopes
+// the merger had handed on all ended before that frame, where one thread
+// did the same.
 namespace {
+
+constexpr std::uint64_t kEndFrame = ~std::uint64_t{0};
+
+struct SplitEvent {
+  enum Kind : std::uint8_t { open, scope, close };
+  Kind kind = scope;
+  // 0: an idle sweep, or the end of the input closing the connections; 1: the
+  // frame's own work; 2 + i: family i's leftovers at the end.
+  std::uint32_t group = 1;
+  std::uint64_t frame = 0;
+  std::uint64_t stream = 0;  // the worker's connection number (0: not a TCP connection's)
+  std::uint64_t seq = 0;     // the worker's count of events
+  ScopeResult result;        // kind == scope
+};
+
+struct SplitShared {
+  explicit SplitShared(unsigned n) : queues(n) {}
+  // A worker's events in the batches it published. The merger reads them
+  // in place and gives the batches back, so that what a worker allocated is
+  // freed on its thread (freeing across threads made the allocator the
+  // bottleneck).
+  struct Queue {
+    std::deque<std::vector<SplitEvent>> batches;
+    std::size_t head = 0;        // the next event of batches.front()
+    std::size_t queued = 0;      // events not yet taken
+    std::uint64_t progress = 0;  // every event up to this frame was published
+    std::vector<std::vector<SplitEvent>> spent;  // read: for the worker to clear
+    const SplitEvent* front() const { return queued ? &batches.front()[head] : nullptr; }
+  };
+  std::mutex m;
+  std::condition_variable ready, room;
+  std::vector<Queue> queues;
+  bool stop = false;      // the merger wants no more (a failure, or a worker reached its share)
+  bool diverged = false;  // a worker reached its share of the reassembly memory
+  std::exception_ptr failure;
+};
+
+// A worker holds this many events in the merger's queue before it waits.
+constexpr std::size_t kSplitQueueCap = 2048;
+
+}  // namespace
+
+struct SplitWorker {
+  SplitShared& shared;
+  unsigned index, count;
+  std::vector<SplitEvent> local;  // not yet handed to the merger
+  std::uint64_t frame = 0;
+  std::uint32_t group = 1;
+  std::uint64_t seq = 0;
+  bool diverged = false;
+
+  bool owns(const TcpReassembler::Key& k) const { return (TcpReassembler::KeyHash{}(k) >> 16) % count == index; }
+  bool mine(const Packet& p) const { return owns(TcpReassembler::key_of(p)); }
+  void push(SplitEvent::Kind k, std::uint64_t stream, ScopeResult* r = nullptr) {
+    SplitEvent& e = local.emplace_back();
+    e.kind = k;
+    e.group = group;
+    e.frame = frame;
+    e.stream = stream;
+    e.seq = seq++;
+    if (r) e.result = std::move(*r);
+  }
+  // Hands the merger what it has, every event up to frame `progress`;
+  // waits while the merger has enough of this worker's. False: stop.
+  bool publish(std::uint64_t progress) {
+    std::vector<std::vector<SplitEvent>> spent;
+    bool go = true;
+    {
+      std::unique_lock l(shared.m);
+      auto& q = shared.queues[index];
+      if (!local.empty()) {
+        q.queued += local.size();
+        q.batches.push_back(std::move(local));
+      }
+      q.progress = progress;
+      shared.ready.notify_one();
+      if (progress != kEndFrame) {
+        shared.room.wait(l, [&] { return shared.stop || q.queued <= kSplitQueueCap; });
+        go = !shared.stop;
+      }
+      spent.swap(q.spent);
+    }
+    if (!spent.empty()) {  // what the merger read is freed here, and a batch's room used again
+      local = std::move(spent.back());
+      local.clear();
+    } else {
+      local = {};
+    }
+    return go;
+  }
+  void fail(std::exception_ptr e) {
+    std::lock_guard l(shared.m);
+    if (e && !shared.failure) shared.failure = e;
+    if (!e) shared.diverged = true;
+    shared.stop = true;
+    shared.ready.notify_all();
+    shared.room.notify_all();
+  }
+};
+
+namespace {
+
+// The connection of an Ethernet II frame with an IPv4 header naming TCP,
+// read without checking anything else; nullopt for any other frame. Where
+// dissect() finds a TCP segment in such a frame, it finds this connection,
+// so a split check's worker can pass over other workers' segments without
+// dissecting them.
+std::optional<TcpReassembler::Key> quick_tcp_key(int linktype, const Frame& f) {
+  const auto* d = reinterpret_cast<const std::uint8_t*>(f.data.data());
+  const std::size_t n = f.data.size();
+  if (linktype != 1 || n < 14 + 20 || d[12] != 0x08 || d[13] != 0x00) return std::nullopt;
+  const std::uint8_t* ip = d + 14;
+  const std::size_t ihl = (ip[0] & 0x0fu) * 4u;
+  if ((ip[0] >> 4) != 4 || ip[9] != 6 || ihl < 20 || n < 14 + ihl + 4) return std::nullopt;
+  Packet p;
+  p.ip_version = 4;
+  std::copy_n(ip + 12, 4, p.src.begin());
+  std::copy_n(ip + 16, 4, p.dst.begin());
+  p.sport = static_cast<std::uint16_t>(ip[ihl] << 8 | ip[ihl + 1]);
+  p.dport = static_cast<std::uint16_t>(ip[ihl + 2] << 8 | ip[ihl + 3]);
+  return TcpReassembler::key_of(p);
+}
 
 // Every TCP stream goes to each family that reads streams; the stream count
 // is the capture's, whoever keeps the stream.
 class StreamFanOut final : public TcpSink {
  public:
-  StreamFanOut(std::vector<TcpSink*> sinks, std::uint64_t& opened) : sinks_(std::move(sinks)), opened_(opened) {}
+  StreamFanOut(std::vector<TcpSink*> sinks, std::uint64_t& opened, SplitWorker* split)
+      : sinks_(std::move(sinks)), opened_(opened), split_(split) {}
   void on_open(const TcpStreamInfo& c) override {
     ++opened_;
+    if (split_) split_->push(SplitEvent::open, c.id);
     for (auto* s : sinks_) s->on_open(c);
   }
   void on_data(const TcpStreamInfo& c, int dir, std::uint64_t off, protocols::Bytes data, std::uint64_t frame,
@@ -60,14 +210,17 @@ class StreamFanOut final : public TcpSink {
   }
   void on_close(const TcpStreamInfo& c, bool reset, std::uint64_t frame) override {
     for (auto* s : sinks_) s->on_close(c, reset, frame);
+    if (split_) split_->push(SplitEvent::close, c.id);
   }
   void on_limit(const TcpStreamInfo& c, int dir, std::uint64_t frame, const char* why) override {
+    if (split_ && why == kAllBuffersFull) split_->diverged = true;
     for (auto* s : sinks_) s->on_limit(c, dir, frame, why);
   }
 
  private:
   std::vector<TcpSink*> sinks_;
   std::uint64_t& opened_;
+  SplitWorker* split_;
 };
 
 template <class Key>
@@ -81,7 +234,9 @@ FamilyRun* owner(const std::vector<std::pair<Key, FamilyRun*>>& claims, Key k) {
 
 InputResult Checker::check_file(const std::string& path) const {
   std::string err;
-  return check(path, PcapReader::open(path, err, opt_.hash), err);
+  auto reader = PcapReader::open(path, err, opt_.hash);
+  if (reader && splittable(*reader)) return check_split(path, std::move(reader));
+  return check(path, std::move(reader), err);
 }
 
 InputResult Checker::check_memory(const std::string& name, protocols::Bytes data) const {
@@ -95,6 +250,8 @@ struct CheckRun::Impl {
   std::string path;
   int linktype;
   InputResult& out;
+  SplitWorker* split;    // set: one worker of a split check
+  std::uint64_t skip_scopes = 0;  // counted but not handed on (Checker::check)
   bool refused = false;  // no one reads the link type
   // Each family's run on this input, and who gets what.
   std::vector<std::unique_ptr<RunContext>> contexts;
@@ -109,8 +266,8 @@ struct CheckRun::Impl {
   std::int64_t latest_ts = std::numeric_limits<std::int64_t>::min();
   std::uint64_t latest_frame = 0;
 
-  Impl(const Checker& c, std::string p, int lt, InputResult& o)
-      : checker(c), opt(c.opt_), path(std::move(p)), linktype(lt), out(o) {
+  Impl(const Checker& c, std::string p, int lt, InputResult& o, SplitWorker* sw = nullptr)
+      : checker(c), opt(c.opt_), path(std::move(p)), linktype(lt), out(o), split(sw) {
     out.path = path;
     out.linktype = linktype_name(linktype);
     std::vector<TcpSink*> stream_sinks;
@@ -143,8 +300,10 @@ struct CheckRun::Impl {
       refused = true;
       return;
     }
-    fan = std::make_unique<StreamFanOut>(stream_sinks, out.stats.tcp_connections);
-    tcp = std::make_unique<TcpReassembler>(*fan, opt.reassembly);
+    fan = std::make_unique<StreamFanOut>(stream_sinks, out.stats.tcp_connections, split);
+    ReassemblyLimits limits = opt.reassembly;
+    if (split) limits.max_total_bytes = std::max<std::size_t>(1, limits.max_total_bytes / split->count);
+    tcp = std::make_unique<TcpReassembler>(*fan, limits);
     capture_ctx = std::make_unique<RunContext>(out, opt.family_options, std::vector<std::size_t>{});
     capture_ctx->on_warning = opt.on_warning;
   }
@@ -152,12 +311,39 @@ struct CheckRun::Impl {
   // Where ended scopes go: counted, then streamed out or kept.
   void sink(ScopeResult&& r) {
     for (const auto& o : r.outcomes) out.verdicts.add(o.tally.verdict());
-    if (opt.on_scope) opt.on_scope(path, std::move(r));
+    if (!opt.keep_scopes) return;
+    if (split) {  // the merger hands on, in order
+      split->push(SplitEvent::scope, r.tcp_stream, &r);
+      return;
+    }
+    if (skip_scopes) --skip_scopes;
+    else if (opt.on_scope) opt.on_scope(path, std::move(r));
     else out.scopes.push_back(std::move(r));
+  }
+
+  // A TCP segment, to the reassembler (a split check's worker: when its connection is the worker's).
+  void segment(const Packet& p) {
+    if (!split || split->mine(p)) tcp->add(p);
   }
 
   void frame(const Frame& f) {
     last = f.number;
+    // Capture time passes with every frame: connections idle for the
+    // timeout close here, before what the frame brings.
+    if (split) {
+      split->frame = f.number;
+      split->group = 0;
+    }
+    tcp->pass(f.ts_sec * 1000000 + f.ts_usec, f.number);
+    if (split) {
+      split->group = 1;
+      if (split->index != 0) {  // its TCP connections only: worker 0 does the rest
+        if (const auto k = quick_tcp_key(linktype, f); k && !split->owns(*k)) return;
+        const Dissected d = dissect(linktype, f);
+        if (d.status == DissectStatus::ok && d.pkt.protocol == 6) segment(d.pkt);
+        return;
+      }
+    }
     ++out.stats.frames;
     // File-level sanity: warned with the frame number, never silent.
     if (f.caplen > f.orig_len)
@@ -192,7 +378,7 @@ struct CheckRun::Impl {
         break;
       case DissectStatus::ok:
         if (d.pkt.protocol == 6) {
-          tcp->add(d.pkt);
+          segment(d.pkt);
         } else if (d.pkt.protocol == 17) {
           auto* r = owner(by_port, d.pkt.dport);
           if (r) r->packet(d.pkt);
@@ -207,25 +393,32 @@ struct CheckRun::Impl {
 
   void finish() {
     if (refused) return;
+    if (split) {
+      split->frame = kEndFrame;
+      split->group = 0;
+    }
     tcp->finish(last);
-    for (auto& r : runs) {
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      if (split) split->group = static_cast<std::uint32_t>(2 + i);
       std::vector<ScopeResult> open;
-      r->finish(open, out.stats.families);
+      runs[i]->finish(open, out.stats.families);
       for (auto& s : open) sink(std::move(s));
     }
-    // Kept scopes: each family's, in the family's order, families in turn.
-    const auto& fams = checker.families_;
-    auto rank = [&](const ScopeResult& s) {
-      std::size_t f = 0;
-      while (f < fams.size() && fams[f].family->name() != s.family) ++f;
-      return f;
-    };
-    std::stable_sort(out.scopes.begin(), out.scopes.end(), [&](const ScopeResult& x, const ScopeResult& y) {
-      const auto fx = rank(x), fy = rank(y);
-      return fx != fy ? fx < fy : x.order < y.order;
-    });
+    checker.order_kept(out.scopes);
   }
 };
+
+void Checker::order_kept(std::vector<ScopeResult>& scopes) const {
+  auto rank = [&](const ScopeResult& s) {
+    std::size_t f = 0;
+    while (f < families_.size() && families_[f].family->name() != s.family) ++f;
+    return f;
+  };
+  std::stable_sort(scopes.begin(), scopes.end(), [&](const ScopeResult& x, const ScopeResult& y) {
+    const auto fx = rank(x), fy = rank(y);
+    return fx != fy ? fx < fy : x.order < y.order;
+  });
+}
 
 CheckRun::CheckRun(const Checker& c, std::string path, int linktype, InputResult& out)
     : impl_(std::make_unique<Impl>(c, std::move(path), linktype, out)) {}
@@ -235,7 +428,8 @@ void CheckRun::frame(const Frame& f) {
 }
 void CheckRun::finish() { impl_->finish(); }
 
-InputResult Checker::check(const std::string& path, std::unique_ptr<PcapReader> reader, const std::string& open_error) const {
+InputResult Checker::check(const std::string& path, std::unique_ptr<PcapReader> reader, const std::string& open_error,
+                           std::uint64_t skip_scopes) const {
   InputResult out;
   out.path = path;
   if (!reader) {
@@ -244,6 +438,7 @@ InputResult Checker::check(const std::string& path, std::unique_ptr<PcapReader> 
   }
   {
     CheckRun run(*this, path, reader->linktype(), out);
+    run.impl_->skip_scopes = skip_scopes;
     if (!out.error.empty()) {
       out.sha256 = reader->sha256();
       return out;
@@ -257,6 +452,225 @@ InputResult Checker::check(const std::string& path, std::unique_ptr<PcapReader> 
   }
   out.sha256 = reader->sha256();
   if (opt_.progress) opt_.progress(reader->file_size(), reader->file_size());
+  return out;
+}
+
+}  // namespace rdmaconf::conformance
+
+namespace rdmaconf::conformance {
+
+bool Checker::splittable(const PcapReader& r) const {
+  if (opt_.threads < 2 || r.file_size() < opt_.split_min_size || opt_.on_unit || opt_.on_warning) return false;
+  if (!supported_linktype(r.linktype())) return false;
+  bool streams = false;
+  for (const auto& a : families_) {
+    if (std::find(a.claims.linktypes.begin(), a.claims.linktypes.end(), r.linktype()) != a.claims.linktypes.end()) return false;
+    streams = streams || a.claims.tcp_streams;
+  }
+  return streams;
+}
+
+namespace {
+
+// The merger's order of two events at the heads of workers' queues (`gx`,
+// `gy`: their connections' numbers across workers, where the order needs them).
+bool split_before(const SplitEvent& x, unsigned wx, std::uint64_t gx, const SplitEvent& y, unsigned wy, std::uint64_t gy) {
+  if (x.frame != y.frame) return x.frame < y.frame;
+  if (x.group != y.group) return x.group < y.group;
+  if (gx != gy) return gx < gy;
+  return wx != wy ? wx < wy : x.seq < y.seq;
+}
+
+}  // namespace
+
+InputResult Checker::check_split(const std::string& path, std::unique_ptr<PcapReader> first) const {
+  const unsigned n = opt_.threads;
+  std::vector<std::unique_ptr<PcapReader>> readers;
+  readers.push_back(std::move(first));
+  for (unsigned w = 1; w < n; ++w) {
+    std::string err;
+    readers.push_back(PcapReader::open(path, err, false));
+    if (!readers.back()) return check(path, std::move(readers.front()), err);
+  }
+  SplitShared shared(n);
+  std::vector<InputResult> outs(n);
+  std::vector<std::unique_ptr<SplitWorker>> workers;
+  for (unsigned w = 0; w < n; ++w) workers.push_back(std::make_unique<SplitWorker>(SplitWorker{shared, w, n, {}, 0, 1, 0, false}));
+
+  const auto work = [&](unsigned w) {
+    SplitWorker& sw = *workers[w];
+    PcapReader& rd = *readers[w];
+    try {
+      CheckRun::Impl run(*this, path, rd.linktype(), outs[w], &sw);
+      std::uint64_t since = 0;
+      while (auto f = rd.next()) {
+        run.frame(*f);
+        if (sw.diverged) return sw.fail(nullptr);
+        if (w == 0 && opt_.progress && (f->number & 0xfff) == 0) opt_.progress(rd.bytes_read(), rd.file_size());
+        if ((++since >= 512 || sw.local.size() >= 256) && !sw.publish(f->number)) return;
+        if (since >= 512) since = 0;
+      }
+      if (!rd.error().empty()) outs[w].error = rd.error();
+      run.finish();
+      if (sw.diverged) return sw.fail(nullptr);
+      if (w == 0) outs[w].sha256 = rd.sha256();
+      sw.publish(kEndFrame);
+    } catch (...) {
+      sw.fail(std::current_exception());
+    }
+  };
+
+  // The merger, on this thread.
+  std::vector<ScopeResult> kept;
+  std::uint64_t handed = 0;  // scopes handed to on_scope
+  std::vector<std::unordered_map<std::uint64_t, std::uint64_t>> number(n);  // worker's connection -> across workers
+  std::uint64_t next_number = 1;
+  {
+    std::vector<std::jthread> threads;
+    struct Stopper {  // whatever happens here, the workers end before they are joined
+      SplitShared& s;
+      ~Stopper() {
+        std::lock_guard l(s.m);
+        s.stop = true;
+        s.room.notify_all();
+      }
+    } stopper{shared};
+    for (unsigned w = 0; w < n; ++w) threads.emplace_back(work, w);
+    std::vector<std::pair<SplitEvent*, unsigned>> todo;        // scopes to hand on, and their worker
+    std::vector<std::vector<std::vector<SplitEvent>>> read(n);  // each worker's batches read through
+    for (bool finished = false; !finished;) {
+      {
+        std::unique_lock l(shared.m);
+        const auto give_back = [&] {  // the batches read through, to their workers; room for more
+          for (unsigned w = 0; w < n; ++w)
+            for (auto& b : read[w]) shared.queues[w].spent.push_back(std::move(b));
+          for (auto& r : read) r.clear();
+          shared.room.notify_all();
+        };
+        give_back();
+        for (;;) {
+          if (shared.stop) {
+            finished = true;
+            break;
+          }
+          bool all_done = true;
+          for (;;) {  // take what can go: the least head that no worker with nothing queued could still precede
+            int best = -1;
+            std::uint64_t best_g = 0, waiting_at = kEndFrame;
+            all_done = true;
+            const auto g_of = [&](unsigned w, const SplitEvent& e) -> std::uint64_t {
+              if (e.group == 1 || !e.stream) return 0;
+              const auto it = number[w].find(e.stream);
+              return it == number[w].end() ? 0 : it->second;
+            };
+            for (unsigned w = 0; w < n; ++w) {
+              const auto& q = shared.queues[w];
+              if (q.progress != kEndFrame) all_done = false;
+              const SplitEvent* e = q.front();
+              if (!e) {
+                waiting_at = std::min(waiting_at, q.progress);
+                continue;
+              }
+              all_done = false;
+              const std::uint64_t g = g_of(w, *e);
+              if (best < 0 || split_before(*e, w, g, *shared.queues[static_cast<unsigned>(best)].front(), static_cast<unsigned>(best), best_g)) {
+                best = static_cast<int>(w);
+                best_g = g;
+              }
+            }
+            if (best < 0) break;
+            const auto bw = static_cast<unsigned>(best);
+            auto& q = shared.queues[bw];
+            SplitEvent& e = q.batches.front()[q.head];
+            if (e.frame > waiting_at) break;
+            --q.queued;
+            if (++q.head == q.batches.front().size()) {
+              read[bw].push_back(std::move(q.batches.front()));  // its events stay where they are
+              q.batches.pop_front();
+              q.head = 0;
+            }
+            auto& mine = number[bw];
+            if (e.kind == SplitEvent::open) {
+              mine[e.stream] = next_number++;
+            } else if (e.kind == SplitEvent::close) {
+              mine.erase(e.stream);
+            } else {
+              if (e.stream) {
+                const auto it = mine.find(e.stream);
+                e.stream = it == mine.end() ? 0 : it->second;
+              }
+              todo.emplace_back(&e, bw);
+              if (todo.size() >= 64) break;
+            }
+          }
+          if (!todo.empty()) break;
+          if (all_done) {
+            finished = true;
+            break;
+          }
+          give_back();
+          shared.ready.wait(l);
+        }
+        shared.room.notify_all();
+      }
+      for (auto [e, w] : todo) {
+        ScopeResult& r = e->result;
+        if (e->stream) {  // numbered as one thread would have
+          r.id.resize(r.id.rfind('/') + 1);
+          r.id += std::to_string(e->stream);
+          r.order = r.tcp_stream = e->stream;
+        }
+        if (opt_.on_scope) {
+          opt_.on_scope(path, std::move(r));
+          ++handed;
+        } else {
+          kept.push_back(std::move(r));
+        }
+      }
+      todo.clear();
+    }
+  }
+  if (shared.failure) std::rethrow_exception(shared.failure);
+  if (shared.diverged) {
+    std::string err;
+    return check(path, PcapReader::open(path, err, opt_.hash), err, handed);
+  }
+
+  struct Warning {
+    std::uint64_t frame;
+    unsigned worker;
+    std::string text;
+  };
+  std::vector<Warning> warnings;
+  for (unsigned w = 0; w < n; ++w)
+    for (std::size_t i = 0; i < outs[w].warnings.size(); ++i)
+      warnings.push_back({outs[w].warning_frames[i], w, std::move(outs[w].warnings[i])});
+  InputResult out = std::move(outs[0]);
+  out.threads = n;
+  out.scopes = std::move(kept);
+  order_kept(out.scopes);
+  for (unsigned w = 1; w < n; ++w) {
+    InputResult& o = outs[w];
+    out.stats.tcp_connections += o.stats.tcp_connections;
+    out.stats.undecodable_frames += o.stats.undecodable_frames;
+    out.stats.capture_anomalies += o.stats.capture_anomalies;
+    out.verdicts.merge(o.verdicts);
+    out.warnings_total += o.warnings_total;
+    for (auto& c : o.stats.families) {
+      auto it = std::find_if(out.stats.families.begin(), out.stats.families.end(), [&](const FamilyCount& x) { return x.key == c.key; });
+      if (it != out.stats.families.end()) it->value += c.value;
+      else out.stats.families.push_back(std::move(c));
+    }
+  }
+  std::stable_sort(warnings.begin(), warnings.end(),
+                   [](const Warning& x, const Warning& y) { return x.frame != y.frame ? x.frame < y.frame : x.worker < y.worker; });
+  out.warnings.clear();
+  out.warning_frames.clear();
+  for (std::size_t i = 0; i < warnings.size() && i < kMaxInputWarnings; ++i) {
+    out.warnings.push_back(std::move(warnings[i].text));
+    out.warning_frames.push_back(warnings[i].frame);
+  }
+  if (opt_.progress) opt_.progress(readers[0]->file_size(), readers[0]->file_size());
   return out;
 }
 

@@ -42,9 +42,19 @@ struct CheckOptions {
   // path, and InputResult::scopes stays empty: memory follows the open
   // connections, not the capture's history (a streamed report).
   std::function<void(const std::string& path, ScopeResult&&)> on_scope;
+  // False: no one reads the scopes; each is counted and dropped.
+  bool keep_scopes = true;
+  // Threads one input's TCP connections are spread over: each reads the
+  // whole input and keeps the connections that hash to it, and their scopes
+  // are merged into the order, numbering and verdicts one thread gives.
+  // Inputs smaller than `split_min_size`, listings (on_unit, on_warning) and
+  // inputs a family reads whole are checked on one thread.
+  unsigned threads = 1;
+  std::uint64_t split_min_size = 16u << 20;
 };
 
 class CheckRun;
+struct SplitWorker;
 
 class Checker {
  public:
@@ -57,7 +67,14 @@ class Checker {
 
  private:
   friend class CheckRun;
-  InputResult check(const std::string& path, std::unique_ptr<captures::io::PcapReader> reader, const std::string& open_error) const;
+  // `skip_scopes`: the first scopes are counted but not handed to on_scope
+  // (a split check that had to start again already handed them on).
+  InputResult check(const std::string& path, std::unique_ptr<captures::io::PcapReader> reader, const std::string& open_error,
+                    std::uint64_t skip_scopes = 0) const;
+  bool splittable(const captures::io::PcapReader& r) const;
+  InputResult check_split(const std::string& path, std::unique_ptr<captures::io::PcapReader> first) const;
+  // Kept scopes (no on_scope): each family's in its order, families in turn.
+  void order_kept(std::vector<ScopeResult>& scopes) const;
   struct Active {
     const ProtocolFamily* family;
     std::vector<std::size_t> cases;  // indices into family->cases()
@@ -85,6 +102,7 @@ class CheckRun {
   void finish();
 
  private:
+  friend class Checker;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -8,10 +8,6 @@
 
 namespace rdmaconf::conformance {
 
-namespace {
-constexpr std::size_t kMaxWarnings = 20;
-}
-
 std::vector<std::uint64_t> option_values(const FamilyOptions& o, std::string_view name, std::vector<std::uint64_t> fallback) {
   const auto it = o.find(name);
   return it == o.end() || it->second.empty() ? fallback : it->second;
@@ -40,18 +36,24 @@ std::optional<std::string> parse_option(const OptionSpec& spec, std::string_view
   return std::nullopt;
 }
 
+void RunContext::warn(std::uint64_t frame, const std::string& message) {
+  if (out_.warnings.size() < kMaxInputWarnings) {
+    out_.warnings.push_back(out_.path + ": " + message);
+    out_.warning_frames.push_back(frame);
+  }
+  ++out_.warnings_total;
+}
+
 void RunContext::undecodable(std::uint64_t frame, const std::string& message) {
   if (on_warning) on_warning(frame, true, message);
   ++out_.stats.undecodable_frames;
-  if (out_.warnings.size() < kMaxWarnings) out_.warnings.push_back(out_.path + ": " + message);
-  ++out_.warnings_total;
+  warn(frame, message);
 }
 
 void RunContext::anomaly(std::uint64_t frame, const std::string& message) {
   if (on_warning) on_warning(frame, false, message);
   ++out_.stats.capture_anomalies;
-  if (out_.warnings.size() < kMaxWarnings) out_.warnings.push_back(out_.path + ": " + message);
-  ++out_.warnings_total;
+  warn(frame, message);
 }
 
 void Registry::add(const ProtocolFamily& f) {

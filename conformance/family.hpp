@@ -89,6 +89,7 @@ class RunContext {
   std::function<void(std::string_view unit, nlohmann::json&&)> on_unit;
 
  private:
+  void warn(std::uint64_t frame, const std::string& message);
   InputResult& out_;
   const FamilyOptions& options_;
   std::vector<std::size_t> active_;

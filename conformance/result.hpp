@@ -38,6 +38,11 @@ struct ScopeResult {
   std::uint64_t first_frame = 0, last_frame = 0;
   std::vector<CaseOutcome> outcomes;
   std::vector<Coverage> coverage;  // per direction
+  // The TCP connection a scope is (TcpStreamInfo::id; 0: the scope is no
+  // TCP connection). Such a scope's id ends in "/<connection>" and its order
+  // is the connection: a check that spreads connections over threads numbers
+  // them again, as one thread that saw them all would have.
+  std::uint64_t tcp_stream = 0;
 };
 
 // A per-input count a family keeps ("iwarp_connections": key in the JSON
@@ -71,7 +76,16 @@ struct VerdictCounts {
       case Verdict::inconclusive: ++inconclusive; break;
     }
   }
+  void merge(const VerdictCounts& o) {
+    pass += o.pass;
+    fail += o.fail;
+    not_applicable += o.not_applicable;
+    inconclusive += o.inconclusive;
+  }
 };
+
+// How many warnings an input's result keeps (it counts them all).
+inline constexpr std::size_t kMaxInputWarnings = 20;
 
 struct InputResult {
   std::string path;
@@ -82,6 +96,10 @@ struct InputResult {
   std::vector<ScopeResult> scopes;  // empty when CheckOptions::on_scope took them
   VerdictCounts verdicts;
   std::vector<std::string> warnings;  // first few undecodable frames and capture problems
+  std::vector<std::uint64_t> warning_frames;  // the frame of each warning
+  // The threads that checked it (CheckOptions::threads; 1 when it was not
+  // split, or when a split check had to start again on one thread).
+  unsigned threads = 1;
   std::uint64_t warnings_total = 0;
 };
 

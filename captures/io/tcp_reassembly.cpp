@@ -117,7 +117,7 @@ void emit(TcpSink& sink, TcpReassembler::Conn& c, int d, std::uint64_t off, prot
       sink.on_limit(c.info, d, frame,
                     s.held_bytes > lim.max_held_bytes
                         ? "the connection's buffer for octets waiting on the other direction is full"
-                        : "the buffers of all connections together are full (--reassembly-memory)");
+                        : kAllBuffersFull);
       release(sink, c, d, true);
     }
     return;
@@ -162,14 +162,23 @@ void drain(TcpSink& sink, int d, TcpReassembler::Conn& c, bool force, const Reas
 
 }  // namespace
 
-void TcpReassembler::add(const Packet& p) {
-  if (limits_.idle_timeout_us > 0 && p.ts_us - last_sweep_us_ >= std::max<std::int64_t>(limits_.idle_timeout_us / 8, 1)) {
-    if (last_sweep_us_) close_idle(p.ts_us, p.frame);
-    last_sweep_us_ = p.ts_us;
+void TcpReassembler::pass(std::int64_t ts_us, std::uint64_t frame) {
+  if (limits_.idle_timeout_us > 0 && ts_us - last_sweep_us_ >= std::max<std::int64_t>(limits_.idle_timeout_us / 8, 1)) {
+    if (last_sweep_us_) close_idle(ts_us, frame);
+    last_sweep_us_ = ts_us;
   }
+}
+
+TcpReassembler::Key TcpReassembler::key_of(const Packet& p) {
   Endpoint src{p.ip_version, p.src, p.sport}, dst{p.ip_version, p.dst, p.dport};
   const bool src_lo = endpoint_less(src, dst) || src == dst;
-  Key key{src_lo ? src : dst, src_lo ? dst : src};
+  return Key{src_lo ? src : dst, src_lo ? dst : src};
+}
+
+void TcpReassembler::add(const Packet& p) {
+  pass(p.ts_us, p.frame);
+  Endpoint src{p.ip_version, p.src, p.sport}, dst{p.ip_version, p.dst, p.dport};
+  const Key key = key_of(p);
   auto it = conns_.find(key);
   // A new SYN on a finished or data-carrying connection starts a new one (port reuse).
   if (it != conns_.end() && p.syn && !p.ack_flag) {
@@ -255,9 +264,8 @@ void TcpReassembler::add(const Packet& p) {
         if (s.pending_bytes > limits_.max_pending_bytes || s.pending.size() > limits_.max_pending_segments ||
             buffered_ > limits_.max_total_bytes) {
           sink_.on_limit(c.info, d, p.frame,
-                         buffered_ > limits_.max_total_bytes
-                             ? "the buffers of all connections together are full (--reassembly-memory)"
-                             : "the connection's buffer for out-of-order segments is full");
+                         buffered_ > limits_.max_total_bytes ? kAllBuffersFull
+                                                             : "the connection's buffer for out-of-order segments is full");
           drain(sink_, d, c, true, limits_);
         }
       }

@@ -69,6 +69,10 @@ class TcpSink {
   virtual void on_limit(const TcpStreamInfo&, int /*dir*/, std::uint64_t /*frame*/, const char* /*why*/) {}
 };
 
+// on_limit's `why` when the limit reached was the one of all connections
+// together (ReassemblyLimits::max_total_bytes).
+inline constexpr const char* kAllBuffersFull = "the buffers of all connections together are full (--reassembly-memory)";
+
 struct ReassemblyLimits {
   std::size_t max_pending_bytes = 4u << 20;   // per direction, out-of-order data held
   std::size_t max_pending_segments = 2048;
@@ -86,6 +90,10 @@ class TcpReassembler {
   explicit TcpReassembler(TcpSink& sink, ReassemblyLimits limits = {});
   ~TcpReassembler();
   void add(const Packet& p);
+  // A segment of a connection another reassembler keeps (a check that
+  // spreads connections over threads): only capture time advances, so that
+  // idle connections close at the same frame as when one reassembler sees all.
+  void pass(std::int64_t ts_us, std::uint64_t frame);
   // Flushes every open connection (end of capture).
   void finish(std::uint64_t last_frame);
 
@@ -100,6 +108,8 @@ class TcpReassembler {
   struct KeyHash {
     std::size_t operator()(const Key& k) const;
   };
+  // The connection a segment belongs to (either direction).
+  static Key key_of(const Packet& p);
 
  private:
   void close(Conn& c, bool reset, std::uint64_t frame);

@@ -308,6 +308,7 @@ class Run final : public FamilyRun, public TcpSink {
       r.last_frame = k.last_frame;
       r.outcomes = k.scope.outcomes(infos_);
       r.order = c.id;
+      r.tcp_stream = c.id;
       ctx_.scope_done(std::move(r));
     }
     conns_.erase(it);

@@ -36,49 +36,14 @@
 #include "protocols/core/bits.hpp"
 #include "protocols/ib/packet.hpp"
 #include "protocols/iwarp/codec.hpp"
+#include "tests/metamorphic/capture_edit.hpp"
 
 namespace fs = std::filesystem;
 using namespace rdmaconf;
 using namespace rdmaconf::captures::io;
+using namespace rdmaconf::test;
 
 namespace {
-
-struct RawFrame {
-  std::int64_t sec = 0, usec = 0;
-  std::uint32_t orig_len = 0;
-  std::vector<std::byte> data;
-};
-
-struct Capture {
-  int linktype = 0;
-  std::vector<RawFrame> frames;
-};
-
-Capture load(const std::string& path) {
-  std::string err;
-  auto r = PcapReader::open(path, err, false);
-  BOOST_TEST_REQUIRE(!!r, err);
-  Capture c;
-  c.linktype = r->linktype();
-  while (auto f = r->next()) c.frames.push_back({f->ts_sec, f->ts_usec, f->orig_len, {f->data.begin(), f->data.end()}});
-  return c;
-}
-
-void save(const std::string& path, const Capture& c) {
-  pcap_t* dead = pcap_open_dead(c.linktype, 262144);
-  pcap_dumper_t* d = pcap_dump_open(dead, path.c_str());
-  BOOST_TEST_REQUIRE(d != nullptr, path);
-  for (const auto& f : c.frames) {
-    pcap_pkthdr h{};
-    h.ts.tv_sec = f.sec;
-    h.ts.tv_usec = static_cast<suseconds_t>(f.usec);
-    h.caplen = static_cast<bpf_u_int32>(f.data.size());
-    h.len = std::max<bpf_u_int32>(h.caplen, f.orig_len);
-    pcap_dump(reinterpret_cast<u_char*>(d), &h, reinterpret_cast<const u_char*>(f.data.data()));
-  }
-  pcap_dump_close(d);
-  pcap_close(dead);
-}
 
 Dissected dissect_raw(const Capture& c, std::size_t i) {
   Frame f;
