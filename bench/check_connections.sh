@@ -7,7 +7,8 @@
 # are written as scopes end), time must grow linearly, and --json should
 # cost little over the plain check (its writer runs on a second thread).
 # Each figure is the median of three runs; the baseline of the ratios is the
-# plain check of the same file in the same run.
+# plain check of the same file in the same run, both on one checking thread
+# (--jobs 1; bench/all measures the check spread over every core).
 #   bench/check_connections.sh [BUILD_DIR] [COUNT...]   (default 10000 100000 1000000)
 set -euo pipefail
 build=${1:-build}
@@ -33,12 +34,12 @@ print(f"{'connections':>11}  {'capture':>9}  {'check':>8}  {'peak':>8}  {'--json
 for n in counts:
     path = os.path.join(tmp, f"c{n}.pcap")
     run([rdmaconf, "check", "--quiet", path])  # warm the page cache
-    plain = [run([rdmaconf, "check", "--quiet", path]) for _ in range(3)]
+    plain = [run([rdmaconf, "check", "--quiet", "--jobs", "1", path]) for _ in range(3)]
     js = []
     for _ in range(3):
         if os.path.exists(report):
             os.remove(report)
-        js.append(run([rdmaconf, "check", "--quiet", "--json", report, path]))
+        js.append(run([rdmaconf, "check", "--quiet", "--jobs", "1", "--json", report, path]))
     tp, mp = statistics.median(r[0] for r in plain), max(r[1] for r in plain)
     tj, mj = statistics.median(r[0] for r in js), max(r[1] for r in js)
     print(f"{int(n):>11}  {os.path.getsize(path)/1e6:>7.0f}MB  {tp:>7.2f}s  {mp:>5.1f}MiB  {tj:>7.2f}s  {mj:>5.1f}MiB"

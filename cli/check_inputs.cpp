@@ -34,7 +34,7 @@ reports::Totals check_inputs(const conformance::CheckOptions& opt, const std::ve
   std::atomic<std::size_t> next{0};
   // Fewer inputs than threads: each input's connections are spread over the rest.
   const unsigned n = std::max(1u, std::min<unsigned>(how.jobs, static_cast<unsigned>(inputs.size())));
-  const unsigned per_input = std::max(1u, how.jobs / n);
+  const unsigned per_input = std::max(1u, how.jobs / n - (how.heavy_reports && how.jobs / n > 1 ? 1u : 0u));
 
   const auto worker = [&] {
     std::size_t i = 0;

@@ -7,7 +7,7 @@
 // one that holds more than a memory budget waits for it, so that memory
 // stays bounded per thread whatever the inputs' sizes. With fewer inputs
 // than threads, each input's TCP connections are spread over the threads
-// left (CheckOptions::threads).
+// left (CheckOptions::threads), less one when a report writer needs a core.
 #include <functional>
 #include <iosfwd>
 #include <string>
@@ -20,6 +20,10 @@ namespace rdmaconf::cli {
 
 struct CheckInputsOptions {
   unsigned jobs = 1;
+  // A JSON or JUnit report is written: its writer keeps a core busy as the
+  // check does (formatting and writing a scope costs about what checking it
+  // does), so an input's connections are spread over one thread fewer.
+  bool heavy_reports = false;
   std::size_t hold_budget = 32u << 20;  // octets of held scopes per thread (estimated), then it waits its turn
   // Called on the thread that checks `path` as it starts (one thread: the
   // progress bar's name).

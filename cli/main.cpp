@@ -149,8 +149,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 20));
   unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
   check->add_option("--jobs,-j", jobs,
-                    "inputs checked at once, each on a thread of its own (default: the number of cores); the verdicts and "
-                    "the reports are the same as with 1, in the same order")
+                    "threads (default: the number of cores): inputs are checked at once, each on a thread of its own; "
+                    "with fewer inputs than threads, an input's TCP connections are spread over the threads left (less "
+                    "one when --json or --junit is written). The verdicts and the reports are the same as with 1, in the "
+                    "same order")
       ->check(CLI::Range(1u, 1024u));
   // Each family's own options (--roce-port, ...).
   conformance::FamilyOptions family_options;
@@ -353,6 +355,7 @@ int main(int argc, char** argv) {
   try {
     rdmaconf::cli::CheckInputsOptions how;
     how.jobs = jobs;
+    how.heavy_reports = !json_out.empty() || !junit_out.empty();
     if (jobs == 1) how.on_start = [&](const std::string& in) { current = in; };
     t = rdmaconf::cli::check_inputs(opt, inputs, how, report.get(), std::cerr);
     if (report) report->end(t);

@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <cstring>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -12,6 +13,7 @@
 #include <optional>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -118,8 +120,7 @@ struct SplitWorker {
   std::uint64_t seq = 0;
   bool diverged = false;
 
-  bool owns(const TcpReassembler::Key& k) const { return (TcpReassembler::KeyHash{}(k) >> 16) % count == index; }
-  bool mine(const Packet& p) const { return owns(TcpReassembler::key_of(p)); }
+  bool owns(std::uint64_t connection_hash) const { return (connection_hash >> 8) % count == index; }
   void push(SplitEvent::Kind k, std::uint64_t stream, ScopeResult* r = nullptr) {
     SplitEvent& e = local.emplace_back();
     e.kind = k;
@@ -169,25 +170,46 @@ struct SplitWorker {
 
 namespace {
 
-// The connection of an Ethernet II frame with an IPv4 header naming TCP,
+// Which worker of a split check keeps a TCP connection: a hash of its two
+// endpoints that does not depend on their order.
+std::uint64_t mix64(std::uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  return x ^ (x >> 33);
+}
+std::uint64_t endpoint_hash(const std::uint8_t* addr, bool v6, std::uint16_t port) {
+  std::uint32_t a4;
+  std::memcpy(&a4, addr, 4);
+  std::uint64_t w = std::uint64_t{port} << 32 | a4;
+  if (v6) {
+    std::uint64_t x[2];
+    std::memcpy(x, addr, 16);
+    w ^= mix64(x[0]) ^ x[1];
+  }
+  return mix64(w);
+}
+std::uint64_t connection_hash(const Packet& p) {
+  const bool v6 = p.ip_version == 6;
+  return endpoint_hash(p.src.data(), v6, p.sport) + endpoint_hash(p.dst.data(), v6, p.dport);
+}
+
+// connection_hash() of an Ethernet II frame with an IPv4 header naming TCP,
 // read without checking anything else; nullopt for any other frame. Where
 // dissect() finds a TCP segment in such a frame, it finds this connection,
-// so a split check's worker can pass over other workers' segments without
+// so a split check's worker can pass over other workers' frames without
 // dissecting them.
-std::optional<TcpReassembler::Key> quick_tcp_key(int linktype, const Frame& f) {
+std::optional<std::uint64_t> quick_tcp_hash(int linktype, const Frame& f) {
   const auto* d = reinterpret_cast<const std::uint8_t*>(f.data.data());
   const std::size_t n = f.data.size();
   if (linktype != 1 || n < 14 + 20 || d[12] != 0x08 || d[13] != 0x00) return std::nullopt;
   const std::uint8_t* ip = d + 14;
   const std::size_t ihl = (ip[0] & 0x0fu) * 4u;
   if ((ip[0] >> 4) != 4 || ip[9] != 6 || ihl < 20 || n < 14 + ihl + 4) return std::nullopt;
-  Packet p;
-  p.ip_version = 4;
-  std::copy_n(ip + 12, 4, p.src.begin());
-  std::copy_n(ip + 16, 4, p.dst.begin());
-  p.sport = static_cast<std::uint16_t>(ip[ihl] << 8 | ip[ihl + 1]);
-  p.dport = static_cast<std::uint16_t>(ip[ihl + 2] << 8 | ip[ihl + 3]);
-  return TcpReassembler::key_of(p);
+  const auto sport = static_cast<std::uint16_t>(ip[ihl] << 8 | ip[ihl + 1]);
+  const auto dport = static_cast<std::uint16_t>(ip[ihl + 2] << 8 | ip[ihl + 3]);
+  return endpoint_hash(ip + 12, false, sport) + endpoint_hash(ip + 16, false, dport);
 }
 
 // Every TCP stream goes to each family that reads streams; the stream count
@@ -235,7 +257,7 @@ FamilyRun* owner(const std::vector<std::pair<Key, FamilyRun*>>& claims, Key k) {
 InputResult Checker::check_file(const std::string& path) const {
   std::string err;
   auto reader = PcapReader::open(path, err, opt_.hash);
-  if (reader && splittable(*reader)) return check_split(path, std::move(reader));
+  if (reader && splittable(path, *reader)) return check_split(path, std::move(reader));
   return check(path, std::move(reader), err);
 }
 
@@ -323,29 +345,13 @@ struct CheckRun::Impl {
 
   // A TCP segment, to the reassembler (a split check's worker: when its connection is the worker's).
   void segment(const Packet& p) {
-    if (!split || split->mine(p)) tcp->add(p);
+    if (!split || split->owns(connection_hash(p))) tcp->add(p);
   }
 
-  void frame(const Frame& f) {
-    last = f.number;
-    // Capture time passes with every frame: connections idle for the
-    // timeout close here, before what the frame brings.
-    if (split) {
-      split->frame = f.number;
-      split->group = 0;
-    }
-    tcp->pass(f.ts_sec * 1000000 + f.ts_usec, f.number);
-    if (split) {
-      split->group = 1;
-      if (split->index != 0) {  // its TCP connections only: worker 0 does the rest
-        if (const auto k = quick_tcp_key(linktype, f); k && !split->owns(*k)) return;
-        const Dissected d = dissect(linktype, f);
-        if (d.status == DissectStatus::ok && d.pkt.protocol == 6) segment(d.pkt);
-        return;
-      }
-    }
+  // File-level sanity, and the counts of frames and octets.
+  void frame_sanity(const Frame& f) {
     ++out.stats.frames;
-    // File-level sanity: warned with the frame number, never silent.
+    // Warned with the frame number, never silent.
     if (f.caplen > f.orig_len)
       capture_ctx->anomaly(f.number, fmt::format("frame {}: captured length {} is greater than the original length {} (an "
                                        "inconsistent record; judged as captured)",
@@ -357,6 +363,33 @@ struct CheckRun::Impl {
       latest_frame = f.number;
     }
     out.stats.octets += f.data.size();
+  }
+
+  void frame(const Frame& f) {
+    last = f.number;
+    // Capture time passes with every frame: connections idle for the
+    // timeout close here, before what the frame brings.
+    if (split) {
+      split->frame = f.number;
+      split->group = 0;
+    }
+    tcp->pass(f.ts_sec * 1000000 + f.ts_usec, f.number);
+    // A split check's worker: a frame that quick_tcp_hash() reads is its
+    // connection's worker's alone (dissected, judged, or warned about as
+    // undecodable there); worker 0 does every other frame, and the others
+    // look at those only for their connections' TCP segments.
+    std::optional<bool> owned;
+    if (split) {
+      split->group = 1;
+      if (const auto h = quick_tcp_hash(linktype, f)) owned = split->owns(*h);
+      if (split->index != 0 && !owned.has_value()) {
+        const Dissected d = dissect(linktype, f);
+        if (d.status == DissectStatus::ok && d.pkt.protocol == 6) segment(d.pkt);
+        return;
+      }
+    }
+    if (!split || split->index == 0) frame_sanity(f);
+    if (owned && !*owned) return;
     if (whole_link) {
       Packet p;
       p.frame = f.number;
@@ -459,7 +492,7 @@ InputResult Checker::check(const std::string& path, std::unique_ptr<PcapReader> 
 
 namespace rdmaconf::conformance {
 
-bool Checker::splittable(const PcapReader& r) const {
+bool Checker::splittable(const std::string& path, const PcapReader& r) const {
   if (opt_.threads < 2 || r.file_size() < opt_.split_min_size || opt_.on_unit || opt_.on_warning) return false;
   if (!supported_linktype(r.linktype())) return false;
   bool streams = false;
@@ -467,7 +500,20 @@ bool Checker::splittable(const PcapReader& r) const {
     if (std::find(a.claims.linktypes.begin(), a.claims.linktypes.end(), r.linktype()) != a.claims.linktypes.end()) return false;
     streams = streams || a.claims.tcp_streams;
   }
-  return streams;
+  if (!streams || opt_.split_min_size == 0) return streams;
+  // Worth it only with connections to share: a few long connections would
+  // leave one thread with all the work and the others reading for nothing.
+  // The first frames tell (Ethernet and IPv4 frames; others count as none).
+  std::string err;
+  const auto head = PcapReader::open(path, err, false);
+  if (!head) return false;
+  std::unordered_set<std::uint64_t> seen;
+  for (int i = 0; i < 20000 && seen.size() < 16u * opt_.threads; ++i) {
+    const auto f = head->next();
+    if (!f) break;
+    if (const auto h = quick_tcp_hash(head->linktype(), *f)) seen.insert(*h);
+  }
+  return seen.size() >= 16u * opt_.threads;
 }
 
 namespace {

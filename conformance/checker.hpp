@@ -47,8 +47,11 @@ struct CheckOptions {
   // Threads one input's TCP connections are spread over: each reads the
   // whole input and keeps the connections that hash to it, and their scopes
   // are merged into the order, numbering and verdicts one thread gives.
-  // Inputs smaller than `split_min_size`, listings (on_unit, on_warning) and
-  // inputs a family reads whole are checked on one thread.
+  // Inputs smaller than `split_min_size`, inputs whose first 20,000 frames
+  // hold fewer than 16 TCP connections a thread (a few long connections
+  // leave nothing to share; not asked with a split_min_size of 0), listings
+  // (on_unit, on_warning) and inputs a family reads whole are checked on one
+  // thread.
   unsigned threads = 1;
   std::uint64_t split_min_size = 16u << 20;
 };
@@ -71,7 +74,7 @@ class Checker {
   // (a split check that had to start again already handed them on).
   InputResult check(const std::string& path, std::unique_ptr<captures::io::PcapReader> reader, const std::string& open_error,
                     std::uint64_t skip_scopes = 0) const;
-  bool splittable(const captures::io::PcapReader& r) const;
+  bool splittable(const std::string& path, const captures::io::PcapReader& r) const;
   InputResult check_split(const std::string& path, std::unique_ptr<captures::io::PcapReader> first) const;
   // Kept scopes (no on_scope): each family's in its order, families in turn.
   void order_kept(std::vector<ScopeResult>& scopes) const;

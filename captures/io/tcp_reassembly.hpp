@@ -108,10 +108,10 @@ class TcpReassembler {
   struct KeyHash {
     std::size_t operator()(const Key& k) const;
   };
-  // The connection a segment belongs to (either direction).
-  static Key key_of(const Packet& p);
 
  private:
+  // The connection a segment belongs to (either direction).
+  static Key key_of(const Packet& p);
   void close(Conn& c, bool reset, std::uint64_t frame);
   void close_idle(std::int64_t now_us, std::uint64_t frame);
   TcpSink& sink_;
