@@ -235,7 +235,8 @@ class StreamFanOut final : public TcpSink {
     if (split_) split_->push(SplitEvent::close, c.id);
   }
   void on_limit(const TcpStreamInfo& c, int dir, std::uint64_t frame, const char* why) override {
-    if (split_ && why == kAllBuffersFull) split_->diverged = true;
+    // (By text: the same literal can sit at different addresses in different objects.)
+    if (split_ && std::string_view(why) == kAllBuffersFull) split_->diverged = true;
     for (auto* s : sinks_) s->on_limit(c, dir, frame, why);
   }
 
