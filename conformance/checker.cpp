@@ -106,12 +106,18 @@ struct SplitShared {
   std::exception_ptr failure;
 };
 
-// A worker holds this many events in the merger's queue before it waits.
-constexpr std::size_t kSplitQueueCap = 2048;
+// A worker hands the merger its events every this many frames or events
+// (each hand-over may wake the merger: fewer, larger batches cost fewer
+// context switches), and holds this many in the merger's queue before it
+// waits (a scope is a few KiB: some tens of MiB a worker at most).
+constexpr std::uint64_t kSplitBatchFrames = 4096;
+constexpr std::size_t kSplitBatchEvents = 1024;
+constexpr std::size_t kSplitQueueCap = 8192;
 
 }  // namespace
 
-struct SplitWorker {
+// Aligned to a cache line: each worker writes its own on every frame.
+struct alignas(64) SplitWorker {
   SplitShared& shared;
   unsigned index, count;
   std::vector<SplitEvent> local;  // not yet handed to the merger
@@ -119,6 +125,7 @@ struct SplitWorker {
   std::uint32_t group = 1;
   std::uint64_t seq = 0;
   bool diverged = false;
+  InputResult out;  // the worker's counts, warnings and verdicts
 
   bool owns(std::uint64_t connection_hash) const { return (connection_hash >> 8) % count == index; }
   void push(SplitEvent::Kind k, std::uint64_t stream, ScopeResult* r = nullptr) {
@@ -540,27 +547,28 @@ InputResult Checker::check_split(const std::string& path, std::unique_ptr<PcapRe
     if (!readers.back()) return check(path, std::move(readers.front()), err);
   }
   SplitShared shared(n);
-  std::vector<InputResult> outs(n);
   std::vector<std::unique_ptr<SplitWorker>> workers;
-  for (unsigned w = 0; w < n; ++w) workers.push_back(std::make_unique<SplitWorker>(SplitWorker{shared, w, n, {}, 0, 1, 0, false}));
+  for (unsigned w = 0; w < n; ++w) workers.push_back(std::make_unique<SplitWorker>(SplitWorker{shared, w, n, {}, 0, 1, 0, false, {}}));
 
   const auto work = [&](unsigned w) {
     SplitWorker& sw = *workers[w];
     PcapReader& rd = *readers[w];
     try {
-      CheckRun::Impl run(*this, path, rd.linktype(), outs[w], &sw);
+      CheckRun::Impl run(*this, path, rd.linktype(), workers[w]->out, &sw);
       std::uint64_t since = 0;
       while (auto f = rd.next()) {
         run.frame(*f);
         if (sw.diverged) return sw.fail(nullptr);
         if (w == 0 && opt_.progress && (f->number & 0xfff) == 0) opt_.progress(rd.bytes_read(), rd.file_size());
-        if ((++since >= 512 || sw.local.size() >= 256) && !sw.publish(f->number)) return;
-        if (since >= 512) since = 0;
+        if (++since >= kSplitBatchFrames || sw.local.size() >= kSplitBatchEvents) {
+          since = 0;
+          if (!sw.publish(f->number)) return;
+        }
       }
-      if (!rd.error().empty()) outs[w].error = rd.error();
+      if (!rd.error().empty()) workers[w]->out.error = rd.error();
       run.finish();
       if (sw.diverged) return sw.fail(nullptr);
-      if (w == 0) outs[w].sha256 = rd.sha256();
+      if (w == 0) workers[w]->out.sha256 = rd.sha256();
       sw.publish(kEndFrame);
     } catch (...) {
       sw.fail(std::current_exception());
@@ -690,14 +698,14 @@ InputResult Checker::check_split(const std::string& path, std::unique_ptr<PcapRe
   };
   std::vector<Warning> warnings;
   for (unsigned w = 0; w < n; ++w)
-    for (std::size_t i = 0; i < outs[w].warnings.size(); ++i)
-      warnings.push_back({outs[w].warning_frames[i], w, std::move(outs[w].warnings[i])});
-  InputResult out = std::move(outs[0]);
+    for (std::size_t i = 0; i < workers[w]->out.warnings.size(); ++i)
+      warnings.push_back({workers[w]->out.warning_frames[i], w, std::move(workers[w]->out.warnings[i])});
+  InputResult out = std::move(workers[0]->out);
   out.threads = n;
   out.scopes = std::move(kept);
   order_kept(out.scopes);
   for (unsigned w = 1; w < n; ++w) {
-    InputResult& o = outs[w];
+    InputResult& o = workers[w]->out;
     out.stats.tcp_connections += o.stats.tcp_connections;
     out.stats.undecodable_frames += o.stats.undecodable_frames;
     out.stats.capture_anomalies += o.stats.capture_anomalies;
