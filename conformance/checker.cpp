@@ -50,11 +50,13 @@ std::vector<const CaseInfo*> Checker::active_cases() const {
 }
 
 // A check split over threads (CheckOptions::threads). Every worker reads the
-// whole input; TCP segments of the connections that hash to it go to its
-// reassembler, every other TCP segment only advances its capture clock (so
-// idle connections close at the same frames as on one thread), and only
-// worker 0 does the rest (frame counts, file-level warnings, UDP and link
-// families). Each worker hands the merger, in its own order, what one thread
+// whole input and keeps the TCP connections that hash to it. A frame whose
+// Ethernet, IPv4 and TCP headers sit at fixed offsets is its connection's
+// worker's alone; worker 0 does every other frame (frame counts, file-level
+// warnings, UDP and link families, VLAN and IPv6 frames, which the other
+// workers dissect only for their own connections' segments). Every frame's
+// time passes in every worker, so idle connections close at the same frames
+// as on one thread. Each worker hands the merger, in its own order, what one thread
 // would have done: a connection opened, a scope ended, a connection closed,
 // each with the frame it happened at. The merger numbers the connections in
 // the order they opened across workers and hands the scopes on in the order
