@@ -1,6 +1,7 @@
 #include "conformance/checker.hpp"
 
 #include <fnmatch.h>
+#include <pcap/dlt.h>
 
 #include <algorithm>
 #include <cstring>
@@ -19,6 +20,7 @@
 
 #include "captures/io/pcap_reader.hpp"
 #include "captures/io/tcp_reassembly.hpp"
+#include "protocols/net/headers.hpp"
 
 namespace rdmaconf::conformance {
 
@@ -208,17 +210,32 @@ std::uint64_t connection_hash(const Packet& p) {
 // read without checking anything else; nullopt for any other frame. Where
 // dissect() finds a TCP segment in such a frame, it finds this connection,
 // so a split check's worker can pass over other workers' frames without
-// dissecting them.
+// dissecting them. The offsets are the header tables'.
+namespace net = protocols::net;
+constexpr std::size_t octet_of(const protocols::FieldDef& f) { return f.bit_offset / 8; }
+constexpr std::size_t kEthType = octet_of(net::kEthFields[net::Eth::type]);
+constexpr std::size_t kIpVersion = octet_of(net::kIpv4Fields[net::Ipv4::version]);
+constexpr std::size_t kIpIhl = octet_of(net::kIpv4Fields[net::Ipv4::ihl]);
+constexpr std::size_t kIpProtocol = octet_of(net::kIpv4Fields[net::Ipv4::protocol]);
+constexpr std::size_t kIpSrc = octet_of(net::kIpv4Fields[net::Ipv4::src]);
+constexpr std::size_t kIpDst = octet_of(net::kIpv4Fields[net::Ipv4::dst]);
+constexpr std::size_t kTcpSport = octet_of(net::kTcpFields[net::Tcp::sport]);
+constexpr std::size_t kTcpDport = octet_of(net::kTcpFields[net::Tcp::dport]);
+static_assert(kIpVersion == 0 && kIpIhl == 0, "version and IHL share the first octet, version in its high nibble");
+
 std::optional<std::uint64_t> quick_tcp_hash(int linktype, const Frame& f) {
   const auto* d = reinterpret_cast<const std::uint8_t*>(f.data.data());
   const std::size_t n = f.data.size();
-  if (linktype != 1 || n < 14 + 20 || d[12] != 0x08 || d[13] != 0x00) return std::nullopt;
-  const std::uint8_t* ip = d + 14;
-  const std::size_t ihl = (ip[0] & 0x0fu) * 4u;
-  if ((ip[0] >> 4) != 4 || ip[9] != 6 || ihl < 20 || n < 14 + ihl + 4) return std::nullopt;
-  const auto sport = static_cast<std::uint16_t>(ip[ihl] << 8 | ip[ihl + 1]);
-  const auto dport = static_cast<std::uint16_t>(ip[ihl + 2] << 8 | ip[ihl + 3]);
-  return endpoint_hash(ip + 12, false, sport) + endpoint_hash(ip + 16, false, dport);
+  const std::size_t eth = net::kEth.size;
+  if (linktype != DLT_EN10MB || n < eth + net::kIpv4.size || (d[kEthType] << 8 | d[kEthType + 1]) != 0x0800) return std::nullopt;
+  const std::uint8_t* ip = d + eth;
+  const std::size_t ihl = (ip[kIpIhl] & 0x0fu) * 4u;
+  if ((ip[kIpVersion] >> 4) != 4 || ip[kIpProtocol] != 6 || ihl < net::kIpv4.size || n < eth + ihl + kTcpDport + 2)
+    return std::nullopt;
+  const std::uint8_t* tcp = ip + ihl;
+  const auto sport = static_cast<std::uint16_t>(tcp[kTcpSport] << 8 | tcp[kTcpSport + 1]);
+  const auto dport = static_cast<std::uint16_t>(tcp[kTcpDport] << 8 | tcp[kTcpDport + 1]);
+  return endpoint_hash(ip + kIpSrc, false, sport) + endpoint_hash(ip + kIpDst, false, dport);
 }
 
 // Every TCP stream goes to each family that reads streams; the stream count
