@@ -229,8 +229,8 @@ json dashboard_model(const DashboardInputs& in) {
       for (auto& c : lab_cells(doc, hist ? &*hist : nullptr, regressed)) lab.push_back(std::move(c));
       for (auto& r : finding_records(doc, in.catalog)) findings.push_back(std::move(r));
       const json s = doc.value("summary", json::object());
-      if (lab_sum.is_null()) lab_sum = {{"cells", 0}, {"green", 0}, {"red", 0}, {"skipped", 0}, {"regressions", 0}};
-      for (const char* k : {"cells", "green", "red", "skipped", "regressions"})
+      if (lab_sum.is_null()) lab_sum = {{"cells", 0}, {"green", 0}, {"red", 0}, {"skipped", 0}, {"regressions", 0}, {"flaky", 0}};
+      for (const char* k : {"cells", "green", "red", "skipped", "regressions", "flaky"})
         lab_sum[k] = lab_sum[k].get<std::uint64_t>() + s.value(k, std::uint64_t{0});
       tool_set.insert(fmt::format("lab on kernel {}", doc.value("lab", json::object()).value("kernel", "?")));
     } else {

@@ -562,7 +562,7 @@ struct ShardedKind {
   std::vector<const char*> sums;
 };
 const ShardedKind kCheckShards{"inputs", "path", "inputs_in_all_shards", {"pass", "fail", "not_applicable", "inconclusive", "input_errors"}};
-const ShardedKind kLabShards{"cells", "id", "cells_in_all_shards", {"cells", "green", "red", "skipped", "regressions"}};
+const ShardedKind kLabShards{"cells", "id", "cells_in_all_shards", {"cells", "green", "red", "skipped", "regressions", "flaky"}};
 
 }  // namespace
 

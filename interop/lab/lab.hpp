@@ -139,6 +139,7 @@ struct Verdict {
   std::string color;   // "green", "red" or "skipped"
   std::string reason;  // why (a spec reason for red)
   bool regression = false;  // red and not a known finding
+  std::string first_attempt;  // run twice: the first attempt's reason (it was a regression)
 };
 
 // The checker family whose cases judge a cell's capture: rxe speaks RoCE,

@@ -1,4 +1,6 @@
 #pragma once
+#include <cstddef>
+
 // The lab's network and timing, shared by the table of cells (cells.cpp) and the
 // orchestration (lab.cpp): addresses of the guest's veth pairs, ports, budgets.
 namespace rdmaconf::interop::lab {
@@ -10,6 +12,7 @@ inline constexpr const char* kSiwPairClient = "192.0.2.4";  // veth3 (siw2)
 inline constexpr unsigned kFirstPort = 7200;
 inline constexpr int kStepTimeoutMs = 8000;            // our engine, any one step
 inline constexpr unsigned kCellBudgetS = 30;           // a cell's programs are killed after this
+inline constexpr std::size_t kMaxCellsRunAgain = 12;   // red cells with no known cause run once more, up to this many
 inline constexpr unsigned kGraceS = 10;                // how long siw's program may outlive ours
 
 // RFC 5044 §7.1 (the C bit): CRC is used in both directions when either side asks.

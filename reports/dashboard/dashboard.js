@@ -33,7 +33,7 @@
   // ---------------------------------------------------------------- header
   function header() {
     const s = [];
-    if (D.summary.lab) { const l = D.summary.lab; s.push(`lab: ${l.cells} cells, ${l.green} green, ${l.red} red, ${l.skipped} skipped`); }
+    if (D.summary.lab) { const l = D.summary.lab; s.push(`lab: ${l.cells} cells, ${l.green} green, ${l.red} red, ${l.skipped} skipped` + (l.flaky ? `, ${l.flaky} red only on a first attempt` : "")); }
     if (D.summary.check) { const c = D.summary.check; s.push(`captures: ${c.inputs} inputs, ${c.pass} PASS, ${c.fail} FAIL, ${c.inconclusive} INCONCLUSIVE`); }
     $("meta").textContent = `${D.generated} · ${D.tools.join(", ")} · ${s.join(" · ")}`;
     const r = $("regressions");

@@ -209,21 +209,25 @@ BOOST_AUTO_TEST_CASE(shards_merge_into_one_run) {
 // a regression.
 BOOST_AUTO_TEST_CASE(lab_shards_merge_and_compare) {
   const auto dir = temp_dir("lab-shards");
-  auto lab = [&](const std::string& name, const std::string& cells, const std::string& shard) {
-    std::ofstream(dir / name) << R"({"lab": {}, "sweep": false, "summary": {"cells": 2, "green": 1, "red": 1, "skipped": 0, "regressions": 0}, )"
-                              << shard << R"("cells": [)" << cells << "]}";
+  auto lab = [&](const std::string& name, const std::string& cells, const std::string& shard, int flaky = 0) {
+    std::ofstream(dir / name) << R"({"lab": {}, "sweep": false, "summary": {"cells": 2, "green": 1, "red": 1, "skipped": 0, "regressions": 0, )"
+                              << R"("flaky": )" << flaky << "}, " << shard << R"("cells": [)" << cells << "]}";
     return (dir / name).string();
   };
   const std::string a = R"({"id": "siw.a", "verdict": "green"}, {"id": "siw.b", "verdict": "red"})",
                     b = R"({"id": "rxe.c", "verdict": "green"}, {"id": "rxe.d", "verdict": "red"})";
-  const auto s0 = lab("s0.json", a, R"("shard": {"index": 0, "count": 2, "cells_in_all_shards": 4}, )");
-  const auto s1 = lab("s1.json", b, R"("shard": {"index": 1, "count": 2, "cells_in_all_shards": 4}, )");
+  const auto s0 = lab("s0.json", a, R"("shard": {"index": 0, "count": 2, "cells_in_all_shards": 4}, )", 1);
+  const auto s1 = lab("s1.json", b, R"("shard": {"index": 1, "count": 2, "cells_in_all_shards": 4}, )", 2);
   const auto whole = lab("whole.json", a + ", " + b, "");
   const auto merged = (dir / "merged.json").string();
   const auto m = run(kBin + " report merge -o " + merged + " " + s1 + " " + s0 + " 2>&1");
   BOOST_TEST(m.status == 0, m.out);
   BOOST_TEST(m.out.find("2 shards, 4 cells") != std::string::npos, m.out);
   BOOST_TEST(run(kBin + " report diff " + whole + " " + merged + " 2>&1").status == 0);
+  // The cells red only on a first attempt add up like the other counts.
+  const auto summary = nlohmann::json::parse(slurp(merged))["summary"];
+  BOOST_TEST(summary.value("flaky", -1) == 3);
+  BOOST_TEST(summary.value("cells", -1) == 4);
   const auto worse = lab("worse.json", a + R"(, {"id": "rxe.c", "verdict": "red"}, {"id": "rxe.d", "verdict": "red"})", "");
   const auto d = run(kBin + " report diff " + whole + " " + worse + " 2>&1");
   BOOST_TEST(d.status == 1, d.out);
