@@ -17,6 +17,8 @@
 #include <iostream>
 #include <list>
 #include <thread>
+#include <tuple>
+#include <utility>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -29,6 +31,7 @@
 #include "conformance/checker.hpp"
 #include "interop/lab/lab.hpp"
 #include "reports/report.hpp"
+#include "reports/report_file.hpp"
 
 #ifndef RDMACONF_VERSION
 #define RDMACONF_VERSION "0.0.0"
@@ -77,11 +80,11 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& paths, st
 }
 
 // A report's file, its folder made if needed; a message when it cannot be opened.
-bool open_report(std::ofstream& os, const std::string& path, const std::string& what) {
+bool open_report(reports::ReportFile& os, const std::string& path, const std::string& what) {
   std::error_code ec;
   const fs::path parent = fs::path(path).parent_path();
   if (!parent.empty()) fs::create_directories(parent, ec);
-  os.open(path, std::ios::binary);
+  os.open(path);
   if (!os) std::cerr << fmt::format("rdmaconf: cannot write {} report to {}\n", what, path);
   return static_cast<bool>(os);
 }
@@ -327,7 +330,7 @@ int main(int argc, char** argv) {
   // The reports are written as the check goes, each scope as it ends, so
   // that memory follows the open connections and not the capture's history.
   // They run on a thread of their own, so that writing overlaps checking.
-  std::list<std::pair<std::ofstream, std::string>> files;  // each report's stream (writers hold it), and what it is
+  std::list<std::pair<reports::ReportFile, std::string>> files;  // each report's stream (writers hold it), and what it is
   std::unique_ptr<reports::ReportWriter> report;
   opt.on_scope = [&](const std::string&, conformance::ScopeResult&& s) {
     if (report) report->take(std::move(s));
@@ -343,7 +346,8 @@ int main(int argc, char** argv) {
   std::vector<std::unique_ptr<reports::ReportWriter>> writers;
   for (const auto& [path, what] : {std::pair{json_out, "JSON"}, std::pair{junit_out, "JUnit"}}) {
     if (path.empty()) continue;
-    files.emplace_back(std::ofstream(), fmt::format("{} report {}", what, path));
+    files.emplace_back(std::piecewise_construct, std::forward_as_tuple(),
+                       std::forward_as_tuple(fmt::format("{} report {}", what, path)));
     if (!open_report(files.back().first, path, what)) return kExitUsage;
     writers.push_back(what == std::string_view("JSON") ? reports::json_writer(files.back().first, run)
                                                       : reports::junit_writer(files.back().first, run));
@@ -365,7 +369,7 @@ int main(int argc, char** argv) {
   }
   bool ok = true;
   for (auto& [f, what] : files) {
-    f.flush();
+    f.close();
     if (!f) {
       std::cerr << fmt::format("rdmaconf: writing the {} failed\n", what);
       ok = false;
