@@ -2,6 +2,7 @@
 
 #include <fnmatch.h>
 #include <pcap/dlt.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <cstring>
@@ -570,6 +571,7 @@ InputResult Checker::check_split(const std::string& path, std::unique_ptr<PcapRe
   for (unsigned w = 0; w < n; ++w) workers.push_back(std::make_unique<SplitWorker>(SplitWorker{shared, w, n, {}, 0, 1, 0, false, {}}));
 
   const auto work = [&](unsigned w) {
+    pthread_setname_np(pthread_self(), "rdmaconf-split");  // (for top and perf)
     SplitWorker& sw = *workers[w];
     PcapReader& rd = *readers[w];
     try {

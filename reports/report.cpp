@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <condition_variable>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include <ostream>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
@@ -363,27 +365,38 @@ class SummaryWriter final : public ReportWriter {
   SummaryWriter(std::ostream& os, bool verbose) : os_(os), verbose_(verbose) {}
   void begin_input(const std::string& path) override { fmt::print(os_, "{}:\n", path); }
   void scope(const ScopeResult& s) override {
-    std::map<Verdict, int> n;
-    for (const auto& o : s.outcomes) ++n[o.tally.verdict()];
-    fmt::print(os_, "  {} {}: {} pass, {} fail, {} inconclusive, {} n/a\n", s.id, s.label, n[Verdict::pass],
-               n[Verdict::fail], n[Verdict::inconclusive], n[Verdict::not_applicable]);
+    std::string text;
+    render(s, text);
+    write_text(text);
+  }
+  bool render(const ScopeResult& s, std::string& out) override {
+    auto to = std::back_inserter(out);
+    std::array<std::uint64_t, 4> n{};  // by Verdict
+    for (const auto& o : s.outcomes) ++n[static_cast<std::size_t>(o.tally.verdict())];
+    fmt::format_to(to, "  {} {}: {} pass, {} fail, {} inconclusive, {} n/a\n", s.id, s.label,
+                   n[static_cast<std::size_t>(Verdict::pass)], n[static_cast<std::size_t>(Verdict::fail)],
+                   n[static_cast<std::size_t>(Verdict::inconclusive)], n[static_cast<std::size_t>(Verdict::not_applicable)]);
     for (const auto& c : s.coverage) {
-      fmt::print(os_, "    coverage, {}: {} {} captured, {} judged, {} skipped", c.side, c.captured, c.unit, c.judged, c.skipped());
-      if (c.missing) fmt::print(os_, ", {} missing from the capture", c.missing);
-      if (!c.why.empty()) fmt::print(os_, " ({})", fmt::join(c.why, "; "));
-      fmt::print(os_, "\n");
+      fmt::format_to(to, "    coverage, {}: {} {} captured, {} judged, {} skipped", c.side, c.captured, c.unit, c.judged,
+                     c.skipped());
+      if (c.missing) fmt::format_to(to, ", {} missing from the capture", c.missing);
+      if (!c.why.empty()) fmt::format_to(to, " ({})", fmt::join(c.why, "; "));
+      out += '\n';
     }
+    if (!n[static_cast<std::size_t>(Verdict::fail)] && !verbose_) return true;
     for (const auto& o : s.outcomes) {
       const Verdict v = o.tally.verdict();
       if (v == Verdict::fail || (verbose_ && v != Verdict::not_applicable)) {
-        fmt::print(os_, "    {:<13} {:<28} {} {} {}\n", verdict_name(v), o.info->id, o.info->spec, o.info->section,
-                   level_name(o.info->level));
-        for (const auto& e : o.tally.evidence()) fmt::print(os_, "        {}\n", evidence_text(e));
+        fmt::format_to(to, "    {:<13} {:<28} {} {} {}\n", verdict_name(v), o.info->id, o.info->spec, o.info->section,
+                       level_name(o.info->level));
+        for (const auto& e : o.tally.evidence()) fmt::format_to(to, "        {}\n", evidence_text(e));
         if (o.tally.failed() > o.tally.evidence().size())
-          fmt::print(os_, "        ... {} failures in all, of {} checks\n", o.tally.failed(), o.tally.checked());
+          fmt::format_to(to, "        ... {} failures in all, of {} checks\n", o.tally.failed(), o.tally.checked());
       }
     }
+    return true;
   }
+  void write_text(std::string_view text) override { os_.write(text.data(), static_cast<std::streamsize>(text.size())); }
   void end_input(const InputResult& in) override {
     fmt::print(os_, "  {} frames, {} TCP connections", in.stats.frames, in.stats.tcp_connections);
     for (const auto& c : in.stats.families) fmt::print(os_, ", {} {}", c.value, c.label);
@@ -424,7 +437,15 @@ class Background final : public ReportWriter {
   }
   void begin_input(const std::string& path) override { add(path, false); }
   void scope(const ScopeResult& s) override { add(s, false); }
-  void take(ScopeResult&& s) override { add(std::move(s), false); }
+  // A lone writer that renders its scopes does so here, on the caller's
+  // thread; the scope stays with the caller.
+  void take(ScopeResult&& s) override {
+    if (writers_.size() == 1 && writers_.front()->render(s, text_)) {
+      if (text_.size() >= kTextBatch) add(Rendered{std::exchange(text_, {})}, false);
+      return;
+    }
+    add(std::move(s), false);
+  }
   void end_input(const InputResult& in) override {
     InputResult head = in;  // without scopes: they went one by one
     head.scopes.clear();
@@ -439,10 +460,15 @@ class Background final : public ReportWriter {
 
  private:
   static constexpr std::size_t kBatch = 64;
+  static constexpr std::size_t kTextBatch = 1u << 16;
   struct Stop {};
-  using Event = std::variant<std::string, ScopeResult, InputResult, Totals, Stop>;
+  struct Rendered {
+    std::string text;
+  };
+  using Event = std::variant<std::string, ScopeResult, InputResult, Totals, Stop, Rendered>;
 
   void add(Event e, bool hand_over) {
+    if (!text_.empty() && !std::holds_alternative<Rendered>(e)) batch_.push_back(Rendered{std::exchange(text_, {})});
     batch_.push_back(std::move(e));
     if (!hand_over && batch_.size() < kBatch) return;
     std::vector<std::vector<Event>> spent;
@@ -485,6 +511,7 @@ class Background final : public ReportWriter {
             else if (auto* sc = std::get_if<ScopeResult>(&e)) w->scope(*sc);
             else if (auto* in = std::get_if<InputResult>(&e)) w->end_input(*in);
             else if (auto* t = std::get_if<Totals>(&e)) w->end(*t);
+            else if (auto* r = std::get_if<Rendered>(&e)) w->write_text(r->text);
           }
         } catch (...) {
           failure_ = std::current_exception();
@@ -499,6 +526,7 @@ class Background final : public ReportWriter {
   std::vector<std::unique_ptr<ReportWriter>> writers_;
   std::size_t limit_;
   std::vector<Event> batch_;  // the check's side: not yet handed over
+  std::string text_;          // the check's side: scopes rendered, not yet in batch_
   std::mutex mu_;
   std::condition_variable ready_, room_;
   std::deque<std::vector<Event>> queue_;

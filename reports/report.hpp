@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -48,6 +49,15 @@ class ReportWriter {
   virtual void scope(const conformance::ScopeResult& s) = 0;
   // The same, for a writer that would otherwise copy the scope.
   virtual void take(conformance::ScopeResult&& s) { scope(s); }
+  // A writer whose output for a scope is text made from the scope alone may
+  // make it on the caller's thread: it appends the text to `out` and returns
+  // true, and the text reaches write_text() in its place among the events.
+  // The background writer then never holds the scope, which stays with the
+  // thread that made it (freed on another thread, a scope's memory costs
+  // that thread's allocator a lock per free). render() runs beside the
+  // writer's own thread, so it must not change the writer.
+  virtual bool render(const conformance::ScopeResult&, std::string&) { return false; }
+  virtual void write_text(std::string_view) {}
   virtual void end_input(const conformance::InputResult& in) = 0;
   virtual void end(const Totals& t) = 0;
 };
