@@ -441,7 +441,7 @@ class Background final : public ReportWriter {
   // thread; the scope stays with the caller.
   void take(ScopeResult&& s) override {
     if (writers_.size() == 1 && writers_.front()->render(s, text_)) {
-      if (text_.size() >= kTextBatch) add(Rendered{std::exchange(text_, {})}, false);
+      if (text_.size() >= kTextBatch) add(Rendered{std::exchange(text_, {})}, true);  // (the queue bounds its memory)
       return;
     }
     add(std::move(s), false);
