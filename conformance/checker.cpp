@@ -575,7 +575,7 @@ InputResult Checker::check_split(const std::string& path, std::unique_ptr<PcapRe
     SplitWorker& sw = *workers[w];
     PcapReader& rd = *readers[w];
     try {
-      CheckRun::Impl run(*this, path, rd.linktype(), workers[w]->out, &sw);
+      CheckRun::Impl run(*this, path, rd.linktype(), sw.out, &sw);
       std::uint64_t since = 0;
       while (auto f = rd.next()) {
         run.frame(*f);
@@ -586,10 +586,10 @@ InputResult Checker::check_split(const std::string& path, std::unique_ptr<PcapRe
           if (!sw.publish(f->number)) return;
         }
       }
-      if (!rd.error().empty()) workers[w]->out.error = rd.error();
+      if (!rd.error().empty()) sw.out.error = rd.error();
       run.finish();
       if (sw.diverged) return sw.fail(nullptr);
-      if (w == 0) workers[w]->out.sha256 = rd.sha256();
+      if (w == 0) sw.out.sha256 = rd.sha256();
       sw.publish(kEndFrame);
     } catch (...) {
       sw.fail(std::current_exception());

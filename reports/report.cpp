@@ -371,11 +371,11 @@ class SummaryWriter final : public ReportWriter {
   }
   bool render(const ScopeResult& s, std::string& out) override {
     auto to = std::back_inserter(out);
-    std::array<std::uint64_t, 4> n{};  // by Verdict
-    for (const auto& o : s.outcomes) ++n[static_cast<std::size_t>(o.tally.verdict())];
-    fmt::format_to(to, "  {} {}: {} pass, {} fail, {} inconclusive, {} n/a\n", s.id, s.label,
-                   n[static_cast<std::size_t>(Verdict::pass)], n[static_cast<std::size_t>(Verdict::fail)],
-                   n[static_cast<std::size_t>(Verdict::inconclusive)], n[static_cast<std::size_t>(Verdict::not_applicable)]);
+    std::array<std::uint64_t, 4> counts{};
+    const auto n = [&](Verdict v) -> std::uint64_t& { return counts[static_cast<std::size_t>(v)]; };
+    for (const auto& o : s.outcomes) ++n(o.tally.verdict());
+    fmt::format_to(to, "  {} {}: {} pass, {} fail, {} inconclusive, {} n/a\n", s.id, s.label, n(Verdict::pass),
+                   n(Verdict::fail), n(Verdict::inconclusive), n(Verdict::not_applicable));
     for (const auto& c : s.coverage) {
       fmt::format_to(to, "    coverage, {}: {} {} captured, {} judged, {} skipped", c.side, c.captured, c.unit, c.judged,
                      c.skipped());
@@ -383,7 +383,7 @@ class SummaryWriter final : public ReportWriter {
       if (!c.why.empty()) fmt::format_to(to, " ({})", fmt::join(c.why, "; "));
       out += '\n';
     }
-    if (!n[static_cast<std::size_t>(Verdict::fail)] && !verbose_) return true;
+    if (!n(Verdict::fail) && !verbose_) return true;
     for (const auto& o : s.outcomes) {
       const Verdict v = o.tally.verdict();
       if (v == Verdict::fail || (verbose_ && v != Verdict::not_applicable)) {
