@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "conformance/case.hpp"
+#include "conformance/params.hpp"
 
 namespace rdmaconf::conformance {
 
@@ -34,7 +35,8 @@ struct ScopeResult {
   // each family's by this; a streamed report lists them as they end).
   std::uint64_t order = 0;
   std::string label;   // "10.0.0.1:40000 -> 10.0.0.2:4791"
-  nlohmann::json params = nlohmann::json::object();  // negotiated or observed parameters
+  // Negotiated or observed parameters: a JSON object's text (Params, params_text).
+  std::string params = "{}";
   std::uint64_t first_frame = 0, last_frame = 0;
   std::vector<CaseOutcome> outcomes;
   std::vector<Coverage> coverage;  // per direction

@@ -202,7 +202,7 @@ void put_scope(std::string& out, const ScopeResult& s) {
   put_field(out, ",\"frames\":[", s.first_frame);
   put_field(out, ",", s.last_frame);
   out += "],\"parameters\":";
-  out += s.params.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  out += s.params;
   out += ",\"coverage\":[";
   for (std::size_t i = 0; i < s.coverage.size(); ++i) {
     const auto& c = s.coverage[i];

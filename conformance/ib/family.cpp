@@ -273,17 +273,19 @@ class Run final : public FamilyRun {
     r.id = fmt::format("ib/{}", c->id);
     r.order = c->id;
     r.label = c->label;
-    r.params["packets"] = c->packets;
+    nlohmann::json params;
+    params["packets"] = c->packets;
     nlohmann::json qps = nlohmann::json::array();
     for (auto& [qp, n] : c->qps) qps.push_back({{"dest_qp", qp}, {"packets", n}});
-    r.params["dest_qps"] = qps;
-    if (c->qp.pmtu()) r.params["path_mtu"] = c->qp.pmtu();
-    r.params["path_mtu_inferred"] = c->qp.pmtu_inferred();
+    params["dest_qps"] = qps;
+    if (c->qp.pmtu()) params["path_mtu"] = c->qp.pmtu();
+    params["path_mtu_inferred"] = c->qp.pmtu_inferred();
     nlohmann::json flows = nlohmann::json::array();
     for (const auto* f : c->qp.request_flows())
       flows.push_back({{"from", c->scope.sides[f->dir]}, {"dest_qp", f->dqp}, {"transport", pib::transport_name(f->transport)},
                        {"packets", f->packets}, {"answered_by_qp", f->resp ? nlohmann::json(f->resp->dqp) : nlohmann::json()}});
-    r.params["request_flows"] = flows;
+    params["request_flows"] = flows;
+    r.params = params_text(params);
     const Closing closing = c->qp.close();
     record_artefacts(c->scope, closing);
     for (std::size_t i = 0; i < cases_.size(); ++i) {

@@ -31,21 +31,22 @@ namespace {
 
 std::string endpoint_text(const Endpoint& e) { return fmt::format("{}:{}", format_address(e.ip_version, e.addr), e.port); }
 
-nlohmann::json side_json(const MpaSide& s) {
-  nlohmann::json j = {{"revision", s.rev}, {"crc", s.crc}, {"markers", s.markers}, {"rejected", s.reject}};
-  if (s.ird) j["ird"] = *s.ird, j["ord"] = *s.ord, j["p2p"] = s.p2p;
+Params side_params(const MpaSide& s) {
+  Params j;
+  j.set("revision", s.rev).set("crc", s.crc).set("markers", s.markers).set("rejected", s.reject);
+  if (s.ird) j.set("ird", *s.ird).set("ord", *s.ord).set("p2p", s.p2p);
   return j;
 }
 
-nlohmann::json negotiated_json(const Negotiated& n) {
-  nlohmann::json j;
-  if (n.req.seen) j["initiator"] = side_json(n.req);
-  if (n.rep.seen) j["responder"] = side_json(n.rep);
-  j["crc"] = n.crc();
-  j["markers_from_initiator"] = n.markers_from_initiator();
-  j["markers_from_responder"] = n.markers_from_responder();
-  j["enhanced"] = n.enhanced;
-  j["inferred"] = n.inferred;  // true: no Request/Reply in the capture; CRC use found from the FPDUs
+Params negotiated_params(const Negotiated& n) {
+  Params j;
+  if (n.req.seen) j.set("initiator", side_params(n.req));
+  if (n.rep.seen) j.set("responder", side_params(n.rep));
+  j.set("crc", n.crc());
+  j.set("markers_from_initiator", n.markers_from_initiator());
+  j.set("markers_from_responder", n.markers_from_responder());
+  j.set("enhanced", n.enhanced);
+  j.set("inferred", n.inferred);  // true: no Request/Reply in the capture; CRC use found from the FPDUs
   return j;
 }
 
@@ -281,23 +282,28 @@ class Run final : public FamilyRun, public TcpSink {
       const Endpoint& i = init == 1 ? c.b : c.a;
       const Endpoint& p = init == 1 ? c.a : c.b;
       r.label = fmt::format("{} -> {}", endpoint_text(i), endpoint_text(p));
-      r.params = negotiated_json(k.mpa.negotiated());
-      r.params["fpdus_from_initiator"] = k.mpa.fpdus(init == 1 ? 1 : 0);
-      r.params["fpdus_from_responder"] = k.mpa.fpdus(init == 1 ? 0 : 1);
-      r.params["capture_starts_mid_connection"] = !c.saw_syn;
+      Params params = negotiated_params(k.mpa.negotiated());
+      params.set("fpdus_from_initiator", k.mpa.fpdus(init == 1 ? 1 : 0));
+      params.set("fpdus_from_responder", k.mpa.fpdus(init == 1 ? 0 : 1));
+      params.set("capture_starts_mid_connection", !c.saw_syn);
       for (int d = 0; d < 2; ++d) {
         const bool from_init = init < 0 ? d == 0 : d == init;
-        const char* who = init < 0 ? (d == 0 ? "a" : "b") : (from_init ? "initiator" : "responder");
-        if (k.mpa.inferred_start(d) >= 0) r.params[fmt::format("framing_found_at_offset_{}", who)] = k.mpa.inferred_start(d);
-        if (k.mpa.markers(d)) r.params[fmt::format("markers_from_{}", who)] = true;
-        if (k.mpa.skipped_exchange(d)) r.params[fmt::format("fpdus_without_mpa_frame_from_{}", who)] = true;
+        const std::string who = init < 0 ? (d == 0 ? "a" : "b") : (from_init ? "initiator" : "responder");
+        if (k.mpa.inferred_start(d) >= 0) params.set("framing_found_at_offset_" + who, k.mpa.inferred_start(d));
+        if (k.mpa.markers(d)) params.set("markers_from_" + who, true);
+        if (k.mpa.skipped_exchange(d)) params.set("fpdus_without_mpa_frame_from_" + who, true);
         if (!k.mpa.resyncs(d).empty()) {
-          nlohmann::json v = nlohmann::json::array();
+          std::vector<std::string> v;
           for (const auto& x : k.mpa.resyncs(d))
-            v.push_back({{"octets_again_at", x.gap_end}, {"framing_found_at", x.resumed}, {"octets_skipped", x.resumed - x.gap_end}});
-          r.params[fmt::format("framing_found_again_after_gaps_{}", who)] = v;
+            v.push_back(Params{}
+                            .set("octets_again_at", x.gap_end)
+                            .set("framing_found_at", x.resumed)
+                            .set("octets_skipped", x.resumed - x.gap_end)
+                            .text());
+          params.set_json("framing_found_again_after_gaps_" + who, json_array(v));
         }
       }
+      r.params = params.text();
       k.label();
       for (int d = 0; d < 2; ++d) {
         const auto cov = k.mpa.coverage(d);

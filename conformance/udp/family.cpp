@@ -219,7 +219,7 @@ class Run final : public FamilyRun {
     r.id = fmt::format("udp/{}", c.id);
     r.order = c.id;
     r.label = fmt::format("{} <-> {}", c.scope.sides[0], c.scope.sides[1]);
-    r.params = {{"ip_version", c.ipv6 ? 6 : 4}, {"datagrams", c.seen[0] + c.seen[1]}};
+    r.params = Params{}.set("ip_version", c.ipv6 ? 6 : 4).set("datagrams", c.seen[0] + c.seen[1]).text();
     r.first_frame = c.first_frame;
     r.last_frame = c.last_frame;
     for (int d = 0; d < 2; ++d) {

@@ -291,9 +291,11 @@ class Run final : public FamilyRun {
     r.id = fmt::format("unet/{}", c.id);
     r.order = c.id;
     r.label = fmt::format("{} <-> {}", c.scope.sides[0], c.scope.sides[1]);
-    r.params = {{"messages", c.messages[0] + c.messages[1]}, {"octets", c.octets[0] + c.octets[1]}};
+    Params params;
+    params.set("messages", c.messages[0] + c.messages[1]).set("octets", c.octets[0] + c.octets[1]);
     for (int d = 0; d < 2; ++d)
-      if (c.closed_at[d]) r.params[fmt::format("closed_by_{}", d == 0 ? "a" : "b")] = *c.closed_at[d];
+      if (c.closed_at[d]) params.set(d == 0 ? "closed_by_a" : "closed_by_b", *c.closed_at[d]);
+    r.params = params.text();
     r.first_frame = c.first_frame;
     r.last_frame = c.last_frame;
     for (int d = 0; d < 2; ++d) r.coverage.push_back(Coverage{c.scope.sides[d], "packets", c.messages[d], c.messages[d], 0, {}});

@@ -738,7 +738,7 @@ conf::ScopeResult run_scenario(const eng::Plugin& plugin, std::string_view scena
   r.outcomes = j.take();
   r.first_frame = h.frames() ? 1 : 0;
   r.last_frame = h.frames();
-  r.params = {{"scenario", it->info.name},
+  nlohmann::json params = {{"scenario", it->info.name},
               {"frames", h.frames()},
               {"transmits", h.transmitted().size()},
               {"ring_entries", h.entries().size()},
@@ -747,7 +747,8 @@ conf::ScopeResult run_scenario(const eng::Plugin& plugin, std::string_view scena
               {"cache_writes", h.cache_writes()},
               {"nic_cycles", h.nic_cycles()},
               {"cycles", h.cycles()}};
-  if (!h.log().empty()) r.params["plugin_log"] = h.log();
+  if (!h.log().empty()) params["plugin_log"] = h.log();
+  r.params = conf::params_text(params);
   return r;
 }
 
@@ -771,7 +772,7 @@ conf::ScopeResult scope_from_wire(const nlohmann::json& j, const std::vector<con
   s.id = j.at("id").get<std::string>();
   s.order = j.at("order").get<std::uint64_t>();
   s.label = j.at("label").get<std::string>();
-  s.params = j.at("params");
+  s.params = j.at("params").get<std::string>();  // the object's text
   s.first_frame = j.at("first").get<std::uint64_t>();
   s.last_frame = j.at("last").get<std::uint64_t>();
   for (const auto& o : j.at("outcomes")) {
@@ -958,7 +959,7 @@ conf::InputResult nic_check(const NicCheckOptions& opt) {
         scope.order = static_cast<std::uint64_t>(&d - defs().data());
         scope.id = fmt::format("nic/{}", scope.order);
         scope.label = fmt::format("{}: {}", d.info.name, d.info.summary);
-        scope.params = {{"scenario", d.info.name}};
+        scope.params = conf::params_text({{"scenario", d.info.name}});
         for (const auto* c : opt.cases) {
           conf::CaseOutcome o{c, {}};
           if (c->id == cid::shim) {

@@ -771,7 +771,8 @@ conf::InputResult unet_live(const UnetLiveOptions& opt, std::ostream& log) {
     s.id = fmt::format("unet-live/{}", order);
     s.label = fmt::format("{}: {}", d->info.name, d->info.summary);
     if (r.start()) d->run(r);
-    s.params = {{"scenario", d->info.name}, {"path", t->path()}, {"tag_a", r.spec.a}, {"tag_b", r.spec.b}, {"account", r.note}};
+    s.params = conformance::params_text(
+        {{"scenario", d->info.name}, {"path", t->path()}, {"tag_a", r.spec.a}, {"tag_b", r.spec.b}, {"account", r.note}});
     s.outcomes = j.take();
     for (const auto& o : s.outcomes) in.verdicts.add(o.tally.verdict());
     log << fmt::format("{:<12} {}\n", d->info.name, r.note);

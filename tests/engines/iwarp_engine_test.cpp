@@ -91,8 +91,8 @@ struct Recording {
     std::vector<std::string> f;
     if (!r.error.empty()) f.push_back(r.error);
     // Not vacuous: the checker must have decoded this one MPA connection.
-    if (r.scopes.size() != 1 || r.scopes[0].params.value("fpdus_from_initiator", 0) < 10 ||
-        r.scopes[0].params.value("fpdus_from_responder", 0) < 3)
+    const auto params = r.scopes.empty() ? nlohmann::json::object() : nlohmann::json::parse(r.scopes[0].params);
+    if (r.scopes.size() != 1 || params.value("fpdus_from_initiator", 0) < 10 || params.value("fpdus_from_responder", 0) < 3)
       f.push_back(fmt::format("expected one decoded iWARP connection, got {} scopes", r.scopes.size()));
     for (const auto& s : r.scopes)
       for (const auto& c : s.outcomes)

@@ -29,7 +29,7 @@ namespace {
 
 // Everything a report could show of a scope, as text.
 std::string text_of(const conformance::ScopeResult& s) {
-  std::string t = fmt::format("{} {} {} {} [{},{}] {}\n", s.family, s.id, s.order, s.label, s.first_frame, s.last_frame, s.params.dump());
+  std::string t = fmt::format("{} {} {} {} [{},{}] {}\n", s.family, s.id, s.order, s.label, s.first_frame, s.last_frame, s.params);
   for (const auto& o : s.outcomes) {
     t += fmt::format("  {} {} {}/{}/{}", o.info->id, static_cast<int>(o.tally.verdict()), o.tally.checked(), o.tally.failed(),
                      o.tally.inconclusive_count());

@@ -1,0 +1,45 @@
+#pragma once
+// A scope's parameters (ScopeResult::params) as the text of a JSON object.
+// A check of a million connections hands a million scopes to the report
+// writer; as nlohmann::json documents their parameters were some thirty
+// allocations each, built, handed to the writer's thread and freed again. As
+// text they are one string.
+#include <concepts>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace rdmaconf::conformance {
+
+// A document's compact text, as the JSON report writes it (invalid UTF-8
+// replaced, so that the text is always valid JSON).
+std::string params_text(const nlohmann::json& j);
+
+// An object built member by member without a document. Keys are plain
+// identifiers (nothing in them needs escaping); a key set again keeps its
+// last value; text() lists the keys sorted, as nlohmann::json writes an
+// object, so the two forms write the same text.
+class Params {
+ public:
+  template <std::integral T>
+  Params& set(std::string key, T v) {
+    if constexpr (std::same_as<T, bool>) return set_json(std::move(key), v ? "true" : "false");
+    else return set_json(std::move(key), std::to_string(v));
+  }
+  Params& set(std::string key, const Params& object) { return set_json(std::move(key), object.text()); }
+  // `json` is the value's JSON text.
+  Params& set_json(std::string key, std::string json);
+  std::string text() const;
+
+ private:
+  std::vector<std::pair<std::string, std::string>> members_;
+};
+
+// JSON array text of the given elements' texts.
+std::string json_array(const std::vector<std::string>& elements);
+
+}  // namespace rdmaconf::conformance
