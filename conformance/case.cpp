@@ -33,13 +33,23 @@ void Tally::inconclusive(Evidence e) {
   if (failed_ == 0 && evidence_.size() < kMaxEvidence) evidence_.push_back(std::move(e));
 }
 
+Tally::Tally(const Tally& o)
+    : checked_(o.checked_), failed_(o.failed_), inconclusive_(o.inconclusive_), evidence_(o.evidence_),
+      doubtful_(o.doubtful_ ? std::make_unique<Doubtful>(*o.doubtful_) : nullptr) {}
+
+Tally& Tally::operator=(const Tally& o) {
+  if (this != &o) *this = Tally(o);
+  return *this;
+}
+
 void Tally::doubtful(Evidence e, unsigned dirs) {
   dirs &= 3u;
+  if (!doubtful_) doubtful_ = std::make_unique<Doubtful>();
   // The first few keep their evidence; beyond that only a count per set of directions.
-  if (doubtful_.size() < kMaxEvidence)
-    doubtful_.emplace_back(dirs, std::move(e));
+  if (doubtful_->kept.size() < kMaxEvidence)
+    doubtful_->kept.emplace_back(dirs, std::move(e));
   else
-    ++doubtful_more_[dirs];
+    ++doubtful_->more[dirs];
 }
 
 void Tally::settle(const std::string (&artefacts)[2]) {
@@ -48,7 +58,10 @@ void Tally::settle(const std::string (&artefacts)[2]) {
       if ((dirs >> d & 1u) && !artefacts[d].empty()) return &artefacts[d];
     return nullptr;
   };
-  for (auto& [dirs, ev] : doubtful_) {
+  if (!doubtful_) return;
+  // Taken first: inconclusive() and fail() below add to this tally.
+  const std::unique_ptr<Doubtful> d = std::move(doubtful_);
+  for (auto& [dirs, ev] : d->kept) {
     if (const std::string* a = artefact_in(dirs)) {
       ev.detail += (ev.detail.empty() ? "" : "; ") + ("a capture artefact could explain it: " + *a);
       inconclusive(std::move(ev));
@@ -57,16 +70,14 @@ void Tally::settle(const std::string (&artefacts)[2]) {
     }
   }
   for (unsigned dirs = 0; dirs < 4; ++dirs) {
-    const std::uint64_t n = doubtful_more_[dirs];
+    const std::uint64_t n = d->more[dirs];
     if (artefact_in(dirs)) {
       inconclusive_ += n;
     } else {
       checked_ += n;
       failed_ += n;
     }
-    doubtful_more_[dirs] = 0;
   }
-  doubtful_.clear();
 }
 
 Verdict Tally::verdict() const {

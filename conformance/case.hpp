@@ -81,11 +81,23 @@ class Tally {
   std::uint64_t inconclusive_count() const { return inconclusive_; }
   const std::vector<Evidence>& evidence() const { return evidence_; }
 
+  Tally() = default;
+  Tally(Tally&&) noexcept = default;
+  Tally& operator=(Tally&&) noexcept = default;
+  Tally(const Tally& o);
+  Tally& operator=(const Tally& o);
+
  private:
   std::uint64_t checked_ = 0, failed_ = 0, inconclusive_ = 0;
   std::vector<Evidence> evidence_;
-  std::vector<std::pair<unsigned, Evidence>> doubtful_;
-  std::uint64_t doubtful_more_[4] = {};  // beyond kMaxEvidence, by set of directions
+  // Violations not yet settled. Few cases ever have one, and every scope
+  // keeps a tally per case (a scope's outcomes are handed to the report
+  // writer's thread): kept apart, made on the first.
+  struct Doubtful {
+    std::vector<std::pair<unsigned, Evidence>> kept;
+    std::uint64_t more[4] = {};  // beyond kMaxEvidence, by set of directions
+  };
+  std::unique_ptr<Doubtful> doubtful_;
 };
 
 // Per-scope storage a case may keep between events (see Scope::state).

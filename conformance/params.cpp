@@ -6,34 +6,41 @@ namespace rdmaconf::conformance {
 
 std::string params_text(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
-Params& Params::set_json(std::string key, std::string json) {
-  for (auto& [k, v] : members_)
-    if (k == key) {
-      v = std::move(json);
+std::uint32_t Params::append(std::string_view s) {
+  const auto off = static_cast<std::uint32_t>(buf_.size());
+  buf_ += s;
+  return off;
+}
+
+Params& Params::set_json(std::string_view key, std::string_view json) {
+  if (buf_.empty()) {
+    buf_.reserve(512);
+    members_.reserve(16);
+  }
+  const auto len = static_cast<std::uint32_t>(json.size());
+  for (auto& m : members_)
+    if (at(m.key, m.key_len) == key) {  // set again: the last value counts
+      m.value = append(json);
+      m.value_len = len;
       return *this;
     }
-  members_.emplace_back(std::move(key), std::move(json));
+  const std::uint32_t k = append(key);
+  members_.push_back({k, static_cast<std::uint32_t>(key.size()), append(json), len});
   return *this;
 }
 
 std::string Params::text() const {
-  std::vector<const std::pair<std::string, std::string>*> sorted;
-  sorted.reserve(members_.size());
-  std::size_t size = 2;
-  for (const auto& m : members_) {
-    sorted.push_back(&m);
-    size += m.first.size() + m.second.size() + 4;
-  }
-  std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+  std::vector<Member> sorted = members_;
+  std::sort(sorted.begin(), sorted.end(), [&](const Member& a, const Member& b) { return at(a.key, a.key_len) < at(b.key, b.key_len); });
   std::string out;
-  out.reserve(size);
+  out.reserve(buf_.size() + 4 * sorted.size() + 2);
   out += '{';
-  for (const auto* m : sorted) {
+  for (const auto& m : sorted) {
     if (out.size() > 1) out += ',';
     out += '"';
-    out += m->first;
+    out += at(m.key, m.key_len);
     out += "\":";
-    out += m->second;
+    out += at(m.value, m.value_len);
   }
   out += '}';
   return out;

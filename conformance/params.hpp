@@ -4,6 +4,7 @@
 // writer; as nlohmann::json documents their parameters were some thirty
 // allocations each, built, handed to the writer's thread and freed again. As
 // text they are one string.
+#include <charconv>
 #include <concepts>
 #include <cstdint>
 #include <string>
@@ -26,17 +27,29 @@ std::string params_text(const nlohmann::json& j);
 class Params {
  public:
   template <std::integral T>
-  Params& set(std::string key, T v) {
-    if constexpr (std::same_as<T, bool>) return set_json(std::move(key), v ? "true" : "false");
-    else return set_json(std::move(key), std::to_string(v));
+  Params& set(std::string_view key, T v) {
+    if constexpr (std::same_as<T, bool>) {
+      return set_json(key, v ? "true" : "false");
+    } else {
+      char buf[24];
+      return set_json(key, std::string_view(buf, static_cast<std::size_t>(std::to_chars(buf, buf + sizeof buf, v).ptr - buf)));
+    }
   }
-  Params& set(std::string key, const Params& object) { return set_json(std::move(key), object.text()); }
+  Params& set(std::string_view key, const Params& object) { return set_json(key, object.text()); }
   // `json` is the value's JSON text.
-  Params& set_json(std::string key, std::string json);
+  Params& set_json(std::string_view key, std::string_view json);
   std::string text() const;
 
  private:
-  std::vector<std::pair<std::string, std::string>> members_;
+  // Keys and values live in one buffer (a scope's parameters are built for
+  // every connection: one allocation, not two per member).
+  struct Member {
+    std::uint32_t key, key_len, value, value_len;
+  };
+  std::string_view at(std::uint32_t off, std::uint32_t len) const { return std::string_view(buf_).substr(off, len); }
+  std::uint32_t append(std::string_view s);
+  std::string buf_;
+  std::vector<Member> members_;
 };
 
 // JSON array text of the given elements' texts.

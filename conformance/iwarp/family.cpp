@@ -205,6 +205,7 @@ class Run final : public FamilyRun, public TcpSink {
     IwarpConn view;
     std::uint64_t first_frame = 0, last_frame = 0;
     std::uint64_t crc_failed[2] = {0, 0};  // FPDUs that failed their CRC
+    std::string endpoints[2];              // info.a's and info.b's text, once made (label())
     Conn(Run* r, const TcpStreamInfo& i) : run(r), info(i), mpa(info, *this), scope(r->cases_.size()), view{&info, &mpa} {}
     // Calls f on every case that handles `event` (with `checksum_only`, on
     // the cases that judge the CRC alone).
@@ -216,11 +217,12 @@ class Run final : public FamilyRun, public TcpSink {
         f(*run->cases_[i], c);
       }
     }
+    // Names the sides by their roles, once the MPA exchange tells them.
     void label() {
       const int init = mpa.initiator_dir();
       for (int d = 0; d < 2; ++d) {
-        const Endpoint& e = d == 0 ? info.a : info.b;
-        scope.sides[d] = fmt::format("{} {}", init < 0 ? "endpoint" : (d == init ? "initiator" : "responder"), endpoint_text(e));
+        if (endpoints[d].empty()) endpoints[d] = endpoint_text(d == 0 ? info.a : info.b);
+        scope.sides[d] = fmt::format("{} {}", init < 0 ? "endpoint" : (d == init ? "initiator" : "responder"), endpoints[d]);
       }
     }
     void on_rr(const RrEvent& e) override {
@@ -279,9 +281,8 @@ class Run final : public FamilyRun, public TcpSink {
       r.family = kIwarpFamily;
       r.id = fmt::format("tcp/{}", c.id);
       const int init = k.mpa.initiator_dir();
-      const Endpoint& i = init == 1 ? c.b : c.a;
-      const Endpoint& p = init == 1 ? c.a : c.b;
-      r.label = fmt::format("{} -> {}", endpoint_text(i), endpoint_text(p));
+      k.label();
+      r.label = fmt::format("{} -> {}", k.endpoints[init == 1 ? 1 : 0], k.endpoints[init == 1 ? 0 : 1]);
       Params params = negotiated_params(k.mpa.negotiated());
       params.set("fpdus_from_initiator", k.mpa.fpdus(init == 1 ? 1 : 0));
       params.set("fpdus_from_responder", k.mpa.fpdus(init == 1 ? 0 : 1));
@@ -304,7 +305,6 @@ class Run final : public FamilyRun, public TcpSink {
         }
       }
       r.params = params.text();
-      k.label();
       for (int d = 0; d < 2; ++d) {
         const auto cov = k.mpa.coverage(d);
         r.coverage.push_back({k.scope.sides[d], "octets", cov.captured, cov.judged, cov.missing, cov.why});
