@@ -1,0 +1,77 @@
+// conformance::Params writes a scope's parameters as the text nlohmann::json
+// writes for the same object (the JSON report depends on it being the same),
+// and a Tally copied or moved keeps its unsettled violations.
+#include "conformance/params.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "conformance/case.hpp"
+
+using rdmaconf::conformance::Evidence;
+using rdmaconf::conformance::json_array;
+using rdmaconf::conformance::Params;
+using rdmaconf::conformance::params_text;
+using rdmaconf::conformance::Tally;
+using rdmaconf::conformance::Verdict;
+
+BOOST_AUTO_TEST_SUITE(params)
+
+BOOST_AUTO_TEST_CASE(same_text_as_a_document) {
+  // Keys set out of order, one set twice, numbers at their limits, nested
+  // objects and an array.
+  Params side;
+  side.set("revision", std::uint8_t{2}).set("crc", true).set("ird", std::uint16_t{65535});
+  Params p;
+  p.set("zeta", std::uint64_t{0})
+      .set("markers_from_initiator", false)
+      .set("alpha", std::numeric_limits<std::int64_t>::min())
+      .set("big", std::numeric_limits<std::uint64_t>::max())
+      .set("initiator", side)
+      .set("markers_from_initiator", true)  // the last value counts
+      .set("alpha_", -1)
+      .set_json("gaps", json_array({Params{}.set("b", 1).set("a", 2).text(), Params{}.text()}));
+  nlohmann::json doc;
+  doc["zeta"] = 0;
+  doc["markers_from_initiator"] = true;
+  doc["alpha"] = std::numeric_limits<std::int64_t>::min();
+  doc["big"] = std::numeric_limits<std::uint64_t>::max();
+  doc["initiator"] = {{"revision", 2}, {"crc", true}, {"ird", 65535}};
+  doc["alpha_"] = -1;
+  doc["gaps"] = nlohmann::json::array({{{"b", 1}, {"a", 2}}, nlohmann::json::object()});
+  BOOST_TEST(p.text() == params_text(doc));
+  BOOST_TEST(nlohmann::json::parse(p.text()) == doc);
+  BOOST_TEST(Params{}.text() == "{}");
+  BOOST_TEST(json_array({}) == "[]");
+}
+
+BOOST_AUTO_TEST_CASE(document_text_replaces_invalid_utf8) {
+  const std::string t = params_text({{"log", std::string("ok \xff")}});
+  BOOST_TEST(t == "{\"log\":\"ok \xef\xbf\xbd\"}");
+}
+
+BOOST_AUTO_TEST_CASE(tally_copies_keep_unsettled_violations) {
+  Tally t;
+  t.pass();
+  t.doubtful(Evidence{{7}, {}, "a", "x", "y", ""}, 1u);
+  Tally copy = t;
+  Tally moved = std::move(t);
+  const std::string none[2] = {"", ""};
+  const std::string lost[2] = {"frame 3 lost", ""};
+  copy.settle(none);   // no artefact: a failure
+  moved.settle(lost);  // an artefact in that direction: inconclusive
+  BOOST_TEST((copy.verdict() == Verdict::fail));
+  BOOST_TEST(copy.failed() == 1u);
+  BOOST_TEST((moved.verdict() == Verdict::inconclusive));
+  BOOST_TEST(moved.inconclusive_count() == 1u);
+  BOOST_REQUIRE(moved.evidence().size() == 1u);
+  BOOST_TEST(moved.evidence()[0].detail.find("frame 3 lost") != std::string::npos);
+  // Settled once: settling again changes nothing.
+  copy.settle(none);
+  BOOST_TEST(copy.failed() == 1u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
