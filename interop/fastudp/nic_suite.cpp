@@ -739,14 +739,14 @@ conf::ScopeResult run_scenario(const eng::Plugin& plugin, std::string_view scena
   r.first_frame = h.frames() ? 1 : 0;
   r.last_frame = h.frames();
   nlohmann::json params = {{"scenario", it->info.name},
-              {"frames", h.frames()},
-              {"transmits", h.transmitted().size()},
-              {"ring_entries", h.entries().size()},
-              {"interrupts", h.interrupts().size()},
-              {"mem_writes", h.mem_writes()},
-              {"cache_writes", h.cache_writes()},
-              {"nic_cycles", h.nic_cycles()},
-              {"cycles", h.cycles()}};
+                           {"frames", h.frames()},
+                           {"transmits", h.transmitted().size()},
+                           {"ring_entries", h.entries().size()},
+                           {"interrupts", h.interrupts().size()},
+                           {"mem_writes", h.mem_writes()},
+                           {"cache_writes", h.cache_writes()},
+                           {"nic_cycles", h.nic_cycles()},
+                           {"cycles", h.cycles()}};
   if (!h.log().empty()) params["plugin_log"] = h.log();
   r.params = conf::params_text(params);
   return r;
