@@ -3,7 +3,6 @@
 #include <pthread.h>
 
 #include <algorithm>
-#include <array>
 #include <charconv>
 #include <condition_variable>
 #include <cstdio>
@@ -371,11 +370,10 @@ class SummaryWriter final : public ReportWriter {
   }
   bool render(const ScopeResult& s, std::string& out) override {
     auto to = std::back_inserter(out);
-    std::array<std::uint64_t, 4> counts{};
-    const auto n = [&](Verdict v) -> std::uint64_t& { return counts[static_cast<std::size_t>(v)]; };
-    for (const auto& o : s.outcomes) ++n(o.tally.verdict());
-    fmt::format_to(to, "  {} {}: {} pass, {} fail, {} inconclusive, {} n/a\n", s.id, s.label, n(Verdict::pass),
-                   n(Verdict::fail), n(Verdict::inconclusive), n(Verdict::not_applicable));
+    VerdictCounts n;
+    for (const auto& o : s.outcomes) n.add(o.tally.verdict());
+    fmt::format_to(to, "  {} {}: {} pass, {} fail, {} inconclusive, {} n/a\n", s.id, s.label, n.pass, n.fail, n.inconclusive,
+                   n.not_applicable);
     for (const auto& c : s.coverage) {
       fmt::format_to(to, "    coverage, {}: {} {} captured, {} judged, {} skipped", c.side, c.captured, c.unit, c.judged,
                      c.skipped());
@@ -383,7 +381,7 @@ class SummaryWriter final : public ReportWriter {
       if (!c.why.empty()) fmt::format_to(to, " ({})", fmt::join(c.why, "; "));
       out += '\n';
     }
-    if (!n(Verdict::fail) && !verbose_) return true;
+    if (!n.fail && !verbose_) return true;
     for (const auto& o : s.outcomes) {
       const Verdict v = o.tally.verdict();
       if (v == Verdict::fail || (verbose_ && v != Verdict::not_applicable)) {
