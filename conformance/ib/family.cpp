@@ -273,19 +273,26 @@ class Run final : public FamilyRun {
     r.id = fmt::format("ib/{}", c->id);
     r.order = c->id;
     r.label = c->label;
-    nlohmann::json params;
-    params["packets"] = c->packets;
-    nlohmann::json qps = nlohmann::json::array();
-    for (auto& [qp, n] : c->qps) qps.push_back({{"dest_qp", qp}, {"packets", n}});
-    params["dest_qps"] = qps;
-    if (c->qp.pmtu()) params["path_mtu"] = c->qp.pmtu();
-    params["path_mtu_inferred"] = c->qp.pmtu_inferred();
-    nlohmann::json flows = nlohmann::json::array();
-    for (const auto* f : c->qp.request_flows())
-      flows.push_back({{"from", c->scope.sides[f->dir]}, {"dest_qp", f->dqp}, {"transport", pib::transport_name(f->transport)},
-                       {"packets", f->packets}, {"answered_by_qp", f->resp ? nlohmann::json(f->resp->dqp) : nlohmann::json()}});
-    params["request_flows"] = flows;
-    r.params = params_text(params);
+    Params params;
+    params.set("packets", c->packets);
+    std::vector<std::string> qps;
+    for (auto& [qp, n] : c->qps) qps.push_back(Params{}.set("dest_qp", qp).set("packets", n).text());
+    params.set_json("dest_qps", json_array(qps));
+    if (c->qp.pmtu()) params.set("path_mtu", c->qp.pmtu());
+    params.set("path_mtu_inferred", c->qp.pmtu_inferred());
+    std::vector<std::string> flows;
+    for (const auto* f : c->qp.request_flows()) {
+      Params flow;
+      flow.set_string("from", c->scope.sides[f->dir])
+          .set("dest_qp", f->dqp)
+          .set_string("transport", pib::transport_name(f->transport))
+          .set("packets", f->packets);
+      if (f->resp) flow.set("answered_by_qp", f->resp->dqp);
+      else flow.set_json("answered_by_qp", "null");
+      flows.push_back(flow.text());
+    }
+    params.set_json("request_flows", json_array(flows));
+    r.params = params.text();
     const Closing closing = c->qp.close();
     record_artefacts(c->scope, closing);
     for (std::size_t i = 0; i < cases_.size(); ++i) {

@@ -280,19 +280,32 @@ BOOST_AUTO_TEST_CASE(streamed_scopes_are_the_kept_ones) {
   BOOST_TEST(reports::to_json(run, {a}) == reports::to_json(run, {c}));
 }
 
-// The JSON writer's pieces make the document to_json builds, in the background
-// too; strings the capture put into a scope are escaped, and bytes that are
-// not UTF-8 become U+FFFD, so the report is always JSON.
-BOOST_AUTO_TEST_CASE(streamed_reports_are_the_documents) {
+// The JSON report, streamed or in the background, is JSON whatever strings
+// the run and the capture put into it: the scope's label, the input's path,
+// error and warnings, the command line. They are escaped, and bytes that are
+// not UTF-8 become U+FFFD (a path that was not UTF-8 ended the process with
+// an uncaught exception while the run header and the input's stats were
+// nlohmann::json documents). Every member is compared with what it came from.
+BOOST_AUTO_TEST_CASE(streamed_reports_are_json_whatever_the_strings) {
   const auto cap = fs::path(RDMACONF_SOURCE_DIR) / "captures" / "golden" / "iwarp-fault-crc.pcap";
   CheckOptions o;
   o.hash = false;
   Checker checker(o);
   std::vector<InputResult> inputs{checker.check_file(cap.string())};
   BOOST_TEST_REQUIRE(!inputs[0].scopes.empty());
-  auto& s = inputs[0].scopes[0];
-  s.label = std::string("a \"quoted\" \\ label\n\x01 caf\xc3\xa9 \xff\xfe end");
-  const reports::RunInfo run{"test", {"check", "x"}, false, {}, checker.active_cases()};
+  // Stray bytes, a surrogate and an overlong '/' (RFC 3629 section 4 forbids
+  // both), a sequence cut short, and a four-octet character that is fine.
+  const std::string hostile("a \"quoted\" \\ text\n\x01 caf\xc3\xa9 \xff\xfe \xed\xa0\x80 \xc0\xaf \xe2\x82 \xf0\x9f\x98\x80 end");
+  const std::string fffd("\xef\xbf\xbd");
+  const std::string replaced("a \"quoted\" \\ text\n\x01 caf\xc3\xa9 " + fffd + fffd + " " + fffd + fffd + fffd + " " + fffd + fffd +
+                             " " + fffd + fffd + " \xf0\x9f\x98\x80 end");
+  auto& in = inputs[0];
+  in.scopes[0].label = hostile;
+  in.path = "/tmp/" + hostile + ".pcap";
+  in.error = "error: " + hostile;
+  in.warnings.push_back("warning: " + hostile);
+  in.sha256 = "00ff";
+  const reports::RunInfo run{"test \xff", {"check", hostile}, false, {"iwarp.*", hostile}, checker.active_cases(), reports::Shard{1, 3}, 7};
   std::ostringstream direct, background, junit, junit_bg;
   reports::replay(*reports::json_writer(direct, run), inputs);
   {
@@ -302,14 +315,61 @@ BOOST_AUTO_TEST_CASE(streamed_reports_are_the_documents) {
     reports::replay(*reports::in_background(std::move(w), 4), inputs);
   }
   reports::write_junit(junit, run, inputs);
-  const auto doc = reports::to_json(run, inputs);
-  const auto parsed = nlohmann::json::parse(direct.str(), nullptr, false);
-  BOOST_TEST_REQUIRE(!parsed.is_discarded(), direct.str().substr(0, 400));
-  BOOST_TEST(parsed == doc);
+  const auto doc = nlohmann::json::parse(direct.str(), nullptr, false);
+  BOOST_TEST_REQUIRE(!doc.is_discarded(), direct.str().substr(0, 400));
   BOOST_TEST(nlohmann::json::parse(background.str(), nullptr, false) == doc);
+  BOOST_TEST(reports::to_json(run, inputs) == doc);
   BOOST_TEST(junit.str() == junit_bg.str());
-  BOOST_TEST(doc["inputs"][0]["scopes"][0]["label"] == "a \"quoted\" \\ label\n\x01 caf\xc3\xa9 \xef\xbf\xbd\xef\xbf\xbd end");
-  BOOST_TEST(junit.str().find("<testsuites name=\"rdmaconf test\"") != std::string::npos);
+  // The run header.
+  BOOST_TEST(doc["$schema"] == reports::kSchemaId);
+  BOOST_TEST(doc["schema_version"] == reports::kSchemaVersion);
+  BOOST_TEST(doc["tool"] == (nlohmann::json{{"name", "rdmaconf"}, {"version", "test \xef\xbf\xbd"}}));
+  BOOST_TEST(doc["options"]["arguments"] == (nlohmann::json{"check", replaced}));
+  BOOST_TEST(doc["options"]["cases"] == (nlohmann::json{"iwarp.*", replaced}));
+  BOOST_TEST(doc["options"]["strict"] == false);
+  BOOST_TEST(doc["shard"] == (nlohmann::json{{"index", 1}, {"count", 3}, {"inputs_in_all_shards", 7}}));
+  BOOST_TEST_REQUIRE(doc["catalog"].size() == checker.active_cases().size());
+  for (std::size_t i = 0; i < doc["catalog"].size(); ++i) {
+    const auto& c = *checker.active_cases()[i];
+    const auto& j = doc["catalog"][i];
+    BOOST_TEST(j.size() == 6u);
+    BOOST_TEST(j["id"] == c.id);
+    BOOST_TEST(j["family"] == c.family);
+    BOOST_TEST(j["spec"] == c.spec);
+    BOOST_TEST(j["section"] == c.section);
+    BOOST_TEST(j["level"] == level_name(c.level));
+    BOOST_TEST(j["requirement"] == c.requirement);
+    BOOST_TEST(reports::case_json(c) == j);
+  }
+  // The input.
+  BOOST_TEST_REQUIRE(doc["inputs"].size() == 1u);
+  const auto& ji = doc["inputs"][0];
+  BOOST_TEST(ji["path"] == "/tmp/" + replaced + ".pcap");
+  BOOST_TEST(ji["error"] == "error: " + replaced);
+  BOOST_TEST(ji["warnings"].back() == "warning: " + replaced);
+  BOOST_TEST(ji["warnings"].size() == in.warnings.size());
+  BOOST_TEST(ji["warnings_total"] == in.warnings_total);
+  BOOST_TEST(ji["sha256"] == "00ff");
+  BOOST_TEST(ji["linktype"] == in.linktype);
+  BOOST_TEST(ji["stats"]["frames"] == in.stats.frames);
+  BOOST_TEST(ji["stats"]["octets"] == in.stats.octets);
+  BOOST_TEST(ji["stats"]["tcp_connections"] == in.stats.tcp_connections);
+  BOOST_TEST(ji["stats"]["undecodable_frames"] == in.stats.undecodable_frames);
+  BOOST_TEST(ji["stats"]["capture_anomalies"] == in.stats.capture_anomalies);
+  BOOST_TEST(ji["stats"].size() == 5 + in.stats.families.size());
+  for (const auto& f : in.stats.families) BOOST_TEST(ji["stats"][f.key] == f.value);
+  BOOST_TEST(ji["scopes"].size() == in.scopes.size());
+  BOOST_TEST(ji["scopes"][0]["label"] == replaced);
+  // The summary.
+  const auto t = reports::totals(inputs);
+  BOOST_TEST(doc["summary"] == (nlohmann::json{{"pass", t.pass},
+                                               {"fail", t.fail},
+                                               {"not_applicable", t.not_applicable},
+                                               {"inconclusive", t.inconclusive},
+                                               {"input_errors", 1}}));
+  BOOST_TEST(t.fail > 0u);
+  BOOST_TEST(junit.str().find("<testsuites name=\"rdmaconf test " + fffd + "\"") != std::string::npos);
+  BOOST_TEST(junit.str().find("name=\"/tmp/a &quot;quoted&quot; \\ text\n? caf\xc3\xa9 " + fffd + fffd + " ") != std::string::npos);
   BOOST_TEST(junit.str().find("iwarp.mpa.fpdu.crc") != std::string::npos);
 }
 

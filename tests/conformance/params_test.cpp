@@ -13,6 +13,7 @@
 
 using rdmaconf::conformance::Evidence;
 using rdmaconf::conformance::json_array;
+using rdmaconf::conformance::json_string;
 using rdmaconf::conformance::Params;
 using rdmaconf::conformance::params_text;
 using rdmaconf::conformance::Tally;
@@ -33,6 +34,9 @@ BOOST_AUTO_TEST_CASE(same_text_as_a_document) {
       .set("initiator", side)
       .set("markers_from_initiator", true)  // the last value counts
       .set("alpha_", -1)
+      .set("$schema", 1)
+      .set("Zeta", 2)
+      .set("alph", 3)
       .set_json("gaps", json_array({Params{}.set("b", 1).set("a", 2).text(), Params{}.text()}));
   nlohmann::json doc;
   doc["zeta"] = 0;
@@ -41,11 +45,39 @@ BOOST_AUTO_TEST_CASE(same_text_as_a_document) {
   doc["big"] = std::numeric_limits<std::uint64_t>::max();
   doc["initiator"] = {{"revision", 2}, {"crc", true}, {"ird", 65535}};
   doc["alpha_"] = -1;
+  doc["$schema"] = 1;
+  doc["Zeta"] = 2;
+  doc["alph"] = 3;
   doc["gaps"] = nlohmann::json::array({{{"b", 1}, {"a", 2}}, nlohmann::json::object()});
   BOOST_TEST(p.text() == params_text(doc));
   BOOST_TEST(nlohmann::json::parse(p.text()) == doc);
   BOOST_TEST(Params{}.text() == "{}");
   BOOST_TEST(json_array({}) == "[]");
+}
+
+// Strings: nlohmann::json's parser (code we did not write) reads back what
+// json_string wrote, for every single octet and for well-formed UTF-8 of
+// each length; octets outside a well-formed sequence read back as U+FFFD,
+// one each (RFC 3629 section 4 for what is well-formed).
+BOOST_AUTO_TEST_CASE(strings_read_back) {
+  const std::string fffd = "\xef\xbf\xbd";
+  for (int c = 0; c < 256; ++c) {
+    const std::string s = "<" + std::string(1, static_cast<char>(c)) + ">";
+    const auto back = nlohmann::json::parse(json_string(s), nullptr, false);
+    BOOST_TEST_REQUIRE(!back.is_discarded(), "octet " << c);
+    BOOST_TEST(back.get<std::string>() == (c < 0x80 ? s : "<" + fffd + ">"), "octet " << c);
+  }
+  for (const std::string ok : {"caf\xc3\xa9", "\xe2\x82\xac \xef\xbf\xbf", "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf", "\xed\x9f\xbf",
+                               "tab\t nl\n quote\" back\\ del\x7f"})
+    BOOST_TEST(nlohmann::json::parse(json_string(ok)).get<std::string>() == ok);
+  // A surrogate, overlong forms, above U+10FFFF, cut short, a stray
+  // continuation octet.
+  for (const std::string bad : {"\xed\xa0\x80", "\xc0\xaf", "\xe0\x80\xaf", "\xf0\x80\x80\xaf", "\xf4\x90\x80\x80", "\xe2\x82", "\x80"}) {
+    std::string want;
+    for (std::size_t i = 0; i < bad.size(); ++i) want += fffd;
+    BOOST_TEST(nlohmann::json::parse(json_string(bad)).get<std::string>() == want);
+  }
+  BOOST_TEST(Params{}.set_string("b", "x\ny").set_string("a", "\xff").text() == "{\"a\":\"\\ufffd\",\"b\":\"x\\u000ay\"}");
 }
 
 BOOST_AUTO_TEST_CASE(document_text_replaces_invalid_utf8) {
