@@ -221,9 +221,9 @@ std::string frame_error(std::uint64_t frame, std::size_t offset, DecodeError e) 
 std::string format_address(std::uint8_t v, const Address& a) {
   if (v == 0) return fmt::format("LID 0x{:04x}", (a[0] << 8) | a[1]);
   if (v == 4) return fmt::format("{}.{}.{}.{}", a[0], a[1], a[2], a[3]);
-  std::string s;
-  for (int i = 0; i < 16; i += 2) s += fmt::format("{}{:x}", i ? ":" : "", (a[i] << 8) | a[i + 1]);
-  return "[" + s + "]";
+  // (Every group written, none compressed; one format call, not one per group.)
+  const auto g = [&](int i) { return (a[i] << 8) | a[i + 1]; };
+  return fmt::format("[{:x}:{:x}:{:x}:{:x}:{:x}:{:x}:{:x}:{:x}]", g(0), g(2), g(4), g(6), g(8), g(10), g(12), g(14));
 }
 
 }  // namespace rdmaconf::captures::io

@@ -80,7 +80,10 @@ class Family final : public ProtocolFamily {
     add_roce_transport_cases(cases_);
     add_ib_link_cases(cases_);
     add_ib_reliable_cases(cases_);
-    for (const auto& c : cases_) infos_.push_back(&c->info());
+    for (const auto& c : cases_) {
+      infos_.push_back(&c->info());
+      checksum_.push_back(c->info().id == "roce.icrc" || c->info().id == "ib.vcrc");
+    }
   }
   std::string_view name() const override { return kIbFamily; }
   std::string_view title() const override { return "InfiniBand transport (RoCEv2, RoCEv1, native InfiniBand)"; }
@@ -104,16 +107,21 @@ class Family final : public ProtocolFamily {
   std::span<const protocols::HeaderDef* const> headers() const override { return kHeaders; }
   std::unique_ptr<FamilyRun> start(RunContext& ctx) const override;
   const IbCases& impl() const { return cases_; }
+  // Does case `i` (an index into cases()) judge the checksums alone, all that a damaged packet feeds?
+  bool checksum(std::size_t i) const { return checksum_[i]; }
 
  private:
   IbCases cases_;
   std::vector<const CaseInfo*> infos_;
+  std::vector<bool> checksum_;
 };
 
 class Run final : public FamilyRun {
  public:
   Run(const Family& f, RunContext& ctx) : ctx_(ctx) {
     take_active(f.impl(), ctx, cases_, infos_);
+    for (std::size_t i = 0; i < ctx.active().size(); ++i)
+      if (f.checksum(ctx.active()[i])) checksum_cases_.push_back(i);
     const auto mtu = ctx.option(kMtuOption, {0});
     mtu_ = static_cast<std::uint32_t>(mtu.front());
   }
@@ -198,11 +206,15 @@ class Run final : public FamilyRun {
     }
     if (e.facts) record_artefacts(c.scope, e, *pkt);
     if (ctx_.on_unit) ctx_.on_unit("packet", packet_json(e));
-    for (std::size_t i = 0; i < cases_.size(); ++i) {
-      // A damaged packet's fields may be the link's doing, not the sender's.
-      if (damaged && infos_[i]->id != "roce.icrc" && infos_[i]->id != "ib.vcrc") continue;
+    auto run = [&](std::size_t i) {
       CaseCtx ctx = c.scope.ctx(i);
       cases_[i]->on_packet(ctx, e);
+    };
+    // A damaged packet's fields may be the link's doing, not the sender's.
+    if (damaged) {
+      for (std::size_t i : checksum_cases_) run(i);
+    } else {
+      for (std::size_t i = 0; i < cases_.size(); ++i) run(i);
     }
   }
 
@@ -321,6 +333,7 @@ class Run final : public FamilyRun {
   RunContext& ctx_;
   std::vector<const RoceCase*> cases_;
   std::vector<const CaseInfo*> infos_;
+  std::vector<std::size_t> checksum_cases_;  // (indices into cases_)
   std::uint32_t mtu_ = 0;
   std::map<std::pair<Address, Address>, std::unique_ptr<Conv>> convs_;
   std::uint64_t ids_ = 0, packets_ = 0;

@@ -1,7 +1,6 @@
 #include "conformance/iwarp/mpa_stream.hpp"
 
 #include <algorithm>
-#include <set>
 
 #include <fmt/format.h>
 
@@ -21,9 +20,32 @@ constexpr std::size_t kInferMinRun = 3;         // FPDUs in a row that must look
 
 // Could `u` (the first octets of a ULPDU whose length field said `len`) be a
 // DDP segment carrying RDMAP? Octets not yet present are not judged.
+// The control rows' fixed values (reserved bits zero, DDP and RDMAP version
+// 1) as a mask and a value over the first 16 bits, made from the table: the
+// one test most octets of a stream scanned for FPDUs fail.
+struct FixedBits {
+  std::uint16_t mask = 0, value = 0;
+};
+constexpr FixedBits fixed_control_bits() {
+  FixedBits f;
+  const std::pair<std::size_t, std::uint16_t> rows[] = {
+      {DdpUntagged::rsvd, 0}, {DdpUntagged::dv, 1}, {DdpUntagged::rv, 1}, {DdpUntagged::rdmap_rsvd, 0}};
+  for (const auto& [i, v] : rows) {
+    const FieldDef& d = kDdpUntagged.fields[i];
+    const unsigned shift = 16 - d.bit_offset - d.bit_width;
+    f.mask = static_cast<std::uint16_t>(f.mask | (((1u << d.bit_width) - 1) << shift));
+    f.value = static_cast<std::uint16_t>(f.value | (v << shift));
+  }
+  return f;
+}
+constexpr FixedBits kFixedControl = fixed_control_bits();
+static_assert(kDdpUntagged.fields[DdpUntagged::opcode].bit_offset + kDdpUntagged.fields[DdpUntagged::opcode].bit_width <= 16,
+              "the control rows lie in the first 16 bits");
+
 bool plausible_ulpdu(std::uint16_t len, Bytes u) {
   if (len < kDdpTagged.size) return false;
   if (u.size() < 2) return true;
+  if ((be16(u, 0) & kFixedControl.mask) != kFixedControl.value) return false;
   // Both layouts share the control rows; read them through the table.
   auto field = [&](std::size_t i) {
     const FieldDef& f = kDdpUntagged.fields[i];
@@ -44,9 +66,14 @@ bool plausible_ulpdu(std::uint16_t len, Bytes u) {
 }  // namespace
 
 bool markers_present(Bytes b) {
-  for (std::size_t m = 0; m < kMpaMarkerInterval; ++m) {
+  // A phase needs kInferMinRun markers at least, so only those that many
+  // intervals fit before the end can pass.
+  constexpr std::size_t kSpan = (kInferMinRun - 1) * kMpaMarkerInterval + kMpaMarker.size;
+  if (b.size() < kSpan) return false;
+  for (std::size_t m = 0; m < kMpaMarkerInterval && m + kSpan <= b.size(); ++m) {
     std::size_t seen = 0, vouched = 0, odd = 0;
-    std::set<std::size_t> pointers;  // distinct non-zero FPDU pointers
+    std::size_t pointer = 0;  // the first non-zero FPDU pointer,
+    bool pointers_differ = false;  // and whether another one differs from it
     for (std::size_t p = m; p + kMpaMarker.size <= b.size() && odd <= 1; p += kMpaMarkerInterval) {
       ++seen;
       const Bytes mk = b.subspan(p, kMpaMarker.size);
@@ -57,7 +84,8 @@ bool markers_present(Bytes b) {
         ++odd;  // one faulty marker is a finding, not a reason to doubt the rest
         continue;
       }
-      if (ptr) pointers.insert(ptr);
+      if (ptr && !pointer) pointer = ptr;
+      pointers_differ |= ptr && ptr != pointer;
       if (ptr > p) continue;  // its FPDU began before the octets at hand
       // The FPDU it points to, when its header is whole before the marker.
       const std::size_t start = p - ptr, hdr = ptr == 0 ? p + kMpaMarker.size : start;
@@ -68,7 +96,7 @@ bool markers_present(Bytes b) {
       }
     }
     // (Zero-filled data would pass the first test with pointers of 0.)
-    if (odd <= 1 && seen >= kInferMinRun + odd && (vouched >= 2 || pointers.size() >= 2)) return true;
+    if (odd <= 1 && seen >= kInferMinRun + odd && (vouched >= 2 || pointers_differ)) return true;
   }
   return false;
 }
