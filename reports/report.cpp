@@ -125,6 +125,11 @@ void put_evidence(std::string& out, const Evidence& e) {
 }
 
 void put_scope(std::string& out, const ScopeResult& s) {
+  // Room for the usual scope at once (a result without evidence takes some
+  // 90 octets besides its case ID), not by repeated growth.
+  std::size_t need = 512 + s.params.size();
+  for (const auto& o : s.outcomes) need += 96 + o.info->id.size();
+  if (out.capacity() - out.size() < need) out.reserve(std::max(out.size() + need, 2 * out.capacity()));
   out += "{\"id\":";
   put_json_string(out, s.id);
   out += ",\"family\":";

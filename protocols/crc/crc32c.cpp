@@ -7,6 +7,7 @@
 #if defined(__x86_64__)
 #include <cpuid.h>
 #include <nmmintrin.h>
+#include <wmmintrin.h>
 #endif
 #ifdef RDMACONF_HAVE_ISAL
 #include <isa-l/crc.h>
@@ -102,7 +103,82 @@ Crc32cEngine pick_engine() {
 
 const Crc32cEngine kActive = pick_engine();
 
+// a * b modulo the Castagnoli polynomial, both in the reflected order of a
+// CRC register (bit 31 holds x^0, bit 0 x^31), one coefficient at a time.
+std::uint32_t mul_mod_portable(std::uint32_t a, std::uint32_t b) {
+  constexpr std::uint32_t kPoly = 0x82F63B78u;
+  std::uint32_t product = 0;
+  // Without branches: the bits are as good as random, and a mispredicted
+  // branch per bit made this several times slower.
+  for (int i = 0; i < 32; ++i) {
+    product ^= b & (0u - (a >> 31));  // a's next coefficient, from x^0 up
+    a <<= 1;
+    b = (b >> 1) ^ (kPoly & (0u - (b & 1)));  // b * x
+  }
+  return product;
+}
+
+#if defined(__x86_64__)
+bool cpu_has_pclmul() {
+  static const bool has = [] {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+    return (c & bit_PCLMUL) != 0;
+  }();
+  return has;
+}
+
+// The same with one carry-less multiplication. In reflected order the
+// 63-bit product comes out one bit short of a 64-bit register, hence the
+// shift; its upper half then holds x^0..x^31, and its lower half the terms
+// from x^32 up, which four zero-octet steps of the register reduce.
+__attribute__((target("pclmul,sse2"))) std::uint32_t mul_mod_pclmul(std::uint32_t a, std::uint32_t b) {
+  const __m128i p = _mm_clmulepi64_si128(_mm_cvtsi32_si128(static_cast<int>(a)), _mm_cvtsi32_si128(static_cast<int>(b)), 0);
+  const std::uint64_t v = static_cast<std::uint64_t>(_mm_cvtsi128_si64(p)) << 1;
+  std::uint32_t lo = static_cast<std::uint32_t>(v);
+  for (int i = 0; i < 4; ++i) lo = (lo >> 8) ^ kC.t[0][lo & 0xff];
+  return static_cast<std::uint32_t>(v >> 32) ^ lo;
+}
+#endif
+
+std::uint32_t mul_mod(std::uint32_t a, std::uint32_t b, bool portable) {
+#if defined(__x86_64__)
+  if (!portable && cpu_has_pclmul()) return mul_mod_pclmul(a, b);
+#endif
+  (void)portable;
+  return mul_mod_portable(a, b);
+}
+
+// x^(8n) modulo the polynomial: what n zero octets multiply a register by.
+// Tabled for the lengths an FPDU can have (and a little more), made on
+// first use; longer ones are products of table entries.
+std::uint32_t zero_octets(std::size_t n) {
+  constexpr std::size_t kTabled = (1u << 16) + 64;
+  static const std::vector<std::uint32_t> table = [] {
+    std::vector<std::uint32_t> t(kTabled + 1);
+    t[0] = 1u << 31;  // x^0
+    for (std::size_t i = 1; i <= kTabled; ++i) t[i] = (t[i - 1] >> 8) ^ kC.t[0][t[i - 1] & 0xff];
+    return t;
+  }();
+  std::uint32_t r = table[n % kTabled];
+  for (std::size_t q = n / kTabled; q; --q) r = mul_mod_portable(r, table[kTabled]);
+  return r;
+}
+
 }  // namespace
+
+Crc32cSlices::Crc32cSlices(Bytes b, Crc32cEngine e) : reg_(b.size() + 1), portable_(e == Crc32cEngine::portable) {
+  std::uint32_t r = kCrc32cInit;
+  reg_[0] = r;
+  for (std::size_t i = 0; i < b.size(); ++i) reg_[i + 1] = r = (r >> 8) ^ kC.t[0][(r ^ static_cast<std::uint32_t>(b[i])) & 0xff];
+}
+
+std::uint32_t Crc32cSlices::crc(std::size_t from, std::size_t to) const {
+  // The register after the slice, from kCrc32cInit at its start, is
+  // reg_[to] with the difference of the two starts shifted through the slice
+  // taken out again.
+  return crc32c_final(reg_[to] ^ mul_mod(reg_[from] ^ kCrc32cInit, zero_octets(to - from), portable_));
+}
 
 std::uint32_t crc32c_update_with(Crc32cEngine e, std::uint32_t state, Bytes data, bool* ok) {
   auto p = reinterpret_cast<const unsigned char*>(data.data());

@@ -27,6 +27,28 @@ std::vector<Crc32cEngine> available_crc32c_engines();
 std::string_view engine_name(Crc32cEngine e);
 Crc32cEngine active_crc32c_engine();
 
+// The CRC-32C of any slice of one buffer, each in constant time once the
+// buffer has been read: for scans that try a CRC at every offset (MPA framing
+// looked for mid-stream), where computing each slice's CRC afresh made the
+// scan quadratic in the stream's length.
+//
+// It rests on the CRC register being linear: the register after a slice,
+// started from the register before it, is that start shifted through as
+// many zero octets, xored with the slice's CRC from zero; shifting through n
+// zero octets is a multiplication by x^(8n) modulo the polynomial.
+class Crc32cSlices {
+ public:
+  // (`e`: portable multiplies one coefficient at a time, for tests; any
+  // other uses the CPU's carry-less multiplication where it has one.)
+  explicit Crc32cSlices(Bytes b, Crc32cEngine e = Crc32cEngine::isal);
+  // crc32c(b.subspan(from, to - from)), for from <= to <= b.size().
+  std::uint32_t crc(std::size_t from, std::size_t to) const;
+
+ private:
+  std::vector<std::uint32_t> reg_;  // reg_[i]: the register after b's first i octets, from kCrc32cInit
+  bool portable_;
+};
+
 // CRC-32 (IEEE 802.3, reflected 0xEDB88320), the base of the InfiniBand ICRC
 // and VCRC... The VCRC is a CRC-16; see ib/icrc.hpp.
 inline constexpr std::uint32_t kCrc32Init = 0xFFFFFFFFu;

@@ -56,6 +56,9 @@ Result<FpduView> decode_fpdu(Bytes in);
 // CRC32c over the FPDU up to (not including) its CRC field, markers included
 // when the caller kept them (RFC 5044 covers them).
 std::uint32_t fpdu_crc(Bytes covered);
+// fpdu_crc of any slice of one buffer (crc(from, to)), each in constant time
+// after one pass over it: for scans that try an FPDU at every offset.
+using FpduCrcSlices = crc::Crc32cSlices;
 // Writes length, ULPDU (`head` then `payload`, so a sender need not join
 // them), zero pad and CRC (or zero when crc is off) into `f`, which holds
 // exactly fpdu_size(head.size() + payload.size()) octets.

@@ -67,6 +67,18 @@ BOOST_AUTO_TEST_CASE(strings_read_back) {
     BOOST_TEST_REQUIRE(!back.is_discarded(), "octet " << c);
     BOOST_TEST(back.get<std::string>() == (c < 0x80 ? s : "<" + fffd + ">"), "octet " << c);
   }
+  // Every octet at every place of a string long enough to be read eight
+  // octets at a time, in a whole word and in the tail.
+  for (int c = 0; c < 256; ++c)
+    for (std::size_t at = 0; at < 19; ++at) {
+      std::string s(19, 'a');
+      s[at] = static_cast<char>(c);
+      std::string want = s;
+      if (c >= 0x80) want.replace(at, 1, fffd);
+      const auto back = nlohmann::json::parse(json_string(s), nullptr, false);
+      BOOST_TEST_REQUIRE(!back.is_discarded(), "octet " << c << " at " << at);
+      BOOST_TEST(back.get<std::string>() == want, "octet " << c << " at " << at);
+    }
   for (const std::string ok : {"caf\xc3\xa9", "\xe2\x82\xac \xef\xbf\xbf", "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf", "\xed\x9f\xbf",
                                "tab\t nl\n quote\" back\\ del\x7f"})
     BOOST_TEST(nlohmann::json::parse(json_string(ok)).get<std::string>() == ok);

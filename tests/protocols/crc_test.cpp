@@ -54,4 +54,29 @@ BOOST_AUTO_TEST_CASE(engines_agree_on_random_data_and_splits) {
   }
 }
 
+// Every slice's CRC from the buffer's registers equals the CRC computed over
+// the slice alone (by the active engine: ISA-L or SSE4.2 here), at both ends
+// of the buffer, empty, and longer than the table of zero-octet shifts.
+BOOST_AUTO_TEST_CASE(slices_match_the_crc_of_each_slice) {
+  std::mt19937 rng(2);
+  for (const std::size_t size : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{300}, std::size_t{70000},
+                                 std::size_t{200000}}) {
+    std::vector<std::byte> d(size);
+    for (auto& b : d) b = std::byte(rng() & 0xff);
+    // (The portable multiplication and the CPU's carry-less one.)
+    for (const auto e : {Crc32cEngine::portable, Crc32cEngine::sse42}) {
+      const Crc32cSlices slices(d, e);
+      BOOST_TEST_CONTEXT(engine_name(e) << ", size " << size) {
+        BOOST_TEST(slices.crc(0, size) == crc32c(d));
+        BOOST_TEST(slices.crc(size, size) == 0u);
+        for (int round = 0; round < 300; ++round) {
+          std::size_t from = size ? rng() % (size + 1) : 0, to = size ? rng() % (size + 1) : 0;
+          if (from > to) std::swap(from, to);
+          BOOST_TEST(slices.crc(from, to) == crc32c(Bytes(d).subspan(from, to - from)), "slice " << from << ".." << to);
+        }
+      }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
