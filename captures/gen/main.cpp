@@ -67,12 +67,40 @@ int bench_connections(const std::string& path, std::size_t count) {
   return 0;
 }
 
+// `count` TCP connections, each carrying 64 KiB of pseudo-random octets (no
+// MPA) from the client, with their handshake or, `midstream`, without it (a
+// capture started while they were open), and no FIN. Mid-stream, the checker
+// looks for FPDUs at every offset of what it holds before it gives up on a
+// connection: bench/all measures what that costs.
+int bench_opaque(const std::string& path, std::size_t count, bool midstream) {
+  PcapWriter w(path);
+  std::uint64_t x = 0x9e3779b97f4a7c15u;  // xorshift64: fixed, so every run checks the same octets
+  Buf data(64 * 1024);
+  for (std::size_t i = 0; i < count; ++i) {
+    w.set_time_us(static_cast<std::int64_t>(1'000'000'000 + i * 1000));
+    for (auto& b : data) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      b = std::byte(x & 0xff);
+    }
+    const auto o = [&](unsigned shift) { return static_cast<std::uint8_t>((i >> shift) & 0xff); };
+    TcpConversation t(w, host_v4(10, o(16), o(8), o(0), 40000), host_v4(192, 0, 2, 2, 5001));
+    if (!midstream) t.handshake();
+    t.send(0, B(data));
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc == 4 && std::string(argv[1]) == "--bench") return bench_capture(argv[2], std::stoul(argv[3]));
   if (argc == 4 && std::string(argv[1]) == "--bench-connections") return bench_connections(argv[2], std::stoul(argv[3]));
+  if (argc == 4 && (std::string(argv[1]) == "--bench-opaque" || std::string(argv[1]) == "--bench-opaque-midstream"))
+    return bench_opaque(argv[2], std::stoul(argv[3]), std::string(argv[1]) == "--bench-opaque-midstream");
   if (argc < 2) {
     std::cerr << "usage: rdmaconf-gen OUTDIR [SCENARIO...]\n       rdmaconf-gen --bench FILE MEGABYTES\n"
-                 "       rdmaconf-gen --bench-connections FILE COUNT\n";
+                 "       rdmaconf-gen --bench-connections FILE COUNT\n"
+                 "       rdmaconf-gen --bench-opaque[-midstream] FILE COUNT\n";
     return 2;
   }
   const fs::path out = argv[1];
