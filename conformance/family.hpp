@@ -97,13 +97,16 @@ class RunContext {
   std::int64_t idle_timeout_us_;
 };
 
-// The run's share of a family's case objects: those ctx.active() names, and their infos.
+// The run's share of a family's case objects: those ctx.active() names, and
+// their infos (from `all_infos`, the family's cases(), in the same order).
 template <class CaseT>
-void take_active(const std::vector<std::unique_ptr<CaseT>>& all, const RunContext& ctx, std::vector<const CaseT*>& cases,
-                 std::vector<const CaseInfo*>& infos) {
+void take_active(const std::vector<std::unique_ptr<CaseT>>& all, const std::vector<const CaseInfo*>& all_infos,
+                 const RunContext& ctx, std::vector<const CaseT*>& cases, std::vector<const CaseInfo*>& infos) {
+  cases.reserve(ctx.active().size());
+  infos.reserve(ctx.active().size());
   for (std::size_t i : ctx.active()) {
     cases.push_back(all[i].get());
-    infos.push_back(&all[i]->info());
+    infos.push_back(all_infos[i]);
   }
 }
 

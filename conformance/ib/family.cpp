@@ -119,7 +119,7 @@ class Family final : public ProtocolFamily {
 class Run final : public FamilyRun {
  public:
   Run(const Family& f, RunContext& ctx) : ctx_(ctx) {
-    take_active(f.impl(), ctx, cases_, infos_);
+    take_active(f.impl(), f.cases(), ctx, cases_, infos_);
     for (std::size_t i = 0; i < ctx.active().size(); ++i)
       if (f.checksum(ctx.active()[i])) checksum_cases_.push_back(i);
     const auto mtu = ctx.option(kMtuOption, {0});

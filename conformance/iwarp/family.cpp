@@ -223,7 +223,7 @@ class Family final : public ProtocolFamily {
 class Run final : public FamilyRun, public TcpSink {
  public:
   Run(const Family& f, RunContext& ctx) : ctx_(ctx), dispatch_(f.dispatch_for(ctx.active(), own_dispatch_)) {
-    take_active(f.impl(), ctx, cases_, infos_);
+    take_active(f.impl(), f.cases(), ctx, cases_, infos_);
   }
 
   TcpSink* streams() override { return this; }

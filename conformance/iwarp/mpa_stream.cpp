@@ -104,9 +104,11 @@ bool markers_present(Bytes b) {
 std::optional<InferredAlignment> infer_alignment(Bytes b, bool at_end, bool only_at_start) {
   // Every offset may try a CRC over up to 64 KiB: computed afresh each time,
   // a stream of 64 KiB that is not MPA took some 30 ms (nearly all of it
-  // CRC), where the slices' CRCs from one pass take well under one.
+  // CRC), where the slices' CRCs from one pass take well under one. (A
+  // chain from the first octet only covers each octet once at most.)
   std::optional<FpduCrcSlices> slices;
   const auto crc_of = [&](std::size_t from, std::size_t to) {
+    if (only_at_start) return fpdu_crc(b.subspan(from, to - from));
     if (!slices) slices.emplace(b);
     return slices->crc(from, to);
   };
