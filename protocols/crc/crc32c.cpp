@@ -56,15 +56,17 @@ std::uint32_t sliced_update(std::uint32_t crc, const unsigned char* p, std::size
 }
 
 #if defined(__x86_64__)
-// Asked once: CPUID is slow (under a hypervisor it traps), and this is on the per-FPDU path.
-bool cpu_has_sse42() {
-  static const bool has = [] {
+// CPUID leaf 1's feature bits (ECX), asked once: CPUID is slow (under a
+// hypervisor it traps), and this is on the per-FPDU path.
+unsigned cpu_features() {
+  static const unsigned ecx = [] {
     unsigned a, b, c, d;
-    if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
-    return (c & bit_SSE4_2) != 0;
+    return __get_cpuid(1, &a, &b, &c, &d) ? c : 0u;
   }();
-  return has;
+  return ecx;
 }
+bool cpu_has_sse42() { return (cpu_features() & bit_SSE4_2) != 0; }
+bool cpu_has_pclmul() { return (cpu_features() & bit_PCLMUL) != 0; }
 
 __attribute__((target("sse4.2"))) std::uint32_t sse42_update(std::uint32_t crc, const unsigned char* p,
                                                              std::size_t n) {
@@ -119,15 +121,6 @@ std::uint32_t mul_mod_portable(std::uint32_t a, std::uint32_t b) {
 }
 
 #if defined(__x86_64__)
-bool cpu_has_pclmul() {
-  static const bool has = [] {
-    unsigned a, b, c, d;
-    if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
-    return (c & bit_PCLMUL) != 0;
-  }();
-  return has;
-}
-
 // The same with one carry-less multiplication. In reflected order the
 // 63-bit product comes out one bit short of a 64-bit register, hence the
 // shift; its upper half then holds x^0..x^31, and its lower half the terms
