@@ -18,8 +18,6 @@ constexpr std::size_t kInferFirstTry = 4096;    // mid-stream: first look for FP
 constexpr std::size_t kInferMax = 64u << 10;    // again at each doubling, and give up beyond this
 constexpr std::size_t kInferMinRun = 3;         // FPDUs in a row that must look right
 
-// Could `u` (the first octets of a ULPDU whose length field said `len`) be a
-// DDP segment carrying RDMAP? Octets not yet present are not judged.
 // The control rows' fixed values (reserved bits zero, DDP and RDMAP version
 // 1) as a mask and a value over the first 16 bits, made from the table: the
 // one test most octets of a stream scanned for FPDUs fail.
@@ -32,28 +30,28 @@ constexpr FixedBits fixed_control_bits() {
       {DdpUntagged::rsvd, 0}, {DdpUntagged::dv, 1}, {DdpUntagged::rv, 1}, {DdpUntagged::rdmap_rsvd, 0}};
   for (const auto& [i, v] : rows) {
     const FieldDef& d = kDdpUntagged.fields[i];
-    const unsigned shift = 16 - d.bit_offset - d.bit_width;
+    if (d.bit_offset + d.bit_width > 16) throw "a fixed control row lies beyond the first 16 bits";  // (a compile error)
+    const unsigned shift = static_cast<unsigned>(16 - d.bit_offset - d.bit_width);
     f.mask = static_cast<std::uint16_t>(f.mask | (((1u << d.bit_width) - 1) << shift));
     f.value = static_cast<std::uint16_t>(f.value | (v << shift));
   }
   return f;
 }
 constexpr FixedBits kFixedControl = fixed_control_bits();
-static_assert(kDdpUntagged.fields[DdpUntagged::opcode].bit_offset + kDdpUntagged.fields[DdpUntagged::opcode].bit_width <= 16,
-              "the control rows lie in the first 16 bits");
 
+// Could `u` (the first octets of a ULPDU whose length field said `len`) be a
+// DDP segment carrying RDMAP? Octets not yet present are not judged.
 bool plausible_ulpdu(std::uint16_t len, Bytes u) {
   if (len < kDdpTagged.size) return false;
   if (u.size() < 2) return true;
+  // Reserved bits, DDP and RDMAP versions: all in one test.
   if ((be16(u, 0) & kFixedControl.mask) != kFixedControl.value) return false;
-  // Both layouts share the control rows; read them through the table.
+  // Both layouts share the control rows; read the others through the table.
   auto field = [&](std::size_t i) {
     const FieldDef& f = kDdpUntagged.fields[i];
     return read_bits(u, f.bit_offset, f.bit_width);
   };
   const bool tagged = field(DdpUntagged::t);
-  if (field(DdpUntagged::rsvd) != 0 || field(DdpUntagged::dv) != 1) return false;
-  if (field(DdpUntagged::rv) != 1 || field(DdpUntagged::rdmap_rsvd) != 0) return false;
   const auto& op = rdmap_op(static_cast<std::uint8_t>(field(DdpUntagged::opcode)));
   if (!op.valid || tagged != op.tagged) return false;
   if (!tagged && len < kDdpUntagged.size) return false;
