@@ -33,6 +33,7 @@ struct IwarpConfig {
   bool req_markers = false, rep_markers = false;  // M: asks the other side to send markers
   bool p2p = false;                               // RFC 6581 peer-to-peer, zero-length Send RTR
   bool omit_rtr = false;                          // p2p without the RTR message (fault)
+  bool write_rtr = false;                         // p2p: the RTR sent is a zero-length RDMA Write, not a Send
   std::uint8_t req_reserved = 0;
   std::uint8_t req_revision_override = 0;
   std::size_t req_extra_pd = 0;
@@ -70,6 +71,7 @@ inline nlohmann::json config_json(const IwarpConfig& c) {
                       {"request_private_data", c.req_extra_pd + (c.revision == 2 && c.enhanced ? 4 : 0)},
                       {"capture_gap_in_initiator_stream", c.gap_in_initiator}, {"fault", c.fault.empty() ? "none" : c.fault}};
   if (c.midstream_skip) j["capture_starts_mid_stream_after_initiator_octets"] = c.midstream_skip;
+  if (c.p2p) j["rtr_sent"] = c.omit_rtr ? "none" : c.write_rtr ? "zero-length RDMA Write" : "zero-length Send";
   j["segments"] = c.unaligned ? "cut every segment_size octets, whatever the FPDU boundaries"
                               : "whole FPDUs, as many as fit in segment_size; a larger FPDU alone, in pieces";
   return j;
@@ -100,6 +102,30 @@ inline Buf read_request(std::uint32_t msn, std::uint32_t size) {
   return ddp_untagged(iwarp::kOpReadRequest, 1, msn, 0, true, rr.bytes());
 }
 
+// Atomic Requests travel on queue 1 with the Read Requests, Atomic Responses
+// on queue 3 (RFC 7306 §5.2; spelt out here, not read from our tables).
+inline constexpr std::uint32_t kAtomicRequestQueue = 1, kAtomicResponseQueue = 3;
+// A FetchAdd (code 0) or CmpSwap (code 2) request (RFC 7306 §5.2.1 Figure 5).
+inline Buf atomic_request(std::uint32_t msn, unsigned code, std::uint32_t id, std::uint64_t to, std::uint64_t add_swap,
+                          std::uint64_t add_swap_mask, std::uint64_t compare, std::uint64_t compare_mask) {
+  Header at(iwarp::kAtomicRequest);
+  at.set(iwarp::AtomicRequest::op, code);
+  at.set(iwarp::AtomicRequest::req_id, id);
+  at.set(iwarp::AtomicRequest::stag, 0x3333);
+  at.set(iwarp::AtomicRequest::to, to);
+  at.set(iwarp::AtomicRequest::add_swap, add_swap);
+  at.set(iwarp::AtomicRequest::add_swap_mask, add_swap_mask);
+  at.set(iwarp::AtomicRequest::compare, compare);
+  at.set(iwarp::AtomicRequest::compare_mask, compare_mask);
+  return ddp_untagged(iwarp::kOpAtomicRequest, kAtomicRequestQueue, msn, 0, true, at.bytes());
+}
+inline Buf atomic_response(std::uint32_t msn, std::uint32_t id, std::uint64_t original) {
+  Header ar(iwarp::kAtomicResponse);
+  ar.set(iwarp::AtomicResponse::req_id, id);
+  ar.set(iwarp::AtomicResponse::orig, original);
+  return ddp_untagged(iwarp::kOpAtomicResponse, kAtomicResponseQueue, msn, 0, true, ar.bytes());
+}
+
 // Terminate: layer/type/code, with the offending tagged DDP header copied when `copy`.
 inline Buf terminate(unsigned layer, unsigned etype, unsigned code, bool copy, bool announce_copy = true) {
   Header tc(iwarp::kTerminate);
@@ -120,9 +146,11 @@ inline Buf terminate(unsigned layer, unsigned etype, unsigned code, bool copy, b
 
 // Every RDMAP opcode, both directions: the initiator sends the four Sends, a
 // two-segment Send, both Immediate Data forms, a three-segment RDMA Write, a
-// Read Request and an Atomic Request; the responder answers with a
-// three-segment Read Response, an Atomic Response and a Send, and ends with a
-// Terminate.
+// Read Request, a FetchAdd and a CmpSwap; the responder answers with a
+// three-segment Read Response, two Atomic Responses and a Send, and ends with
+// a Terminate. The positions of the messages faults edit:
+struct InitAt { enum : std::size_t { read_request = 11, fetch_add = 12, cmp_swap = 13 }; };
+struct RespAt { enum : std::size_t { read_response = 0, fetch_add = 3, cmp_swap = 4, send = 5, terminate = 6 }; };
 inline Traffic iwarp_traffic(const IwarpConfig& c) {
   Traffic t;
   t.req.kind = MpaFrameKind::request;
@@ -151,7 +179,8 @@ inline Traffic iwarp_traffic(const IwarpConfig& c) {
   t.rep.private_data = pattern(8, 2);
 
   std::uint32_t msn = 1;
-  if (c.p2p && !c.omit_rtr) t.init.push_back(ddp_untagged(iwarp::kOpSend, 0, msn++, 0, true, {}));
+  if (c.p2p && !c.omit_rtr)
+    t.init.push_back(c.write_rtr ? ddp_tagged(iwarp::kOpWrite, 0, 0, true, {}) : ddp_untagged(iwarp::kOpSend, 0, msn++, 0, true, {}));
   t.init.push_back(ddp_untagged(iwarp::kOpSend, 0, msn++, 0, true, B(pattern(37, 3))));
   t.init.push_back(ddp_untagged(iwarp::kOpSendInvalidate, 0, msn++, 0, true, B(pattern(64, 4)), 0x1234));
   t.init.push_back(ddp_untagged(iwarp::kOpSendSe, 0, msn++, 0, true, B(pattern(1, 5))));
@@ -163,25 +192,15 @@ inline Traffic iwarp_traffic(const IwarpConfig& c) {
   for (int s = 0; s < 3; ++s)
     t.init.push_back(ddp_tagged(iwarp::kOpWrite, 0xabcd01, 0x10000 + s * 1000u, s == 2, B(pattern(1000, 9 + s))));
   t.init.push_back(read_request(1, 2500));
-  {
-    Header at(iwarp::kAtomicRequest);
-    at.set(iwarp::AtomicRequest::op, 0);
-    at.set(iwarp::AtomicRequest::req_id, 1);
-    at.set(iwarp::AtomicRequest::stag, 0x3333);
-    at.set(iwarp::AtomicRequest::to, 0x40);
-    at.set(iwarp::AtomicRequest::add_swap, 5);
-    at.set(iwarp::AtomicRequest::add_swap_mask, ~0ull);
-    t.init.push_back(ddp_untagged(iwarp::kOpAtomicRequest, 3, 1, 0, true, at.bytes()));
-  }
+  // Queue 1's next MSNs: a FetchAdd of 5 with Add Mask 0 (one 64-bit add;
+  // Compare Data 0, Compare Mask all ones), then a masked CmpSwap.
+  t.init.push_back(atomic_request(2, 0x0, 1, 0x40, 5, 0, 0, ~0ull));
+  t.init.push_back(atomic_request(3, 0x2, 2, 0x48, 0x7700, 0xff00, 41, 0xffff));
 
   for (int s = 0; s < 3; ++s)
     t.resp.push_back(ddp_tagged(iwarp::kOpReadResponse, 0x1111, 0x2000 + s * 1000u, s == 2, B(pattern(s == 2 ? 500 : 1000, 20 + s))));
-  {
-    Header ar(iwarp::kAtomicResponse);
-    ar.set(iwarp::AtomicResponse::req_id, 1);
-    ar.set(iwarp::AtomicResponse::orig, 41);
-    t.resp.push_back(ddp_untagged(iwarp::kOpAtomicResponse, 4, 1, 0, true, ar.bytes()));
-  }
+  t.resp.push_back(atomic_response(1, 1, 41));
+  t.resp.push_back(atomic_response(2, 2, 41));
   t.resp.push_back(ddp_untagged(iwarp::kOpSend, 0, 1, 0, true, B(pattern(100, 30))));
   // DDP layer, tagged buffer error, invalid STag, with the offending DDP header copied.
   t.resp.push_back(terminate(1, 1, 0, true));
@@ -332,9 +351,9 @@ inline IwarpBuilt iwarp_conversation(const std::string& path, const IwarpConfig&
   if (c.responder_first) {
     // The responder's Send, sent ahead of the initiator's FPDUs.
     std::map<std::string, int> ignored;
-    send_all(1, frame_stream({m.resp[4]}, crc, false, c, false, ignored));
+    send_all(1, frame_stream({m.resp[RespAt::send]}, crc, false, c, false, ignored));
     std::vector<Buf> rest = m.resp;
-    rest.erase(rest.begin() + 4);
+    rest.erase(rest.begin() + RespAt::send);
     rstream = frame_stream(rest, crc, m.req.markers, c, false, ignored);
   }
   if (!c.early_fpdu) {

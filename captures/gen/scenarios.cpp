@@ -24,7 +24,10 @@ Expect iwarp_expect(const IwarpConfig& c) {
   e["iwarp.mpa.reject.close"] = "NOT_APPLICABLE";
   e["iwarp.mpa.v2.enhanced"] = v(enh && !mid);
   e["iwarp.mpa.v2.ird_ord"] = v(enh && !mid);
-  for (const char* id : {"iwarp.mpa.v2.p2p_echo", "iwarp.mpa.v2.rtr_type", "iwarp.mpa.v2.rtr_first"}) e[id] = v(c.p2p && enh);
+  e["iwarp.mpa.v2.p2p_echo"] = v(enh && !mid && !c.reject);  // (judged on an accepting Reply)
+  e["iwarp.mpa.v2.rtr_flags"] = v(enh && !c.p2p && !mid);  // (peer-to-peer frames set A: nothing to judge)
+  e["iwarp.mpa.v2.ird_ord_auto"] = "NOT_APPLICABLE";         // no frame names 0x3FFF unless a scenario says so
+  for (const char* id : {"iwarp.mpa.v2.rtr_type", "iwarp.mpa.v2.rtr_first"}) e[id] = v(c.p2p && enh);
   e["iwarp.mpa.fpdu.crc"] = v(crc);
   e["iwarp.mpa.crc.used"] = v(crc);
   e["iwarp.mpa.fpdu.pad"] = "PASS";
@@ -37,7 +40,7 @@ Expect iwarp_expect(const IwarpConfig& c) {
                          "iwarp.rdmap.queue", "iwarp.rdmap.read_request.format", "iwarp.rdmap.read_response.match",
                          "iwarp.rdmap.inv_stag", "iwarp.rdmap.terminate.code", "iwarp.rdmap.terminate.headers",
                          "iwarp.rdmap.terminate.last", "iwarp.rdmap.immediate.format", "iwarp.rdmap.atomic.format",
-                         "iwarp.rdmap.atomic.alignment", "iwarp.rdmap.atomic.response_match"})
+                         "iwarp.rdmap.atomic.alignment", "iwarp.rdmap.atomic.response_match", "iwarp.rdmap.atomic.unused_fields"})
     e[id] = "PASS";
   e["iwarp.rdmap.ird_ord"] = v(enh && !mid);
   return e;
@@ -128,11 +131,12 @@ std::vector<Scenario> scenarios() {
     c.fault = "every CRC the initiator sends is wrong";
     c.corrupt_crc_at = -2;
     // The initiator's FPDUs then feed only the CRC cases: its Read and Atomic Requests are unknown, so the
-    // answers to them are INCONCLUSIVE, and the cases only its messages exercise have nothing to judge (the
-    // responder's queues carry one message each, the first of which a mid-stream capture does not judge).
+    // answers to them are INCONCLUSIVE, and the cases only its messages exercise have nothing to judge. (The
+    // responder's queue 3 carries two Atomic Responses: a mid-stream capture does not judge a queue's first
+    // message, but judges the second.)
     Expect e = {{"iwarp.mpa.fpdu.crc", F}, {"iwarp.rdmap.read_response.match", INC}, {"iwarp.rdmap.atomic.response_match", INC}};
-    for (const char* id : {"iwarp.ddp.msn", "iwarp.ddp.mo", "iwarp.ddp.last", "iwarp.mpa.fpdu.pad", "iwarp.rdmap.read_request.format",
-                           "iwarp.rdmap.immediate.format", "iwarp.rdmap.atomic.alignment"})
+    for (const char* id : {"iwarp.mpa.fpdu.pad", "iwarp.rdmap.read_request.format",
+                           "iwarp.rdmap.immediate.format", "iwarp.rdmap.atomic.alignment", "iwarp.rdmap.atomic.unused_fields"})
       e[id] = NA;
     iwarp("iwarp-midstream-fault-crc-all", "as iwarp-midstream", c, e);
   }
@@ -145,7 +149,7 @@ std::vector<Scenario> scenarios() {
     Expect e = {{"iwarp.mpa.req.key", F}, {"iwarp.mpa.rep.key", F}};
     for (const char* id : {"iwarp.mpa.rr.reserved", "iwarp.mpa.rr.revision", "iwarp.mpa.rr.pd_length", "iwarp.mpa.rr.reject_flag",
                            "iwarp.mpa.v2.enhanced", "iwarp.mpa.v2.ird_ord", "iwarp.mpa.v2.reply_revision", "iwarp.mpa.fpdu.before_exchange",
-                           "iwarp.mpa.responder.first_fpdu", "iwarp.rdmap.ird_ord"})
+                           "iwarp.mpa.responder.first_fpdu", "iwarp.rdmap.ird_ord", "iwarp.mpa.v2.p2p_echo", "iwarp.mpa.v2.rtr_flags"})
       e[id] = NA;
     iwarp("iwarp-fault-no-mpa-exchange", "as iwarp-rev2-crc", c, e);
   }
@@ -167,7 +171,8 @@ std::vector<Scenario> scenarios() {
   iwarp("iwarp-fault-rr-reserved", "as iwarp-rev2-crc", faulty("the MPA Request sets a reserved flag bit", [](auto& c) { c.req_reserved = 0x4; }),
         {{"iwarp.mpa.rr.reserved", F}});
   iwarp("iwarp-fault-rr-revision", "as iwarp-rev2-crc", faulty("the MPA Request carries revision 3 (the Reply answers 2)", [](auto& c) { c.req_revision_override = 3; }),
-        {{"iwarp.mpa.rr.revision", F}, {"iwarp.mpa.v2.reply_revision", NA}, {"iwarp.mpa.v2.ird_ord", NA}, {"iwarp.rdmap.ird_ord", NA}});
+        {{"iwarp.mpa.rr.revision", F}, {"iwarp.mpa.v2.reply_revision", NA}, {"iwarp.mpa.v2.ird_ord", NA}, {"iwarp.rdmap.ird_ord", NA},
+         {"iwarp.mpa.v2.p2p_echo", NA}});
   iwarp("iwarp-fault-rr-pd-length", "as iwarp-rev2-crc", faulty("the MPA Request carries 604 octets of private data", [](auto& c) { c.req_extra_pd = 600; }),
         {{"iwarp.mpa.rr.pd_length", F}});
   iwarp("iwarp-fault-rr-reject-flag", "as iwarp-rev2-crc", edit("the MPA Request sets R, which only a Reply may", [](Traffic& t) { t.req.reject = true; }),
@@ -176,7 +181,7 @@ std::vector<Scenario> scenarios() {
     Expect e;
     e["iwarp.mpa.rep.key"] = F;
     for (const char* id : {"iwarp.mpa.fpdu.before_exchange", "iwarp.mpa.responder.first_fpdu", "iwarp.mpa.v2.reply_revision", "iwarp.mpa.v2.ird_ord",
-                           "iwarp.mpa.fpdu.ulpdu_max", "iwarp.mpa.fpdu.alignment", "iwarp.mpa.fpdu.whole"})
+                           "iwarp.mpa.fpdu.ulpdu_max", "iwarp.mpa.fpdu.alignment", "iwarp.mpa.fpdu.whole", "iwarp.mpa.v2.p2p_echo"})
       e[id] = NA;
     for (const auto& [id, want] : iwarp_expect({}))
       if (want == "PASS" && id.rfind("iwarp.ddp.", 0) == 0) e[id] = INC;
@@ -189,7 +194,7 @@ std::vector<Scenario> scenarios() {
   {
     // Only the Reply is an MPA frame; the responder's FPDUs wait for a negotiation that never completes.
     Expect e = {{"iwarp.mpa.req.key", F}};
-    for (const char* id : {"iwarp.mpa.rr.reject_flag", "iwarp.mpa.v2.reply_revision", "iwarp.mpa.v2.ird_ord", "iwarp.mpa.fpdu.before_exchange",
+    for (const char* id : {"iwarp.mpa.rr.reject_flag", "iwarp.mpa.v2.reply_revision", "iwarp.mpa.v2.ird_ord", "iwarp.mpa.v2.p2p_echo", "iwarp.mpa.fpdu.before_exchange",
                            "iwarp.mpa.responder.first_fpdu", "iwarp.mpa.fpdu.ulpdu_max", "iwarp.mpa.fpdu.alignment", "iwarp.mpa.fpdu.crc", "iwarp.mpa.crc.used",
                            "iwarp.mpa.fpdu.whole"})
       e[id] = NA;
@@ -251,27 +256,111 @@ std::vector<Scenario> scenarios() {
           t.req.omit_v2 = true;
           t.rep.enhanced = false;
         }),
-        {{"iwarp.mpa.v2.enhanced", F}, {"iwarp.mpa.v2.ird_ord", NA}, {"iwarp.rdmap.ird_ord", NA}});
+        {{"iwarp.mpa.v2.enhanced", F}, {"iwarp.mpa.v2.ird_ord", NA}, {"iwarp.rdmap.ird_ord", NA}, {"iwarp.mpa.v2.p2p_echo", NA},
+         {"iwarp.mpa.v2.rtr_flags", NA}});
   iwarp("iwarp-fault-v2-reply-revision", "as iwarp-rev2-crc, with a revision 1 Request",
         edit("the responder answers a revision 1 Request with an enhanced revision 2 Reply", [](Traffic& t) {
           t.req.revision = 1;
           t.req.enhanced = false;
         }),
-        {{"iwarp.mpa.v2.reply_revision", F}, {"iwarp.mpa.v2.ird_ord", NA}, {"iwarp.rdmap.ird_ord", NA}});
+        {{"iwarp.mpa.v2.reply_revision", F}, {"iwarp.mpa.v2.ird_ord", NA}, {"iwarp.rdmap.ird_ord", NA}, {"iwarp.mpa.v2.p2p_echo", NA}});
   iwarp("iwarp-fault-v2-ird-ord", "as iwarp-rev2-crc", edit("the Reply's ORD (32) exceeds the Request's IRD (16)", [](Traffic& t) { t.rep.ord = 32; }),
         {{"iwarp.mpa.v2.ird_ord", F}});
   {
     IwarpConfig c = p2p;
     c.fault = "the Reply does not echo the initiator's peer-to-peer flag";
     c.edit = [](Traffic& t) { t.rep.p2p = false; t.rep.send_rtr = false; };
-    iwarp("iwarp-fault-v2-p2p-echo", "as iwarp-p2p-send-rtr", c, {{"iwarp.mpa.v2.p2p_echo", F}, {"iwarp.mpa.v2.rtr_type", NA}, {"iwarp.mpa.v2.rtr_first", NA}});
-    c.fault = "the Reply selects two RTR types (Send and Write)";
+    // (the Reply's A = 0 with no RTR flag is itself a well-formed client-server word)
+    iwarp("iwarp-fault-v2-p2p-echo", "as iwarp-p2p-send-rtr", c,
+          {{"iwarp.mpa.v2.p2p_echo", F}, {"iwarp.mpa.v2.rtr_flags", "PASS"}, {"iwarp.mpa.v2.rtr_type", NA}, {"iwarp.mpa.v2.rtr_first", NA}});
+    c = p2p;
     c.edit = [](Traffic& t) { t.rep.write_rtr = true; };
-    iwarp("iwarp-fault-v2-rtr-type", "as iwarp-p2p-send-rtr", c, {{"iwarp.mpa.v2.rtr_type", F}, {"iwarp.mpa.v2.rtr_first", NA}});
+    iwarp("iwarp-p2p-two-rtr-types", "as iwarp-p2p-send-rtr, but the Reply names both offered RTR types (Send and Write), as RFC 6581 §9.2 "
+          "asks of a responder that supports both; the initiator sends the zero-length Send", c);
     c = p2p;
     c.fault = "the initiator's first FPDU is a Send with data instead of the zero-length Send RTR";
     c.omit_rtr = true;
     iwarp("iwarp-fault-v2-rtr-first", "as iwarp-p2p-send-rtr", c, {{"iwarp.mpa.v2.rtr_first", F}});
+  }
+  {
+    // RFC 6581 §9.2: a responder that supports none of the offered RTR types
+    // names one it supports; the initiator sends that RTR if it can, or else
+    // Terminates with LLP error type 0, code 7, and sends nothing more.
+    IwarpConfig only_send = p2p;
+    auto reply_write = [](Traffic& t) {
+      t.req.write_rtr = false;  // the initiator offers the zero-length Send only
+      t.rep.send_rtr = false;
+      t.rep.write_rtr = true;   // the responder names the Write RTR, not offered
+    };
+    IwarpConfig c = only_send;
+    c.write_rtr = true;  // the zero-length Write RTR the Reply names
+    c.edit = reply_write;
+    iwarp("iwarp-p2p-unoffered-rtr-used", "peer-to-peer: the initiator offers the Send RTR only, the responder names the Write RTR "
+          "(supporting none of the offered types, RFC 6581 §9.2), and the initiator sends the zero-length Write RTR first", c);
+    // The initiator that cannot send what the Reply names: its Terminate is all
+    // it sends, and the responder then sends nothing either. What judges FPDUs
+    // beyond the first has nothing to judge.
+    auto only_terminate = [](unsigned code) {
+      return [code](Traffic& t) {
+        t.init = {terminate(2, 0, code, false, false)};
+        t.resp.clear();
+      };
+    };
+    Expect quiet;
+    for (const auto& [id, want] : iwarp_expect(p2p))
+      if (want == "PASS" && (id.rfind("iwarp.ddp.", 0) == 0 || id.rfind("iwarp.rdmap.", 0) == 0)) quiet[id] = NA;
+    // Its one FPDU needs no pad, and the responder sends no FPDU at all.
+    quiet["iwarp.mpa.fpdu.pad"] = NA;
+    quiet["iwarp.mpa.responder.first_fpdu"] = NA;
+    // The one Terminate is a whole untagged message with a defined code, last on its stream.
+    for (const char* id : {"iwarp.ddp.segment.header", "iwarp.ddp.version", "iwarp.ddp.reserved", "iwarp.ddp.qn", "iwarp.ddp.msn",
+                           "iwarp.ddp.mo", "iwarp.ddp.last", "iwarp.rdmap.version", "iwarp.rdmap.reserved", "iwarp.rdmap.opcode",
+                           "iwarp.rdmap.buffer_model", "iwarp.rdmap.queue", "iwarp.rdmap.inv_stag", "iwarp.rdmap.terminate.code",
+                           "iwarp.rdmap.terminate.headers", "iwarp.rdmap.terminate.last"})
+      quiet[id] = "PASS";
+    c = only_send;
+    c.edit = [reply_write, only_terminate](Traffic& t) {
+      reply_write(t);
+      only_terminate(0x07)(t);
+    };
+    iwarp("iwarp-p2p-unoffered-rtr-terminate", "peer-to-peer: the initiator offers the Send RTR only, the responder names the Write RTR, "
+          "and the initiator, which cannot send it, Terminates with LLP/0/0x07 (no matching RTR option) and closes", c, quiet);
+    c.fault = "the initiator answers a Reply naming only an RTR type it cannot send with Terminate LLP/0/0x06 (insufficient IRD) "
+              "instead of 0x07 (no matching RTR option)";
+    c.edit = [reply_write, only_terminate](Traffic& t) {
+      reply_write(t);
+      only_terminate(0x06)(t);
+    };
+    Expect wrong_code = quiet;
+    wrong_code["iwarp.mpa.v2.rtr_first"] = F;
+    iwarp("iwarp-fault-v2-rtr-terminate-code", "as iwarp-p2p-unoffered-rtr-terminate", c, wrong_code);
+    c.fault = "the peer-to-peer Reply names no RTR type at all (the initiator Terminates with LLP/0/0x07)";
+    c.edit = [only_terminate](Traffic& t) {
+      t.rep.send_rtr = false;
+      only_terminate(0x07)(t);
+    };
+    Expect none = quiet;
+    none["iwarp.mpa.v2.rtr_type"] = F;
+    iwarp("iwarp-fault-v2-rtr-type", "as iwarp-p2p-unoffered-rtr-terminate, with both RTR types offered", c, none);
+  }
+  iwarp("iwarp-fault-v2-rtr-flags", "as iwarp-rev2-crc",
+        edit("the client-server Request (A = 0) sets B, the Send RTR flag", [](Traffic& t) { t.req.send_rtr = true; }),
+        {{"iwarp.mpa.v2.rtr_flags", F}});
+  {
+    auto no_auto = [](std::uint16_t reply_ord) {
+      return [reply_ord](Traffic& t) {
+        t.req.ird = t.req.ord = 0x3FFF;
+        t.rep.ird = 0x3FFF;
+        t.rep.ord = reply_ord;
+      };
+    };
+    IwarpConfig c;
+    c.edit = no_auto(0x3FFF);
+    iwarp("iwarp-rev2-no-auto-ird-ord", "as iwarp-rev2-crc, but the initiator's IRD and ORD are 0x3FFF (no automatic negotiation, "
+          "RFC 6581 §9.1) and the Reply answers IRD and ORD 0x3FFF", c, {{"iwarp.mpa.v2.ird_ord_auto", "PASS"}});
+    c.fault = "the Reply answers an initiator IRD of 0x3FFF with ORD 8";
+    c.edit = no_auto(8);
+    iwarp("iwarp-fault-v2-ird-ord-auto", "as iwarp-rev2-no-auto-ird-ord", c, {{"iwarp.mpa.v2.ird_ord_auto", F}});
   }
 
   // ---- DDP faults (initiator message numbers: 0-3 the four Sends, 4-5 a two-segment Send,
@@ -316,10 +405,10 @@ std::vector<Scenario> scenarios() {
   // (Queue 3 is a DDP queue RDMAP uses, so iwarp.ddp.qn passes it; queue 0 then goes on with MSN 5 after 3,
   // and queue 3's first message carries MSN 4.)
   iwarp("iwarp-fault-rdmap-queue-send", "as iwarp-rev2-crc",
-        edit("the Send with SE and Invalidate goes to queue 3 (RFC 7306's Atomic Request queue)",
+        edit("the Send with SE and Invalidate goes to queue 3 (RFC 7306's Atomic Response queue)",
              [](Traffic& t) { set_ddp(t.init[3], iwarp::DdpUntagged::qn, 3); }),
         {{"iwarp.rdmap.queue", F}, {"iwarp.ddp.msn", F}});
-  iwarp("iwarp-fault-rdmap-queue", "as iwarp-rev2-crc", edit("the responder's Terminate goes to queue 1 (Read Request) instead of 2", [](Traffic& t) { set_ddp(t.resp[5], iwarp::DdpUntagged::qn, 1); }),
+  iwarp("iwarp-fault-rdmap-queue", "as iwarp-rev2-crc", edit("the responder's Terminate goes to queue 1 (Read Request) instead of 2", [](Traffic& t) { set_ddp(t.resp[RespAt::terminate], iwarp::DdpUntagged::qn, 1); }),
         {{"iwarp.rdmap.queue", F}});
   iwarp("iwarp-fault-read-request-format", "as iwarp-rev2-crc", edit("the Read Request carries 4 octets after its header", [](Traffic& t) {
           t.init[11].resize(t.init[11].size() + 4);
@@ -331,17 +420,17 @@ std::vector<Scenario> scenarios() {
         {{"iwarp.rdmap.read_response.match", F}});
   iwarp("iwarp-fault-ird", "as iwarp-rev2-crc", edit("the responder announces IRD 1 and the initiator has two Read Requests outstanding", [](Traffic& t) {
           t.rep.ird = 1;
-          t.init.insert(t.init.begin() + 12, read_request(2, 0));
+          t.init.push_back(read_request(4, 0));  // queue 1's MSNs 2 and 3 are the Atomic Requests
         }),
         {{"iwarp.rdmap.ird_ord", F}});
   iwarp("iwarp-fault-inv-stag", "as iwarp-rev2-crc", edit("the Send with Invalidate names STag 0", [](Traffic& t) { set_ddp(t.init[1], iwarp::DdpUntagged::rsvd_ulp, 0); }),
         {{"iwarp.rdmap.inv_stag", F}});
   iwarp("iwarp-fault-terminate-code", "as iwarp-rev2-crc", edit("the Terminate names DDP tagged-buffer error code 0x07, which is not defined", [](Traffic& t) {
-          t.resp[5] = terminate(1, 1, 7, true);
+          t.resp[RespAt::terminate] = terminate(1, 1, 7, true);
         }),
         {{"iwarp.rdmap.terminate.code", F}});
   iwarp("iwarp-fault-terminate-headers", "as iwarp-rev2-crc", edit("the Terminate sets M and D but carries no copied header", [](Traffic& t) {
-          t.resp[5] = terminate(1, 1, 0, false, true);
+          t.resp[RespAt::terminate] = terminate(1, 1, 0, false, true);
         }),
         {{"iwarp.rdmap.terminate.headers", F}});
   iwarp("iwarp-fault-terminate-last", "as iwarp-rev2-crc", edit("the responder sends a Send after its Terminate", [](Traffic& t) {
@@ -350,16 +439,41 @@ std::vector<Scenario> scenarios() {
         {{"iwarp.rdmap.terminate.last", F}});
   iwarp("iwarp-fault-immediate", "as iwarp-rev2-crc", edit("the Immediate Data message carries 12 octets", [](Traffic& t) { t.init[6].resize(t.init[6].size() + 4); }),
         {{"iwarp.rdmap.immediate.format", F}});
-  iwarp("iwarp-fault-atomic-format", "as iwarp-rev2-crc", edit("the Atomic Request names operation 2, which is not defined", [](Traffic& t) {
-          set_body(t.init[12], iwarp::kAtomicRequest, iwarp::AtomicRequest::op, 2);
-        }),
+  iwarp("iwarp-fault-atomic-format", "as iwarp-rev2-crc",
+        edit("the CmpSwap names operation code 1, which RFC 7306 §10.1 reserves (the code an earlier reading gave CmpSwap)",
+             [](Traffic& t) { set_body(t.init[InitAt::cmp_swap], iwarp::kAtomicRequest, iwarp::AtomicRequest::op, 1); }),
         {{"iwarp.rdmap.atomic.format", F}});
-  iwarp("iwarp-fault-atomic-alignment", "as iwarp-rev2-crc", edit("the Atomic Request's tagged offset is 0x44", [](Traffic& t) {
-          set_body(t.init[12], iwarp::kAtomicRequest, iwarp::AtomicRequest::to, 0x44);
+  iwarp("iwarp-fault-atomic-unused-fields", "as iwarp-rev2-crc",
+        edit("the FetchAdd sends Compare Mask 0 instead of all ones",
+             [](Traffic& t) { set_body(t.init[InitAt::fetch_add], iwarp::kAtomicRequest, iwarp::AtomicRequest::compare_mask, 0); }),
+        {{"iwarp.rdmap.atomic.unused_fields", F}});
+  // Atomic Requests on queue 3 and Atomic Responses on queue 4, as a reading
+  // of RFC 7306 from memory had them (§5.2 puts them on 1 and 3). Each queue
+  // then numbers its messages from 1.
+  iwarp("iwarp-fault-atomic-queues", "as iwarp-rev2-crc",
+        edit("both Atomic Requests go to queue 3 (MSN 1 and 2) and both Atomic Responses to queue 4 (MSN 1 and 2)",
+             [](Traffic& t) {
+               for (std::uint32_t i = 0; i < 2; ++i) {
+                 set_ddp(t.init[InitAt::fetch_add + i], iwarp::DdpUntagged::qn, 3);
+                 set_ddp(t.init[InitAt::fetch_add + i], iwarp::DdpUntagged::msn, 1 + i);
+                 set_ddp(t.resp[RespAt::fetch_add + i], iwarp::DdpUntagged::qn, 4);
+               }
+             }),
+        {{"iwarp.ddp.qn", F}, {"iwarp.rdmap.queue", F}});
+  iwarp("iwarp-fault-atomic-order", "as iwarp-rev2-crc",
+        edit("the responder answers the CmpSwap before the FetchAdd (the Atomic Responses swap places, MSNs kept in order)",
+             [](Traffic& t) {
+               std::swap(t.resp[RespAt::fetch_add], t.resp[RespAt::cmp_swap]);
+               set_ddp(t.resp[RespAt::fetch_add], iwarp::DdpUntagged::msn, 1);
+               set_ddp(t.resp[RespAt::cmp_swap], iwarp::DdpUntagged::msn, 2);
+             }),
+        {{"iwarp.rdmap.atomic.response_match", F}});
+  iwarp("iwarp-fault-atomic-alignment", "as iwarp-rev2-crc", edit("the FetchAdd's tagged offset is 0x44", [](Traffic& t) {
+          set_body(t.init[InitAt::fetch_add], iwarp::kAtomicRequest, iwarp::AtomicRequest::to, 0x44);
         }),
         {{"iwarp.rdmap.atomic.alignment", F}});
   iwarp("iwarp-fault-atomic-response", "as iwarp-rev2-crc", edit("the Atomic Response names request 9, which was never sent", [](Traffic& t) {
-          set_body(t.resp[3], iwarp::kAtomicResponse, iwarp::AtomicResponse::req_id, 9);
+          set_body(t.resp[RespAt::fetch_add], iwarp::kAtomicResponse, iwarp::AtomicResponse::req_id, 9);
         }),
         {{"iwarp.rdmap.atomic.response_match", F}});
 

@@ -70,11 +70,22 @@ WcOpcode wc_opcode(WrOpcode op) {
   return WcOpcode::send;
 }
 
+std::uint64_t masked_add(std::uint64_t a, std::uint64_t b, std::uint64_t add_mask) {
+  // Bit by bit: a carry out of a bit the mask sets is dropped.
+  std::uint64_t sum = 0, carry = 0;
+  for (unsigned bit = 0; bit < 64; ++bit) {
+    const std::uint64_t s = ((a >> bit) & 1) + ((b >> bit) & 1) + carry;
+    sum |= (s & 1) << bit;
+    carry = (s >> 1) & ~((add_mask >> bit) & 1);
+  }
+  return sum;
+}
+
 std::uint64_t atomic_apply(std::byte* where, bool compare_swap, std::uint64_t add_swap, std::uint64_t compare,
-                           std::uint64_t swap_mask, std::uint64_t compare_mask) {
+                           std::uint64_t swap_mask, std::uint64_t compare_mask, std::uint64_t add_mask) {
   std::uint64_t cur;
   std::memcpy(&cur, where, 8);
-  std::uint64_t next = cur + add_swap;
+  std::uint64_t next = add_mask ? masked_add(cur, add_swap, add_mask) : cur + add_swap;
   if (compare_swap) {
     next = cur;
     if ((cur & compare_mask) == (compare & compare_mask)) next = (cur & ~swap_mask) | (add_swap & swap_mask);

@@ -142,9 +142,13 @@ WcOpcode wc_opcode(WrOpcode op);
 
 // The 8-octet atomic operations both engines run on a responder's memory
 // (host order, as the verbs do): Fetch and Add, or Compare and Swap, with the
-// RFC 7306 masks (all ones for InfiniBand). Returns the value found.
+// RFC 7306 masks (InfiniBand's are the defaults: whole-word compare and swap,
+// one 64-bit addition). A set bit of `add_mask` ends a field of the masked
+// FetchAdd: no carry leaves it (RFC 7306 §5.1.1). Returns the value found.
 std::uint64_t atomic_apply(std::byte* where, bool compare_swap, std::uint64_t add_swap, std::uint64_t compare,
-                           std::uint64_t swap_mask = ~0ull, std::uint64_t compare_mask = ~0ull);
+                           std::uint64_t swap_mask = ~0ull, std::uint64_t compare_mask = ~0ull, std::uint64_t add_mask = 0);
+// The masked addition of RFC 7306 §5.1.1 (add_mask 0: the plain 64-bit sum).
+std::uint64_t masked_add(std::uint64_t a, std::uint64_t b, std::uint64_t add_mask);
 
 struct RecvWr {
   std::uint64_t wr_id = 0;

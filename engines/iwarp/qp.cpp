@@ -116,9 +116,11 @@ void QueuePair::on_rr(Bytes frame) {
         const bool match = (cfg_.rtr == Rtr::send && v.get(pi::MpaV2::send_rtr)) ||
                            (cfg_.rtr == Rtr::write && v.get(pi::MpaV2::write_rtr)) ||
                            (cfg_.rtr == Rtr::read && v.get(pi::MpaV2::read_rtr));
+        // RFC 6581 §9.2: an initiator that cannot send any RTR type the Reply
+        // names (we send only the configured one) Terminates with LLP/0/7.
         if (!v.get(pi::MpaV2::p2p) || !match) {
           established();
-          return terminate(kTermLayerLlp, 0, 0x07, "the Reply does not accept our peer-to-peer RTR type");
+          return terminate(kTermLayerLlp, 0, 0x07, "the Reply names no RTR type we send (RFC 6581 §9.2: LLP/0/7)");
         }
         p2p_ = true;
         rtr_ = cfg_.rtr;
@@ -148,19 +150,18 @@ void QueuePair::on_rr(Bytes frame) {
   if (p.enhanced) {
     const Header& v = *f->v2;
     if (v.get(pi::MpaV2::p2p)) {
-      // RFC 6581: the responder echoes the peer-to-peer flag and picks one offered RTR type.
+      // RFC 6581 §9.2: the responder echoes the peer-to-peer flag and names
+      // an RTR type it supports (we support all three): the first offered
+      // one, or, when the Request offers none, the zero-length Send, since a
+      // responder that supports none of the offered types must name one it
+      // does. The initiator then sends that RTR or Terminates (LLP/0/7).
       p.p2p = true;
       p2p_ = true;
       rtr_ = v.get(pi::MpaV2::send_rtr) ? Rtr::send : v.get(pi::MpaV2::write_rtr) ? Rtr::write
-             : v.get(pi::MpaV2::read_rtr) ? Rtr::read : Rtr::none;
+             : v.get(pi::MpaV2::read_rtr) ? Rtr::read : Rtr::send;
       p.send_rtr = rtr_ == Rtr::send;
       p.write_rtr = rtr_ == Rtr::write;
       p.read_rtr = rtr_ == Rtr::read;
-      // RFC 6581 §9.2: the Reply selects one of the RTR types offered; a
-      // Request that offers none leaves nothing to select, and a P2P Reply
-      // without a type would announce an RTR no one can send. We refuse the
-      // connection instead (a rejecting Reply, RFC 5044 §7.1.1).
-      if (rtr_ == Rtr::none) refusal = "rejected a peer-to-peer Request that offers no RTR type (RFC 6581 §9.2)";
     }
     ord_eff_ = static_cast<std::uint16_t>(std::min<std::uint64_t>(cfg_.ord, v.get(pi::MpaV2::ird)));
     p.ird = cfg_.ird;
@@ -392,15 +393,20 @@ bool QueuePair::start_wr(const SendWr& wr) {
       } else {
         const std::uint32_t id = next_atomic_id_++;
         Header a(pi::kAtomicRequest);
-        a.set(pi::AtomicRequest::op, wr.op == WrOpcode::atomic_fetch_add ? 0 : 1);
+        // RFC 7306 §5.2.1: a FetchAdd with Add Mask 0 is one 64-bit addition,
+        // and sends Compare Data 0 and Compare Mask all ones; a CmpSwap with
+        // both masks all ones compares and swaps all 64 bits. Atomic Requests
+        // share queue 1 and its MSNs with Read Requests (§5.2).
+        const bool fetch_add = wr.op == WrOpcode::atomic_fetch_add;
+        a.set(pi::AtomicRequest::op, fetch_add ? pi::kAtomicFetchAdd : pi::kAtomicCmpSwap);
         a.set(pi::AtomicRequest::req_id, id);
         a.set(pi::AtomicRequest::stag, wr.remote_stag);
         a.set(pi::AtomicRequest::to, wr.remote_to);
         a.set(pi::AtomicRequest::add_swap, wr.add_swap);
-        a.set(pi::AtomicRequest::add_swap_mask, ~0ull);
-        a.set(pi::AtomicRequest::compare, wr.compare);
+        a.set(pi::AtomicRequest::add_swap_mask, fetch_add ? 0ull : ~0ull);
+        a.set(pi::AtomicRequest::compare, fetch_add ? 0ull : wr.compare);
         a.set(pi::AtomicRequest::compare_mask, ~0ull);
-        send_untagged(pi::kOpAtomicRequest, next_msn_[3]++, a.bytes(), {}, 0, 0);
+        send_untagged(pi::kOpAtomicRequest, next_msn_[pi::rdmap_op(pi::kOpAtomicRequest).queue]++, a.bytes(), {}, 0, 0);
         reads_.push_back({wr.wr_id, wr.local.stag, mr->base_to + wr.local.offset, 8, 0, true, wc_opcode(wr.op), id, false});
       }
       sq_.pop_front();
@@ -421,7 +427,7 @@ void QueuePair::pump() {
         Header a(pi::kAtomicResponse);
         a.set(pi::AtomicResponse::req_id, o.req_id);
         a.set(pi::AtomicResponse::orig, o.original);
-        send_untagged(pi::kOpAtomicResponse, next_msn_[4]++, a.bytes(), {}, 0, 0);
+        send_untagged(pi::kOpAtomicResponse, next_msn_[pi::rdmap_op(pi::kOpAtomicResponse).queue]++, a.bytes(), {}, 0, 0);
         owed_.pop_front();
         release_marks_.push_back(tx_.appended());
         continue;
@@ -514,7 +520,9 @@ void QueuePair::on_fpdu(Bytes f, std::uint32_t crc) {
     return terminate(kTermLayerLlp, 0, 0x02,
                      fmt::format("FPDU {} CRC 0x{:08x}, computed 0x{:08x}", fpdus_received_, wire, crc));
   }
-  if (awaiting_rtr_ && !is_rtr(f.subspan(2, len)))
+  // In place of the RTR an initiator that can send none of the types we
+  // named sends a Terminate (RFC 6581 §9.2): that is handled as any Terminate.
+  if (awaiting_rtr_ && !is_rtr(f.subspan(2, len)) && !is_terminate(f.subspan(2, len)))
     return terminate(kTermLayerLlp, 0, 0x07, "the first FPDU is not the negotiated peer-to-peer RTR", f.subspan(2, len));
   if (!may_send_ && !cfg_.initiator && !awaiting_rtr_) may_send_ = true;
   on_ulpdu(f.subspan(2, len));
@@ -532,6 +540,11 @@ bool QueuePair::is_rtr(Bytes u) const {
   if (rtr_ == Rtr::send) return op == pi::kOpSend && u.size() == pi::kDdpUntagged.size;
   return op == pi::kOpReadRequest && u.size() == pi::kDdpUntagged.size + pi::kReadRequest.size &&
          protocols::be32(u, pi::kDdpUntagged.size + 12) == 0;
+}
+
+bool QueuePair::is_terminate(Bytes u) const {
+  return u.size() >= pi::kDdpUntagged.size && !control(u, pi::DdpTagged::t) &&
+         control(u, pi::DdpTagged::opcode) == pi::kOpTerminate;
 }
 
 void QueuePair::on_ulpdu(Bytes u) {
@@ -623,7 +636,7 @@ void QueuePair::on_untagged(const Header& h, Bytes u, Bytes rest) {
     if (!r || !last || mo != 0) return terminate(kTermLayerRdma, kTermRdmaOperation, 0xff, "malformed Atomic Response", u);
     if (reads_.empty() || !reads_.front().atomic || reads_.front().req_id != r->get(pi::AtomicResponse::req_id))
       return terminate(kTermLayerRdma, kTermRdmaOperation, 0x06, "Atomic Response that answers no outstanding request", u);
-    ++expect_msn_[4];
+    ++expect_msn_[qn];
     const OutstandingRead rd = reads_.front();
     reads_.pop_front();
     const std::uint64_t orig = r->get(pi::AtomicResponse::orig);
@@ -729,7 +742,7 @@ void QueuePair::on_atomic_request(const Header& h, Bytes u, Bytes body) {
     return terminate(kTermLayerRdma, kTermRdmaOperation, 0xff, "malformed Atomic Request", u);
   if (inbound_reads_ >= ird_eff_)
     return terminate(kTermLayerDdp, kTermDdpUntagged, 0x02, fmt::format("Atomic Request beyond our IRD {}", ird_eff_), u);
-  ++expect_msn_[3];
+  ++expect_msn_[h.get(pi::DdpUntagged::qn)];
   const auto stag = static_cast<std::uint32_t>(a->get(pi::AtomicRequest::stag));
   const std::uint64_t to = a->get(pi::AtomicRequest::to);
   MemoryRegion* mr = pd_.find(stag);
@@ -738,13 +751,17 @@ void QueuePair::on_atomic_request(const Header& h, Bytes u, Bytes body) {
     return terminate(kTermLayerRdma, kTermRdmaProtection, 0x02, fmt::format("STag 0x{:x} does not allow atomics", stag), u);
   if (to % 8 != 0 || to < mr->base_to || to - mr->base_to + 8 > mr->buf.size())
     return terminate(kTermLayerRdma, kTermRdmaProtection, 0x01, fmt::format("atomic target TO 0x{:x} unaligned or outside", to), u);
+  // RFC 7306 §5.2.1 item 4: an Atomic Operation Code we do not implement
+  // (anything but FetchAdd and CmpSwap) is an error, surfaced as a Terminate.
   const auto aop = a->get(pi::AtomicRequest::op);
-  if (aop > 1)
-    return terminate(kTermLayerRdma, kTermRdmaOperation, 0xff, fmt::format("atomic operation {}", aop), u);
+  if (aop != pi::kAtomicFetchAdd && aop != pi::kAtomicCmpSwap)
+    return terminate(kTermLayerRdma, kTermRdmaOperation, 0xff, fmt::format("atomic operation code {}", aop), u);
+  const bool cmp_swap = aop == pi::kAtomicCmpSwap;
+  const std::uint64_t mask = a->get(pi::AtomicRequest::add_swap_mask);
   const std::uint64_t cur =
-      atomic_apply(mr->buf.data() + (to - mr->base_to), aop == 1, a->get(pi::AtomicRequest::add_swap),
-                   a->get(pi::AtomicRequest::compare), a->get(pi::AtomicRequest::add_swap_mask),
-                   a->get(pi::AtomicRequest::compare_mask));
+      atomic_apply(mr->buf.data() + (to - mr->base_to), cmp_swap, a->get(pi::AtomicRequest::add_swap),
+                   a->get(pi::AtomicRequest::compare), cmp_swap ? mask : ~0ull, a->get(pi::AtomicRequest::compare_mask),
+                   cmp_swap ? 0ull : mask);
   OwedResponse o;
   o.atomic = true;
   o.req_id = static_cast<std::uint32_t>(a->get(pi::AtomicRequest::req_id));

@@ -29,6 +29,7 @@
 #include "protocols/core/header.hpp"
 #include "protocols/iwarp/codec.hpp"
 #include "protocols/iwarp/framer.hpp"
+#include "protocols/iwarp/rdmap.hpp"
 
 namespace rdmaconf::engine::iwarp {
 
@@ -140,6 +141,7 @@ class QueuePair {
   void on_fpdu(Bytes fpdu, std::uint32_t crc_computed);
   void on_ulpdu(Bytes ulpdu);
   bool is_rtr(Bytes ulpdu) const;
+  bool is_terminate(Bytes u) const;
   void on_tagged(const protocols::Header& h, Bytes ulpdu, Bytes payload);
   void on_untagged(const protocols::Header& h, Bytes ulpdu, Bytes payload);
   void on_read_request(const protocols::Header& ddp, Bytes ulpdu, Bytes body);
@@ -180,7 +182,7 @@ class QueuePair {
   protocols::iwarp::MarkerStream ms_;  // our marker positions, from our first FPDU
   std::uint64_t fpdus_sent_ = 0;
   std::uint64_t read_requests_ = 0;  // RDMA Read Requests posted (for Faults::skip_read_msn)
-  std::uint32_t next_msn_[5] = {1, 1, 1, 1, 1};  // per untagged queue
+  std::uint32_t next_msn_[protocols::iwarp::kRdmapQueues] = {1, 1, 1, 1};  // per untagged queue
   std::uint64_t send_messages_ = 0;
   struct PendingWr {
     SendWr wr;
@@ -220,7 +222,7 @@ class QueuePair {
   protocols::iwarp::MpaFramer<> framer_;  // FPDUs from the peer's first one on
   std::vector<std::byte> rr_;
   std::uint64_t fpdus_received_ = 0;
-  std::uint32_t expect_msn_[5] = {1, 1, 1, 1, 1};
+  std::uint32_t expect_msn_[protocols::iwarp::kRdmapQueues] = {1, 1, 1, 1};
   std::deque<RecvWr> rq_;
   struct Inbound {  // the untagged message being received on queue 0
     bool open = false;

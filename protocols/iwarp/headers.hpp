@@ -72,7 +72,8 @@ inline constexpr ValueName kRdmapOpcodes[] = {
     {kOpImmediate, "Immediate Data"}, {kOpImmediateSe, "Immediate Data with SE"},
     {kOpAtomicRequest, "Atomic Request"}, {kOpAtomicResponse, "Atomic Response"},
 };
-inline constexpr ValueName kDdpQueues[] = {{0, "Send"}, {1, "Read Request"}, {2, "Terminate"}};
+// RFC 5040 §4.2 Figure 4 and RFC 7306 §10.2 (queue 1 carries Atomic Requests too).
+inline constexpr ValueName kDdpQueues[] = {{0, "Send"}, {1, "Read Request"}, {2, "Terminate"}, {3, "Atomic Response"}};
 
 #define RDMACONF_DDP_CONTROL_ROWS                                                                  \
   {"ddp.t_flag", "Tagged (T)", 0, 1, Display::flag, {}, false, "RFC 5041 §4"},                    \
@@ -169,7 +170,9 @@ inline constexpr FieldDef kImmediateFields[] = {
 };
 inline constexpr HeaderDef kImmediate{"rdmap.imm", "Immediate Data", "RFC 7306 §5", 8, kImmediateFields};
 
-inline constexpr ValueName kAtomicOps[] = {{0, "Fetch and Add"}, {1, "Compare and Swap"}};
+// RFC 7306 §5.2.1 Figure 5 and §10.1: FetchAdd 0000b, CmpSwap 0010b; 0x1 is reserved.
+inline constexpr std::uint8_t kAtomicFetchAdd = 0x0, kAtomicCmpSwap = 0x2;
+inline constexpr ValueName kAtomicOps[] = {{kAtomicFetchAdd, "FetchAdd"}, {kAtomicCmpSwap, "CmpSwap"}};
 struct AtomicRequest {
   enum : std::size_t { rsvd, op, req_id, stag, to, add_swap, add_swap_mask, compare, compare_mask, count_ };
 };

@@ -1,6 +1,6 @@
 #pragma once
 // The RDMAP operations as one table, in the spirit of the Linux siw driver's
-// per-opcode packet info: for each opcode (RFC 5040 §4, RFC 7306 §5-6) how it
+// per-opcode packet info: for each opcode (RFC 5040 §4.2, RFC 7306 §4.1-4.2) how it
 // travels (tagged or on which untagged queue), the RDMAP header after the DDP
 // header, what payload it carries and what answers it. The engine's transmit
 // and receive, the codec, the framing heuristics of the checker and the cases
@@ -26,7 +26,7 @@ struct RdmapOpInfo {
   std::uint8_t opcode = 0;
   RdmapKind kind = RdmapKind::send;
   bool tagged = false;                // tagged DDP segments (RFC 5040 §5.1)
-  std::uint8_t queue = kNoQueue;      // the untagged queue (RFC 5040 §5.1, RFC 7306 §8)
+  std::uint8_t queue = kNoQueue;      // the untagged queue (RFC 5040 §4.2 Figure 4; RFC 7306 §4.1 Figure 2)
   const HeaderDef* header = nullptr;  // the RDMAP header after the DDP header, if any
   RdmapPayload payload = RdmapPayload::none;
   bool solicited = false;             // Send with SE, Immediate Data with SE
@@ -52,18 +52,24 @@ constexpr std::array<RdmapOpInfo, 16> make_rdmap_table() {
   op(kOpTerminate, K::terminate, false, 2, &kTerminate, P::none);
   op(kOpImmediate, K::immediate, false, 0, &kImmediate, P::none);
   op(kOpImmediateSe, K::immediate, false, 0, &kImmediate, P::none, true);
-  op(kOpAtomicRequest, K::atomic_request, false, 3, &kAtomicRequest, P::none, false, false, kOpAtomicResponse);
-  op(kOpAtomicResponse, K::atomic_response, false, 4, &kAtomicResponse, P::none);
+  // RFC 7306 §5.2: Atomic Requests share the Read Request queue (and so its
+  // IRD/ORD accounting); Atomic Responses travel on queue 3, the one queue
+  // RFC 7306 adds (§4.1 Figure 2, §10.2).
+  op(kOpAtomicRequest, K::atomic_request, false, 1, &kAtomicRequest, P::none, false, false, kOpAtomicResponse);
+  op(kOpAtomicResponse, K::atomic_response, false, 3, &kAtomicResponse, P::none);
   return t;
 }
 inline constexpr std::array<RdmapOpInfo, 16> kRdmapOps = make_rdmap_table();
 
 // The entry of a 4-bit RDMAP opcode; `valid` is false for the undefined ones.
 constexpr const RdmapOpInfo& rdmap_op(std::uint8_t opcode) { return kRdmapOps[opcode & 0xF]; }
-// The highest untagged queue number RDMAP uses (RFC 5040's 0-2, RFC 7306's 3-4).
-inline constexpr std::uint8_t kMaxRdmapQueue = 4;
+// The highest untagged queue number RDMAP uses (RFC 5040's 0-2, RFC 7306's 3;
+// RFC 7306 §10.2 leaves every other number unassigned).
+inline constexpr std::uint8_t kMaxRdmapQueue = 3;
+inline constexpr std::size_t kRdmapQueues = kMaxRdmapQueue + 1;
 
 static_assert(rdmap_op(kOpReadRequest).answered_by == kOpReadResponse && rdmap_op(kOpWrite).tagged &&
-              rdmap_op(kOpTerminate).queue == 2 && !rdmap_op(0xC).valid);
+              rdmap_op(kOpTerminate).queue == 2 && !rdmap_op(0xC).valid && rdmap_op(kOpAtomicRequest).queue == 1 &&
+              rdmap_op(kOpAtomicResponse).queue == 3);
 
 }  // namespace rdmaconf::protocols::iwarp

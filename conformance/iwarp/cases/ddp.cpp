@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "conformance/iwarp/case.hpp"
+#include "protocols/iwarp/rdmap.hpp"
 
 namespace rdmaconf::conformance {
 
@@ -45,7 +46,7 @@ void each_untagged(BuiltIwarpCase& c, F f) {
     if (e.index != st.next_index[e.dir])
       for (auto& [qn, q] : st.q[e.dir]) q.synced = false;
     st.next_index[e.dir] = e.index + 1;
-    if (g.tagged() || g.qn() > 4) return;  // a queue RDMAP does not use: iwarp.ddp.qn's finding
+    if (g.tagged() || g.qn() > kMaxRdmapQueue) return;  // a queue RDMAP does not use: iwarp.ddp.qn's finding
     auto& q = st.q[e.dir][g.qn()];
     // A queue's first message is judged only where the direction is whole from its start.
     if (q.synced || (q.msn == 0 && !k.mpa->partial(e.dir))) f(ctx, e, g, q);
@@ -96,12 +97,12 @@ void add_iwarp_ddp_cases(IwarpCases& k) {
                 RDMACONF_JUDGE(ctx, e, g.get(DdpTagged::rsvd) == 0, "0", fmt::format("0x{:x}", g.get(DdpTagged::rsvd)));
               });
 
-  on_segments(add(k, {"iwarp.ddp.qn", "RFC 5041", "§4.3; RFC 5040 §5; RFC 7306", Level::must,
-                      "An untagged segment names a queue RDMAP uses: 0 (Send), 1 (RDMA Read Request), 2 "
-                      "(Terminate), or the queues RFC 7306 adds for atomic operations (3, 4)."}),
+  on_segments(add(k, {"iwarp.ddp.qn", "RFC 5041", "§4.3; RFC 5040 §4.2; RFC 7306 §10.2", Level::must,
+                      "An untagged segment names a queue RDMAP uses: 0 (Send family, Immediate Data), 1 (RDMA Read "
+                      "Request, Atomic Request), 2 (Terminate) or 3 (Atomic Response, the one queue RFC 7306 adds)."}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
                 if (g.tagged()) return;
-                RDMACONF_JUDGE(ctx, e, g.qn() <= 4, "QN 0 to 4", fmt::format("QN {}", g.qn()),
+                RDMACONF_JUDGE(ctx, e, g.qn() <= kMaxRdmapQueue, fmt::format("QN 0 to {}", kMaxRdmapQueue), fmt::format("QN {}", g.qn()),
                       fmt::format("opcode 0x{:x}, MSN {}", g.opcode(), g.msn()));
               });
 

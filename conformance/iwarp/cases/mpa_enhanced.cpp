@@ -31,9 +31,14 @@ std::string rtr_names(unsigned t) {
 struct Offer : CaseState {
   bool seen = false, enhanced = false, p2p = false;
   unsigned rev = 0, types = 0, selected = 0;
-  std::uint16_t ird = 0;
-  bool rtr_checked = false;
+  std::uint16_t ird = 0, ord = 0;
+  bool reply_p2p = false, rtr_checked = false;
 };
+
+// RFC 6581 §9.1: an IRD or ORD of all ones asks for no automatic negotiation.
+constexpr std::uint64_t kNoAutoNegotiation = 0x3FFF;
+// RFC 6581 §8: the LLP error code "No matching RTR option".
+constexpr unsigned kTermNoMatchingRtr = 0x07;
 
 void remember_request(CaseCtx& ctx, const iwarp::RrEvent& e) {
   if (!e.frame || !e.from_initiator) return;
@@ -43,7 +48,10 @@ void remember_request(CaseCtx& ctx, const iwarp::RrEvent& e) {
   o.enhanced = e.frame->v2.has_value();
   o.p2p = e.frame->v2 && e.frame->v2->get(MpaV2::p2p);
   o.types = rtr_types(*e.frame);
-  if (e.frame->v2) o.ird = static_cast<std::uint16_t>(e.frame->v2->get(MpaV2::ird));
+  if (e.frame->v2) {
+    o.ird = static_cast<std::uint16_t>(e.frame->v2->get(MpaV2::ird));
+    o.ord = static_cast<std::uint16_t>(e.frame->v2->get(MpaV2::ord));
+  }
 }
 
 // The Reply of a connection in which both frames carry the IRD/ORD word.
@@ -90,40 +98,73 @@ void add_iwarp_mpa_enhanced_cases(IwarpCases& k) {
         RDMACONF_JUDGE(ctx, e, ord <= ird, fmt::format("ORD at most {} (initiator's IRD)", ird), fmt::format("ORD {}", ord));
       });
 
-  add(k, {"iwarp.mpa.v2.p2p_echo", "RFC 6581", "§9.2", Level::must,
-          "When the initiator asks for peer-to-peer mode (A set), the responder's Reply sets A too."})
+  add(k, {"iwarp.mpa.v2.ird_ord_auto", "RFC 6581", "§9.1", Level::must,
+          "An initiator IRD or ORD of 0x3FFF (no automatic negotiation) is answered in kind: to an initiator ORD of "
+          "0x3FFF the Reply's IRD is 0x3FFF, to an initiator IRD of 0x3FFF the Reply's ORD is 0x3FFF."})
       .rr([](CaseCtx& ctx, const IwarpConn&, const iwarp::RrEvent& e) {
         const MpaRrFrame* f = enhanced_reply(ctx, e);
-        if (!f || !ctx.state<Offer>().p2p) return;
-        RDMACONF_JUDGE(ctx, e, f->v2->get(MpaV2::p2p), "A = 1 (echoing the initiator)", "A = 0");
+        if (!f) return;
+        const auto& o = ctx.state<Offer>();
+        if (o.ord == kNoAutoNegotiation) {
+          const auto ird = f->v2->get(MpaV2::ird);
+          RDMACONF_JUDGE(ctx, e, ird == kNoAutoNegotiation, "IRD 0x3FFF (the initiator's ORD is 0x3FFF)", fmt::format("IRD 0x{:x}", ird));
+        }
+        if (o.ird == kNoAutoNegotiation) {
+          const auto ord = f->v2->get(MpaV2::ord);
+          RDMACONF_JUDGE(ctx, e, ord == kNoAutoNegotiation, "ORD 0x3FFF (the initiator's IRD is 0x3FFF)", fmt::format("ORD 0x{:x}", ord));
+        }
+      });
+
+  add(k, {"iwarp.mpa.v2.p2p_echo", "RFC 6581", "§9.2", Level::must,
+          "The responder's Reply sets A as the initiator's Request did: 1 for the peer-to-peer model, 0 for "
+          "client-server."})
+      .rr([](CaseCtx& ctx, const IwarpConn&, const iwarp::RrEvent& e) {
+        const MpaRrFrame* f = enhanced_reply(ctx, e);
+        if (!f) return;
+        const bool want = ctx.state<Offer>().p2p, got = f->v2->get(MpaV2::p2p);
+        RDMACONF_JUDGE(ctx, e, got == want, fmt::format("A = {} (echoing the initiator)", want ? 1 : 0), fmt::format("A = {}", got ? 1 : 0));
+      });
+
+  add(k, {"iwarp.mpa.v2.rtr_flags", "RFC 6581", "§9.2", Level::must,
+          "A Request or Reply whose IRD/ORD word has A = 0 (client-server) sets none of the RTR flags B, C and D."})
+      .rr([](CaseCtx& ctx, const IwarpConn&, const iwarp::RrEvent& e) {
+        if (!e.frame || !e.frame->v2 || e.frame->v2->get(MpaV2::p2p)) return;
+        const unsigned t = rtr_types(*e.frame);
+        RDMACONF_JUDGE(ctx, e, t == 0, "no RTR flag (A = 0)", rtr_names(t));
       });
 
   add(k, {"iwarp.mpa.v2.rtr_type", "RFC 6581", "§9.2", Level::must,
-          "In peer-to-peer mode the Reply selects exactly one RTR message type (zero-length Send, Write or Read), "
-          "and one the initiator offered."})
+          "A peer-to-peer Reply names at least one RTR type (B, C or D): those it supports among the offered "
+          "ones, or when it supports none of them one it does support; naming types nobody offered is allowed."})
       .rr([](CaseCtx& ctx, const IwarpConn&, const iwarp::RrEvent& e) {
         const MpaRrFrame* f = enhanced_reply(ctx, e);
         auto& o = ctx.state<Offer>();
         if (!f || !o.p2p || !f->v2->get(MpaV2::p2p)) return;
         const unsigned sel = rtr_types(*f);
-        o.selected = sel;
-        const bool one = sel == 1 || sel == 2 || sel == 4;
-        RDMACONF_JUDGE(ctx, e, one && (sel & o.types), fmt::format("one of {}", rtr_names(o.types)), rtr_names(sel));
+        // The MUSTs of §9.2 leave one responder free to name nothing: one that
+        // supports exactly one offered type, which the SHOULD still asks it to
+        // name. Every other responder must name a type, so an empty Reply FAILs
+        // with that exception in its evidence.
+        if (sel != 0) return ctx.tally.pass();
+        fail_at(ctx, e, fmt::format("at least one RTR type (offered: {})", rtr_names(o.types)), "none",
+                "only a responder supporting exactly one offered type escapes the MUST, and the SHOULD asks it to name that type");
       });
 
-  add(k, {"iwarp.mpa.v2.rtr_first", "RFC 6581", "§9.2", Level::must,
-          "In peer-to-peer mode the initiator's first FPDU is the RTR message of the type the Reply selected: a "
-          "zero-length Send, a zero-length RDMA Write, or an RDMA Read Request of size zero."})
+  add(k, {"iwarp.mpa.v2.rtr_first", "RFC 6581", "§5, §9.2, §9.3", Level::must,
+          "After a peer-to-peer Reply the initiator's first FPDU is a zero-length RTR of a type the Reply names (a "
+          "Send, an RDMA Write, or an RDMA Read Request of size zero), or, when it can send none of them, a "
+          "Terminate naming LLP error type 0, code 7 (no matching RTR option)."})
       .rr([](CaseCtx& ctx, const IwarpConn&, const iwarp::RrEvent& e) {
         const MpaRrFrame* f = enhanced_reply(ctx, e);
-        if (f && ctx.state<Offer>().p2p && f->v2->get(MpaV2::p2p)) ctx.state<Offer>().selected = rtr_types(*f);
+        auto& o = ctx.state<Offer>();
+        if (f && o.p2p && f->v2->get(MpaV2::p2p)) {
+          o.selected = rtr_types(*f);
+          o.reply_p2p = true;
+        }
       })
       .fpdu([](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e) {
         auto& o = ctx.state<Offer>();
-        // A Reply that selects no type, several, or one the initiator did not
-        // offer is iwarp.mpa.v2.rtr_type's finding; the initiator then owes no RTR.
-        const bool one = (o.selected == 1 || o.selected == 2 || o.selected == 4) && (o.selected & o.types);
-        if (!e.from_initiator || o.rtr_checked || !one) return;
+        if (!e.from_initiator || o.rtr_checked || !o.reply_p2p) return;
         o.rtr_checked = true;
         if (e.index != 0) {  // framing found again after a gap: the first FPDU is not in the capture
           Evidence ev = evidence_at(e, ctx.side(e.dir));
@@ -137,14 +178,19 @@ void add_iwarp_mpa_enhanced_cases(IwarpCases& k) {
           const Seg g{*s};
           const std::size_t payload = g.ddp_payload(e);
           actual = fmt::format("opcode 0x{:x}, {} DDP payload octets", g.opcode(), payload);
-          switch (o.selected) {
-            case 1: ok = g.opcode() == kOpSend && !g.tagged() && payload == 0 && g.last(); break;
-            case 2: ok = g.opcode() == kOpWrite && g.tagged() && payload == 0 && g.last(); break;
-            case 4: ok = g.opcode() == kOpReadRequest && s->body && s->body->get(ReadRequest::size) == 0; break;
-            default: break;
+          if ((o.selected & 1) && g.opcode() == kOpSend && !g.tagged() && payload == 0 && g.last()) ok = true;
+          if ((o.selected & 2) && g.opcode() == kOpWrite && g.tagged() && payload == 0 && g.last()) ok = true;
+          if ((o.selected & 4) && g.opcode() == kOpReadRequest && !g.tagged() && s->body && s->body->get(ReadRequest::size) == 0)
+            ok = true;
+          if (!g.tagged() && g.opcode() == kOpTerminate && s->body) {
+            const protocols::Header& t = *s->body;
+            const unsigned l = static_cast<unsigned>(t.get(Terminate::layer)), et = static_cast<unsigned>(t.get(Terminate::etype)),
+                           ec = static_cast<unsigned>(t.get(Terminate::ecode));
+            actual = fmt::format("a Terminate, layer {}, type {}, code 0x{:02x}", l, et, ec);
+            ok = l == kTermLayerLlp && et == 0 && ec == kTermNoMatchingRtr;
           }
         }
-        RDMACONF_JUDGE(ctx, e, ok, fmt::format("zero-length {} RTR", rtr_names(o.selected)), actual);
+        RDMACONF_JUDGE(ctx, e, ok, fmt::format("a zero-length {} RTR, or a Terminate LLP/0/0x07", rtr_names(o.selected)), actual);
       });
 }
 

@@ -1,8 +1,8 @@
 // RFC 5040 (RDMAP) §4 header formats, §5 data transfer (queues, Read
 // Request/Response), §7 error management (Terminate); RFC 7306 extensions
 // (Immediate Data, Atomic operations).
+#include <algorithm>
 #include <deque>
-#include <set>
 
 #include <fmt/format.h>
 
@@ -31,9 +31,9 @@ struct Reads : Orphans {
   std::uint64_t got[2] = {0, 0};
 };
 
-// Atomic Requests a side has sent and not yet seen answered, by identifier.
+// Atomic Requests a side has sent and not yet seen answered, by identifier, oldest first.
 struct AtomicIds : Orphans {
-  std::multiset<std::uint64_t> open[2];
+  std::deque<std::uint64_t> open[2];
 };
 
 // Read Requests each side sent and Read Responses it received, for the IRD/ORD limit.
@@ -88,9 +88,9 @@ void add_iwarp_rdmap_cases(IwarpCases& k) {
                       fmt::format("opcode 0x{:x}", g.opcode()));
               });
 
-  on_segments(add(k, {"iwarp.rdmap.queue", "RFC 5040", "§5.1; RFC 7306 §8", Level::must,
+  on_segments(add(k, {"iwarp.rdmap.queue", "RFC 5040", "§4.2; RFC 7306 §4.1, §5.2, §6.3", Level::must,
                       "Each untagged RDMAP message uses its queue: the Send family and Immediate Data on 0, RDMA Read "
-                      "Request on 1, Terminate on 2, Atomic Request on 3, Atomic Response on 4."}),
+                      "Request and Atomic Request on 1, Terminate on 2, Atomic Response on 3."}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
                 // Every untagged message whose opcode names a queue, whatever queue it came on (one RDMAP does
                 // not use at all is also iwarp.ddp.qn's finding).
@@ -233,7 +233,7 @@ void add_iwarp_rdmap_cases(IwarpCases& k) {
                 }
               });
 
-  on_segments(add(k, {"iwarp.rdmap.immediate.format", "RFC 7306", "§5", Level::must,
+  on_segments(add(k, {"iwarp.rdmap.immediate.format", "RFC 7306", "§6.2, §6.3", Level::must,
                       "An Immediate Data message is a single untagged segment (L set, MO 0) carrying exactly 8 octets "
                       "of data."}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
@@ -243,25 +243,38 @@ void add_iwarp_rdmap_cases(IwarpCases& k) {
                       fmt::format("{} octets, L = {}, MO {}", n, g.last(), g.mo()));
               });
 
-  on_segments(add(k, {"iwarp.rdmap.atomic.format", "RFC 7306", "§6", Level::must,
+  on_segments(add(k, {"iwarp.rdmap.atomic.format", "RFC 7306", "§5.2.1, §5.2.2", Level::must,
                       "An Atomic Request is a single untagged segment of exactly the 52-octet request header naming "
-                      "Fetch and Add or Compare and Swap with its reserved bits zero; an Atomic Response is exactly "
+                      "FetchAdd (0000b) or CmpSwap (0010b) with its reserved bits zero; an Atomic Response is exactly "
                       "the 12-octet response header."}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
                 if (g.tagged() || !g.s.body) return;
                 const auto n = g.ddp_payload(e);
                 if (g.opcode() == kOpAtomicRequest) {
                   const auto op = g.s.body->get(AtomicRequest::op), rsvd = g.s.body->get(AtomicRequest::rsvd);
-                  return RDMACONF_JUDGE(ctx, e, n == kAtomicRequest.size && g.last() && op <= 1 && rsvd == 0,
-                               "52 octets, L = 1, operation 0 or 1, reserved 0",
-                               fmt::format("{} octets, L = {}, operation {}, reserved 0x{:x}", n, g.last(), op, rsvd));
+                  const bool known = op == kAtomicFetchAdd || op == kAtomicCmpSwap;
+                  return RDMACONF_JUDGE(ctx, e, n == kAtomicRequest.size && g.last() && known && rsvd == 0,
+                               "52 octets, L = 1, operation code 0 (FetchAdd) or 2 (CmpSwap), reserved 0",
+                               fmt::format("{} octets, L = {}, operation code {}, reserved 0x{:x}", n, g.last(), op, rsvd));
                 }
                 if (g.opcode() == kOpAtomicResponse)
                   RDMACONF_JUDGE(ctx, e, n == kAtomicResponse.size && g.last(), "12 octets, L = 1",
                         fmt::format("{} octets, L = {}", n, g.last()));
               });
 
-  on_segments(add(k, {"iwarp.rdmap.atomic.alignment", "RFC 7306", "§6", Level::must,
+  on_segments(add(k, {"iwarp.rdmap.atomic.unused_fields", "RFC 7306", "§5.2.1", Level::must,
+                      "A FetchAdd request sends Compare Data as zero and Compare Mask as all ones (the fields only "
+                      "CmpSwap uses)."}),
+              [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
+                if (g.tagged() || g.opcode() != kOpAtomicRequest || !g.s.body) return;
+                const protocols::Header& a = *g.s.body;
+                if (a.get(AtomicRequest::op) != kAtomicFetchAdd) return;
+                const auto cmp = a.get(AtomicRequest::compare), mask = a.get(AtomicRequest::compare_mask);
+                RDMACONF_JUDGE(ctx, e, cmp == 0 && mask == ~0ull, "Compare Data 0, Compare Mask 0xffffffffffffffff",
+                               fmt::format("Compare Data 0x{:x}, Compare Mask 0x{:x}", cmp, mask));
+              });
+
+  on_segments(add(k, {"iwarp.rdmap.atomic.alignment", "RFC 7306", "§5.1.1, §5.1.2, §5.2.1", Level::must,
                       "The remote tagged offset of an Atomic Request is aligned to 8 octets."}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
                 if (g.tagged() || g.opcode() != kOpAtomicRequest || !g.s.body) return;
@@ -269,19 +282,28 @@ void add_iwarp_rdmap_cases(IwarpCases& k) {
                 RDMACONF_JUDGE(ctx, e, to % 8 == 0, "a multiple of 8", fmt::format("TO 0x{:x}", to));
               });
 
-  on_segments(add(k, {"iwarp.rdmap.atomic.response_match", "RFC 7306", "§6", Level::must,
-                      "An Atomic Response carries the request identifier of an Atomic Request the other side sent "
-                      "and has not yet seen answered."}),
+  on_segments(add(k, {"iwarp.rdmap.atomic.response_match", "RFC 7306", "§5.2.1, §5.2.2, §5.4", Level::must,
+                      "An Atomic Response answers the oldest Atomic Request of the other side not yet answered: it "
+                      "carries that Request's identifier, so responses come in the order of the requests."}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
                 if (g.tagged() || !g.s.body) return;
                 auto& ids = ctx.state<AtomicIds>();
-                if (g.opcode() == kOpAtomicRequest) ids.open[e.dir].insert(g.s.body->get(AtomicRequest::req_id));
+                if (g.opcode() == kOpAtomicRequest) ids.open[e.dir].push_back(g.s.body->get(AtomicRequest::req_id));
                 if (g.opcode() != kOpAtomicResponse) return;
                 auto& pending = ids.open[1 - e.dir];
                 const auto id = g.s.body->get(AtomicResponse::req_id);
-                const auto it = pending.find(id);
+                const auto it = std::find(pending.begin(), pending.end(), id);
                 if (it == pending.end()) return unmatched(ctx, ids, e, fmt::format("an outstanding Atomic Request with identifier {}", id));
-                pending.erase(it);
+                if (it != pending.begin()) {
+                  // An older request left unanswered: the order of §5.2.2 item 8 is broken, unless the capture
+                  // lacks the response to it.
+                  Evidence ev = evidence_at(e, ctx.side(e.dir));
+                  ev.expected = fmt::format("the response to request {} first", pending.front());
+                  ev.actual = fmt::format("request {}", id);
+                  pending.erase(it);
+                  return ctx.tally.doubtful(std::move(ev));
+                }
+                pending.pop_front();
                 ctx.tally.pass();
               })
       .close(settle_orphans<AtomicIds>);
