@@ -24,6 +24,7 @@
 #include <fmt/format.h>
 
 #include "cli/check_inputs.hpp"
+#include "cli/ledger_cmd.hpp"
 #include "cli/live.hpp"
 #include "cli/nic_cmd.hpp"
 #include "cli/unet_cmd.hpp"
@@ -191,6 +192,7 @@ int main(int argc, char** argv) {
   const cli::NicCommands nic_cmd(app);
   const cli::UnetCommands unet_cmd(app);
   const cli::ReportCommands reports_cmd(app, default_lab_dir());
+  const cli::LedgerCommands ledger_cmd(app, default_lab_dir());
 
   auto* lab = app.add_subcommand("lab", "the soft-RNIC lab: our engine against the Linux kernel's siw in a qemu guest");
   lab->require_subcommand(1);
@@ -221,6 +223,7 @@ int main(int argc, char** argv) {
 
   if (live.selected()) return live.run();
   if (reports_cmd.selected()) return reports_cmd.run();
+  if (ledger_cmd.selected()) return ledger_cmd.run();
   if (nic_cmd.selected()) return nic_cmd.run(std::vector<std::string>(argv + 1, argv + argc));
   if (unet_cmd.selected()) return unet_cmd.run(std::vector<std::string>(argv + 1, argv + argc));
 
@@ -269,9 +272,13 @@ int main(int argc, char** argv) {
       for (const auto* c : all) j.push_back(reports::case_json(*c));
       std::cout << j.dump(2) << "\n";
     } else {
-      for (const auto* c : all)
+      for (const auto* c : all) {
         std::cout << fmt::format("{:<{}} {:<6} {:<10} {:<22} {}\n", c->id, w, conformance::level_name(c->level), c->spec,
                                  c->section, c->requirement);
+        std::vector<std::string> ids;
+        for (const auto* e : conformance::statements_of(*c)) ids.push_back(e->id);
+        if (!ids.empty()) std::cout << fmt::format("{:<{}} judges {}\n", "", w, fmt::join(ids, " "));
+      }
     }
     return 0;
   }

@@ -77,4 +77,10 @@ Registry& Registry::get() {
   return r;
 }
 
+std::vector<const LedgerEntry*> statements_of(const CaseInfo& c) {
+  const auto* f = Registry::get().find(c.family);
+  const auto* l = f ? f->ledger() : nullptr;
+  return l ? l->for_case(c.id) : std::vector<const LedgerEntry*>{};
+}
+
 }  // namespace rdmaconf::conformance

@@ -19,6 +19,7 @@
 
 #include "captures/io/packet.hpp"
 #include "captures/io/tcp_reassembly.hpp"
+#include "conformance/ledger.hpp"
 #include "conformance/result.hpp"
 #include "protocols/core/field.hpp"
 
@@ -195,6 +196,9 @@ class ProtocolFamily {
   // dissector registers their fields).
   virtual std::span<const protocols::HeaderDef* const> headers() const { return {}; }
   virtual std::unique_ptr<FamilyRun> start(RunContext& ctx) const = 0;
+  // The family's requirement ledger (conformance/ledger.hpp), if it has one:
+  // every normative statement of its specifications and what judges it.
+  virtual const Ledger* ledger() const { return nullptr; }
 };
 
 // The registered families, built-in ones first (conformance/families.cpp
@@ -212,5 +216,9 @@ class Registry {
   Registry();
   std::vector<const ProtocolFamily*> families_;
 };
+
+// The ledger statements a case judges (fully or partly), from its family's
+// ledger; empty when the family has none.
+std::vector<const LedgerEntry*> statements_of(const CaseInfo& c);
 
 }  // namespace rdmaconf::conformance

@@ -1,11 +1,15 @@
 #include "reports/coverage.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <ostream>
 #include <set>
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
+
+#include "conformance/family.hpp"
 
 namespace rdmaconf::reports {
 
@@ -19,6 +23,93 @@ struct CaseCounts {
 };
 
 }  // namespace
+
+namespace {
+
+constexpr const char* kClasses[] = {"capture", "live", "unobservable", "sctp"};
+constexpr const char* kCounts[] = {"statements", "judged", "partly", "provoked", "provoked_in_lab", "exception", "permitted", "todo"};
+
+json zero_counts() {
+  json c = json::object();
+  for (const char* k : kCounts) c[k] = 0;
+  c["judged_score"] = 0.0;
+  return c;
+}
+void add_counts(json& into, const json& from) {
+  for (const char* k : kCounts) into[k] = into[k].get<std::uint64_t>() + from[k].get<std::uint64_t>();
+}
+// (fully judged + half of the partly judged) over the requirements (the
+// statements less those that only permit), in percent.
+void score(json& c) {
+  const auto n = c["statements"].get<std::uint64_t>() - c["permitted"].get<std::uint64_t>();
+  c["judged_score"] = n ? std::round(1000.0 * (c["judged"].get<double>() + c["partly"].get<double>() / 2) / static_cast<double>(n)) / 10 : 0.0;
+}
+
+}  // namespace
+
+json statement_coverage(const std::vector<CoverageCell>& cells) {
+  json out = {{"by_spec", json::array()}, {"entries", json::array()}};
+  json totals = zero_counts();
+  for (const auto* f : conformance::Registry::get().families()) {
+    const auto* ledger = f->ledger();
+    if (!ledger) continue;
+    for (const auto& spec : ledger->specs()) {
+      json classes = json::object();
+      for (const char* c : kClasses) classes[c] = zero_counts();
+      for (const auto& e : ledger->entries()) {
+        if (e.spec != spec) continue;
+        std::vector<std::string> lab;
+        for (const auto& cell : cells)
+          if (cell.family == f->name() && !cell.kernel.empty() &&
+              std::count(e.provoked.begin(), e.provoked.end(), cell.scenario))
+            lab.push_back(cell.id);
+        auto& k = classes[std::string(conformance::class_name(e.cls))];
+        k["statements"] = k["statements"].get<std::uint64_t>() + 1;
+        const auto status = e.status();
+        auto bump = [&](const char* what) { k[what] = k[what].get<std::uint64_t>() + 1; };
+        if (!e.judged.empty()) bump("judged");
+        else if (!e.partly.empty()) bump("partly");
+        if (!e.provoked.empty()) bump("provoked");
+        if (!lab.empty()) bump("provoked_in_lab");
+        if (status == "exception") bump("exception");
+        if (status == "permitted") bump("permitted");
+        if (status == "todo") bump("todo");
+        out["entries"].push_back({{"id", e.id}, {"spec", e.spec}, {"section", e.section}, {"level", level_name(e.level())},
+                                  {"class", conformance::class_name(e.cls)}, {"status", status}, {"judged", e.judged},
+                                  {"partly", e.partly}, {"provoked", e.provoked}, {"lab_cells", lab}});
+      }
+      json all = zero_counts();
+      for (auto& [name, c] : classes.items()) {
+        score(c);
+        add_counts(all, c);
+      }
+      score(all);
+      add_counts(totals, all);
+      out["by_spec"].push_back({{"spec", spec}, {"family", f->name()}, {"classes", classes}, {"all", all}});
+    }
+  }
+  score(totals);
+  out["totals"] = totals;
+  return out;
+}
+
+std::string statement_coverage_markdown(const json& st) {
+  std::string m =
+      "| specification | class | statements | judged | partly | judged score (of requirements) | provoked | in the lab | exception | permitted (MAY) | todo |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|\n";
+  auto row = [&](const std::string& spec, const std::string& cls, const json& c) {
+    m += fmt::format("| {} | {} | {} | {} | {} | {:.1f} % | {} | {} | {} | {} | {} |\n", spec, cls, c["statements"].get<std::uint64_t>(),
+                     c["judged"].get<std::uint64_t>(), c["partly"].get<std::uint64_t>(), c["judged_score"].get<double>(),
+                     c["provoked"].get<std::uint64_t>(), c["provoked_in_lab"].get<std::uint64_t>(), c["exception"].get<std::uint64_t>(),
+                     c["permitted"].get<std::uint64_t>(), c["todo"].get<std::uint64_t>());
+  };
+  for (const auto& s : st["by_spec"]) {
+    for (const char* cls : kClasses)
+      if (s["classes"][cls]["statements"].get<std::uint64_t>()) row(s["spec"], cls, s["classes"][cls]);
+  }
+  row("all", "all", st["totals"]);
+  return m;
+}
 
 json requirement_coverage(const CoverageInputs& in) {
   std::map<std::string, CaseCounts> by_case;
@@ -45,49 +136,37 @@ json requirement_coverage(const CoverageInputs& in) {
       if (std::count(cell.must_fail.begin(), cell.must_fail.end(), std::string(c->id))) counts.fail_cells.push_back(cell.id);
     }
 
-  // Requirements in catalog order, each with its cases.
-  std::vector<std::pair<std::string, std::string>> order;
-  std::map<std::pair<std::string, std::string>, std::vector<const conformance::CaseInfo*>> reqs;
-  for (const auto* c : in.catalog) {
-    const auto key = std::make_pair(std::string(c->spec), std::string(c->section));
-    if (!reqs.count(key)) order.push_back(key);
-    reqs[key].push_back(c);
-  }
-  json out = {{"requirements", json::array()}};
+  json out = {{"statements", statement_coverage(in.cells)}, {"cases", json::array()}};
   std::uint64_t with_fail_capture = 0, with_live_cell = 0, with_live_fail = 0;
   json no_fail_capture = json::array(), no_live_cell = json::array(), no_live_fail = json::array();
-  for (const auto& key : order) {
-    json r = {{"spec", key.first}, {"section", key.second}, {"cases", json::array()}};
-    bool fail_capture = false, live = false, live_fail = false;
-    for (const auto* c : reqs[key]) {
-      const auto& k = by_case[std::string(c->id)];
-      r["cases"].push_back({{"id", c->id},
+  for (const auto* c : in.catalog) {
+    const auto& k = by_case[std::string(c->id)];
+    json statements = json::array();
+    for (const auto* e : conformance::statements_of(*c)) statements.push_back(e->id);
+    out["cases"].push_back({{"id", c->id},
+                            {"family", c->family},
                             {"level", level_name(c->level)},
+                            {"cites", fmt::format("{} {}", c->spec, c->section)},
+                            {"statements", statements},
                             {"golden_pass", k.golden_pass},
                             {"golden_fail", k.golden_fail},
                             {"lab_captures", k.lab_captures},
                             {"lab_captures_fail", k.lab_fail},
                             {"live_cells", k.cells.size()},
                             {"live_cells_fail", k.fail_cells}});
-      fail_capture |= k.golden_fail + k.lab_fail > 0;
-      live |= !k.cells.empty();
-      live_fail |= !k.fail_cells.empty();
-    }
-    const std::string name = fmt::format("{} {}", key.first, key.second);
+    const bool fail_capture = k.golden_fail + k.lab_fail > 0;
     with_fail_capture += fail_capture;
-    with_live_cell += live;
-    with_live_fail += live_fail;
-    if (!fail_capture) no_fail_capture.push_back(name);
-    if (!live) no_live_cell.push_back(name);
-    if (!live_fail) no_live_fail.push_back(name);
-    out["requirements"].push_back(std::move(r));
+    with_live_cell += !k.cells.empty();
+    with_live_fail += !k.fail_cells.empty();
+    if (!fail_capture) no_fail_capture.push_back(c->id);
+    if (k.cells.empty()) no_live_cell.push_back(c->id);
+    if (k.fail_cells.empty()) no_live_fail.push_back(c->id);
   }
-  out["totals"] = {{"requirements", order.size()},
+  out["totals"] = {{"statements", out["statements"]["totals"]["statements"]},
                    {"cases", in.catalog.size()},
-                   {"with_a_case", order.size()},  // (every requirement here is cited by a case)
-                   {"with_a_fail_capture", with_fail_capture},
-                   {"with_a_live_cell", with_live_cell},
-                   {"with_a_live_cell_that_fails_it", with_live_fail},
+                   {"cases_with_a_fail_capture", with_fail_capture},
+                   {"cases_with_a_live_cell", with_live_cell},
+                   {"cases_with_a_live_cell_that_fails_it", with_live_fail},
                    {"captures", in.manifests.size()},
                    {"cells", in.cells.size()}};
   out["lacking"] = {{"a_fail_capture", no_fail_capture}, {"a_live_cell", no_live_cell}, {"a_live_cell_that_fails_it", no_live_fail}};
@@ -95,15 +174,29 @@ json requirement_coverage(const CoverageInputs& in) {
 }
 
 void write_coverage_text(std::ostream& os, const json& c) {
+  const auto& st = c["statements"];
+  fmt::print(os, "{} normative statements in the ledgers (one per sentence with a BCP 14 keyword):\n",
+             st["totals"]["statements"].get<std::uint64_t>());
+  fmt::print(os, "  {:<10} {:<13} {:>10} {:>7} {:>7} {:>7} {:>9} {:>7} {:>10} {:>10} {:>5}\n", "spec", "class", "statements", "judged",
+             "partly", "score", "provoked", "in lab", "exception", "permitted", "todo");
+  auto row = [&](const std::string& spec, const std::string& cls, const json& k) {
+    fmt::print(os, "  {:<10} {:<13} {:>10} {:>7} {:>7} {:>6.1f}% {:>9} {:>7} {:>10} {:>10} {:>5}\n", spec, cls,
+               k["statements"].get<std::uint64_t>(), k["judged"].get<std::uint64_t>(), k["partly"].get<std::uint64_t>(),
+               k["judged_score"].get<double>(), k["provoked"].get<std::uint64_t>(), k["provoked_in_lab"].get<std::uint64_t>(),
+               k["exception"].get<std::uint64_t>(), k["permitted"].get<std::uint64_t>(), k["todo"].get<std::uint64_t>());
+  };
+  for (const auto& s : st["by_spec"])
+    for (const char* cls : kClasses)
+      if (s["classes"][cls]["statements"].get<std::uint64_t>()) row(s["spec"], cls, s["classes"][cls]);
+  row("all", "all", st["totals"]);
   const auto& t = c["totals"];
-  fmt::print(os, "{} requirements cited by {} cases, over {} captures and {} lab cells:\n", t["requirements"].get<int>(),
-             t["cases"].get<int>(), t["captures"].get<int>(), t["cells"].get<int>());
-  fmt::print(os, "  with a case                       {}\n", t["with_a_case"].get<int>());
-  fmt::print(os, "  with a capture that FAILs it      {}\n", t["with_a_fail_capture"].get<int>());
-  fmt::print(os, "  with a live lab cell              {}\n", t["with_a_live_cell"].get<int>());
-  fmt::print(os, "  with a live cell that FAILs it    {}\n", t["with_a_live_cell_that_fails_it"].get<int>());
-  for (const auto& [what, title] : {std::pair{"a_fail_capture", "no capture FAILs"}, std::pair{"a_live_cell", "no live cell runs"},
-                                    std::pair{"a_live_cell_that_fails_it", "no live cell FAILs"}}) {
+  fmt::print(os, "\n{} cases, over {} captures and {} lab cells:\n", t["cases"].get<int>(), t["captures"].get<int>(),
+             t["cells"].get<int>());
+  fmt::print(os, "  with a capture that FAILs it      {}\n", t["cases_with_a_fail_capture"].get<int>());
+  fmt::print(os, "  with a live lab cell              {}\n", t["cases_with_a_live_cell"].get<int>());
+  fmt::print(os, "  with a live cell that FAILs it    {}\n", t["cases_with_a_live_cell_that_fails_it"].get<int>());
+  for (const auto& [what, title] : {std::pair{"a_fail_capture", "cases no capture FAILs"}, std::pair{"a_live_cell", "cases no live cell runs"},
+                                    std::pair{"a_live_cell_that_fails_it", "cases no live cell FAILs"}}) {
     const auto& list = c["lacking"][what];
     if (list.empty()) continue;
     fmt::print(os, "\n{} ({}):\n", title, list.size());

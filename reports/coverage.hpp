@@ -1,9 +1,12 @@
 #pragma once
-// Requirement coverage, in the manner of duvet: for every requirement the
-// catalog cites (specification and section), the cases that judge it, how
-// many golden and lab captures exercise each case with PASS and with FAIL
-// (from the captures' manifests, which say how each was made), and which
-// live lab cells run it or are made to FAIL it (docs/reports.md).
+// Requirement coverage, in the manner of duvet, counted in the
+// specifications' statements: for every statement of a family's ledger
+// (conformance/ledger.hpp) whether a case judges it (fully or partly), a
+// live scenario of the catalog provokes it, a lab cell runs that scenario
+// against a kernel peer, or why none does; per RFC and class. Then, for
+// every case, how many golden and lab captures exercise it with PASS and
+// with FAIL (from the captures' manifests, which say how each was made),
+// and which live lab cells run it or are made to FAIL it (docs/reports.md).
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -18,6 +21,8 @@ struct CoverageCell {
   std::string id;
   std::string family;                  // the family whose cases judge its capture ("iwarp", "ib")
   std::vector<std::string> must_fail;  // cases its planted fault or a known finding makes FAIL
+  std::string scenario;                // the live scenario it runs
+  std::string kernel;                  // the kernel peer ("siw", "rxe")
 };
 
 struct CoverageInputs {
@@ -29,6 +34,10 @@ struct CoverageInputs {
 };
 
 nlohmann::json requirement_coverage(const CoverageInputs& in);
+// The statements part alone: {"totals", "by_spec": [{spec, family, classes: {class: counts}}], "entries"}.
+nlohmann::json statement_coverage(const std::vector<CoverageCell>& cells);
+// Its table in Markdown: one row per RFC and class.
+std::string statement_coverage_markdown(const nlohmann::json& statements);
 // The totals and the requirements that lack a FAIL capture or a live cell.
 void write_coverage_text(std::ostream& os, const nlohmann::json& coverage);
 

@@ -22,6 +22,7 @@
 #include <fmt/ostream.h>
 #include <fmt/ranges.h>
 
+#include "conformance/family.hpp"
 #include "conformance/params.hpp"
 #include "reports/compare.hpp"
 
@@ -195,14 +196,18 @@ std::string strings_array(const std::vector<std::string>& v) {
 // the documents, 5 us without the report). Params sorts the keys as
 // nlohmann::json does, so the text is the one the documents wrote.
 std::string case_text(const CaseInfo& c) {
-  return Params{}
-      .set_string("id", c.id)
+  Params p;
+  p.set_string("id", c.id)
       .set_string("family", c.family)
       .set_string("spec", c.spec)
       .set_string("section", c.section)
       .set_string("level", level_name(c.level))
-      .set_string("requirement", c.requirement)
-      .text();
+      .set_string("requirement", c.requirement);
+  // The ledger statements it judges (the families that have a ledger).
+  std::vector<std::string> ids;
+  for (const auto* e : statements_of(c)) ids.push_back(nlohmann::json(e->id).dump());
+  if (!ids.empty()) p.set_json("statements", json_array(ids));
+  return p.text();
 }
 
 std::string run_text(const RunInfo& run) {

@@ -54,6 +54,8 @@ struct IwarpConfig {
   bool gap_in_initiator = false;     // drop the octets of one segment from the capture
   bool ipv6 = false;
   bool reject = false, data_after_reject = false;
+  std::string streaming_after_reject;  // octets the initiator sends in streaming mode after a rejection
+  bool reset_at_end = false;           // the responder ends the connection with a RST, not a FIN
   bool early_fpdu = false;           // the initiator's FPDUs go out before the Reply
   bool responder_first = false;      // the responder's Send goes out before the initiator's FPDUs
   std::size_t midstream_skip = 0;    // >0: no handshake or MPA frames, and this many initiator FPDU octets missing
@@ -343,6 +345,8 @@ inline IwarpBuilt iwarp_conversation(const std::string& path, const IwarpConfig&
   if (c.reject) {
     t.send(1, B(rep), c.mss);
     if (c.data_after_reject) send_all(0, istream);
+    if (!c.streaming_after_reject.empty())
+      t.send(0, Bytes(reinterpret_cast<const std::byte*>(c.streaming_after_reject.data()), c.streaming_after_reject.size()), c.mss);
     t.close();
     return built;
   }
@@ -368,7 +372,8 @@ inline IwarpBuilt iwarp_conversation(const std::string& path, const IwarpConfig&
     }
   }
   send_all(1, rstream);
-  t.close();
+  if (c.reset_at_end) t.reset(1);
+  else t.close();
   return built;
 }
 

@@ -197,4 +197,9 @@ void TcpConversation::close() {
   w_.ip_packet(h_[0], h_[1], ip_tcp(h_[0], h_[1], seq_[0], seq_[1], ack, {}));
 }
 
+void TcpConversation::reset(int dir) {
+  using namespace tcpflag;
+  w_.ip_packet(h_[dir], h_[1 - dir], ip_tcp(h_[dir], h_[1 - dir], seq_[dir], seq_[1 - dir], rst | ack, {}));
+}
+
 }  // namespace rdmaconf::captures::io

@@ -76,6 +76,8 @@ class TcpConversation {
   // Advances the sequence space of dir without writing the octets (a capture gap).
   void skip(int dir, std::size_t n);
   void close();
+  // Ends the conversation with a RST (and ACK) from side dir.
+  void reset(int dir);
 
  private:
   PcapWriter& w_;

@@ -16,6 +16,7 @@ namespace rdmaconf::conformance {
 struct IwarpConn {
   const captures::io::TcpStreamInfo* info = nullptr;
   const iwarp::MpaConnection* mpa = nullptr;
+  bool reset = false;  // at close: the connection ended with a RST
 };
 
 class IwarpCase {

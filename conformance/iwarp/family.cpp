@@ -25,6 +25,10 @@ void inconclusive_on_gap(CaseCtx& ctx, const iwarp::StopEvent& e) {
 
 namespace iwarp {
 
+// The ledger's documents (conformance/iwarp/ledger/*.json, built in by CMake).
+extern const std::string_view kLedgerDocuments[];
+extern const std::size_t kLedgerDocumentCount;
+
 using namespace captures::io;
 
 namespace {
@@ -155,7 +159,7 @@ nlohmann::json rr_json(const RrEvent& e) {
 
 class Family final : public ProtocolFamily {
  public:
-  Family() {
+  Family() : ledger_(Ledger::parse(std::span(kLedgerDocuments, kLedgerDocumentCount))) {
     add_iwarp_mpa_setup_cases(cases_);
     add_iwarp_mpa_order_cases(cases_);
     add_iwarp_mpa_enhanced_cases(cases_);
@@ -182,6 +186,7 @@ class Family final : public ProtocolFamily {
   }
   std::span<const protocols::HeaderDef* const> headers() const override { return kHeaders; }
   std::unique_ptr<FamilyRun> start(RunContext& ctx) const override;
+  const Ledger* ledger() const override { return &ledger_; }
   const IwarpCases& impl() const { return cases_; }
 
   // Which of a run's cases (indices into `active`) handle each event, in
@@ -215,6 +220,7 @@ class Family final : public ProtocolFamily {
   }
 
  private:
+  Ledger ledger_;
   IwarpCases cases_;
   std::vector<const CaseInfo*> infos_;
   Dispatch all_;
@@ -298,10 +304,11 @@ class Run final : public FamilyRun, public TcpSink {
   void on_gap(const TcpStreamInfo& c, int dir, std::uint64_t off, std::uint64_t len, std::uint64_t frame) override {
     conns_[c.id]->mpa.gap(dir, off, len, frame);
   }
-  void on_close(const TcpStreamInfo& c, bool, std::uint64_t frame) override {
+  void on_close(const TcpStreamInfo& c, bool reset, std::uint64_t frame) override {
     auto it = conns_.find(c.id);
     Conn& k = *it->second;
     k.info = c;  // which directions ended with a FIN
+    k.view.reset = reset;
     k.mpa.close(frame);
     if (k.mpa.is_mpa()) {
       ++connections_;

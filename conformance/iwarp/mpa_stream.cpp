@@ -160,7 +160,8 @@ std::optional<InferredAlignment> infer_alignment(Bytes b, bool at_end, bool only
 
 MpaConnection::MpaConnection(const captures::io::TcpStreamInfo& info, MpaListener& l) : info_(info), l_(l) {}
 
-void MpaConnection::stop(int dir, std::uint64_t offset, std::uint64_t frame, std::string reason, bool gap, bool cut_by_fin) {
+void MpaConnection::stop(int dir, std::uint64_t offset, std::uint64_t frame, std::string reason, bool gap, bool cut_by_fin,
+                         bool fpdu_after_reject) {
   Dir& s = d_[dir];
   const bool after_reject = s.state == State::rejected;
   s.gap_seen |= gap;
@@ -171,7 +172,7 @@ void MpaConnection::stop(int dir, std::uint64_t offset, std::uint64_t frame, std
   s.state = State::stopped;
   s.buf.clear();
   s.framer.reset(false, false);
-  l_.on_stop(StopEvent{dir, offset, frame, gap, after_reject, cut_by_fin, std::move(reason)});
+  l_.on_stop(StopEvent{dir, offset, frame, gap, after_reject, fpdu_after_reject, cut_by_fin, std::move(reason)});
 }
 
 void MpaConnection::data(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame, std::uint64_t acked) {
@@ -187,9 +188,20 @@ void MpaConnection::route(int dir, std::uint64_t offset, Bytes data, std::uint64
     case State::not_mpa:
     case State::stopped:
       return;
-    case State::rejected:
-      stop(dir, offset, frame, "data after a rejecting MPA Reply");
+    case State::rejected: {
+      // RFC 5044 §7.1.2: after a rejection both sides leave MPA and the TCP
+      // connection stays open for the ULP's streaming data. Only a whole
+      // FPDU whose CRC checks (CRCs negotiated, no markers) proves a side
+      // went on in MPA.
+      bool fpdu = false;
+      if (neg_.crc() && !neg_.markers_from_initiator() && !neg_.markers_from_responder() && data.size() >= 2) {
+        const std::size_t total = fpdu_size(be16(data, 0));
+        fpdu = data.size() >= total && le32(data, total - kMpaCrcSize) == fpdu_crc(data.first(total - kMpaCrcSize));
+      }
+      stop(dir, offset, frame, fpdu ? "an FPDU (its CRC checks) after a rejecting MPA Reply" : "streaming data after a rejecting MPA Reply",
+           false, false, fpdu);
       return;
+    }
     case State::wait_negotiation:
       if (s.held_bytes + data.size() > kMaxHeld) {
         s.held.clear();

@@ -104,6 +104,9 @@ struct StopEvent {
   std::uint64_t offset = 0, frame = 0;
   bool gap = false;
   bool after_reject = false;  // octets sent after a rejecting MPA Reply
+  // They start with an FPDU whose CRC checks (CRCs were negotiated): proof
+  // the sender stayed in MPA, where other octets may be streaming-mode data.
+  bool fpdu_after_reject = false;
   // The sender's FIN ended its stream inside an FPDU, every octet before
   // the FIN in the capture: the sender's doing, not the capture's.
   bool cut_by_fin = false;
@@ -245,7 +248,8 @@ class MpaConnection {
   void negotiation_done(std::uint64_t frame);
   // data() without counting the octets as captured (they are held ones, replayed).
   void route(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame, std::uint64_t acked);
-  void stop(int dir, std::uint64_t offset, std::uint64_t frame, std::string reason, bool gap = false, bool cut_by_fin = false);
+  void stop(int dir, std::uint64_t offset, std::uint64_t frame, std::string reason, bool gap = false, bool cut_by_fin = false,
+            bool fpdu_after_reject = false);
   bool from_initiator(int dir) const { return dir == initiator_dir_; }
 
   const captures::io::TcpStreamInfo& info_;  // the caller's, kept up to date as the connection goes on

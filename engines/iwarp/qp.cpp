@@ -749,8 +749,12 @@ void QueuePair::on_atomic_request(const Header& h, Bytes u, Bytes body) {
   if (!mr || !mr->valid) return terminate(kTermLayerRdma, kTermRdmaProtection, 0x00, fmt::format("STag 0x{:x} is not valid", stag), u);
   if (!(mr->access & kRemoteAtomic))
     return terminate(kTermLayerRdma, kTermRdmaProtection, 0x02, fmt::format("STag 0x{:x} does not allow atomics", stag), u);
-  if (to % 8 != 0 || to < mr->base_to || to - mr->base_to + 8 > mr->buf.size())
-    return terminate(kTermLayerRdma, kTermRdmaProtection, 0x01, fmt::format("atomic target TO 0x{:x} unaligned or outside", to), u);
+  // RFC 7306 §8.2: a misaligned target is a Remote Operation Error, "Catastrophic error, localized to RDMAP
+  // Stream" (0x07, RFC 5040 §4.8 Figure 9); one outside the buffer is a base or bounds violation (RFC 5040 §4.8).
+  if (to % 8 != 0)
+    return terminate(kTermLayerRdma, kTermRdmaOperation, 0x07, fmt::format("atomic target TO 0x{:x} is not 64-bit aligned", to), u);
+  if (to < mr->base_to || to - mr->base_to + 8 > mr->buf.size())
+    return terminate(kTermLayerRdma, kTermRdmaProtection, 0x01, fmt::format("atomic target TO 0x{:x} outside STag 0x{:x}", to, stag), u);
   // RFC 7306 §5.2.1 item 4: an Atomic Operation Code we do not implement
   // (anything but FetchAdd and CmpSwap) is an error, surfaced as a Terminate.
   const auto aop = a->get(pi::AtomicRequest::op);

@@ -22,42 +22,42 @@ std::vector<ScenarioInfo> make_catalog() {
     v.push_back({n, c, s, 64, 1, e, false, rule, std::move(cases), false, crc, markers});
   };
   term("terminate-crc", kTermCrc, "an FPDU with a corrupted CRC", {kTermLayerLlp, 0, 0x02},
-       "RFC 5044 §5 and §8: the receiver checks every FPDU's CRC and reports a mismatch as LLP 0x02 (RFC 5040 §7.2)",
+       "RFC 5044 §4.4 and §8: the receiver checks every FPDU's CRC and reports a mismatch as LLP 0x02",
        {"iwarp.mpa.fpdu.crc"}, true);
   term("terminate-marker", kTermMarker, "a marker whose FPDU pointer is wrong", {kTermLayerLlp, 0, 0x03},
        "RFC 5044 §4.3 and §8: a marker points back to the start of its FPDU; a wrong one is LLP 0x03",
        {"iwarp.mpa.marker.fpduptr"},
        false, true);
   term("terminate-msn-skip", kTermMsnSkip, "a Send whose MSN skips one", {kTermLayerDdp, kTermDdpUntagged, 0x03},
-       "RFC 5041 §5.3: MSN advances by one per message on each untagged queue; a wrong one is DDP untagged 0x03",
+       "RFC 5041 §4.3 and §7.2: MSN advances by one per message on each untagged queue; a wrong one is DDP untagged 0x03",
        {"iwarp.ddp.msn"});
   term("terminate-msn-repeat", kTermMsnRepeat, "a Send that repeats the previous MSN", {kTermLayerDdp, kTermDdpUntagged, 0x03},
-       "RFC 5041 §5.3: MSN advances by one per message on each untagged queue; a wrong one is DDP untagged 0x03",
+       "RFC 5041 §4.3 and §7.2: MSN advances by one per message on each untagged queue; a wrong one is DDP untagged 0x03",
        {"iwarp.ddp.msn"});
   term("terminate-oversize", kTermOversize, "an FPDU whose ULPDU length claims 64 octets more than it carries",
-       {kTermLayerLlp, 0, 0x02}, "RFC 5044 §4 and §8: the ULPDU length frames the FPDU, so a wrong one makes the CRC fail (LLP 0x02)",
+       {kTermLayerLlp, 0, 0x02}, "RFC 5044 §4.4 and §8: the ULPDU length frames the FPDU, so a wrong one makes the CRC fail (LLP 0x02)",
        {"iwarp.mpa.fpdu.crc"}, true);
   v.back().framing_lost = true;
   term("terminate-no-buffer", kTermNoBuffer, "a Send when the responder posted no receive buffer",
-       {kTermLayerDdp, kTermDdpUntagged, 0x02}, "RFC 5041 §5.3: an untagged message lands in a posted buffer; none is DDP untagged 0x02 (RFC 5040 §7.2)", {});
+       {kTermLayerDdp, kTermDdpUntagged, 0x02}, "RFC 5041 §7.1 and §7.2: an untagged message lands in a posted buffer; none is DDP untagged 0x02", {});
   term("terminate-too-long", kTermTooLong, "a Send longer than the responder's receive buffer",
-       {kTermLayerDdp, kTermDdpUntagged, 0x05}, "RFC 5041 §5.3: an untagged message must fit its buffer; DDP untagged 0x05 (RFC 5040 §7.2)", {});
+       {kTermLayerDdp, kTermDdpUntagged, 0x05}, "RFC 5041 §7.1 and §7.2: an untagged message must fit its buffer; DDP untagged 0x05", {});
   term("terminate-stag", kTermStag, "an RDMA Write to an STag that names no region", {kTermLayerDdp, kTermDdpTagged, 0x00},
-       "RFC 5041 §5.2: tagged placement needs a valid STag; DDP tagged 0x00 (RFC 5040 §7.2)", {});
+       "RFC 5041 §7.1 and §7.2: tagged placement needs a valid STag; DDP tagged 0x00", {});
   term("terminate-bounds", kTermBounds, "an RDMA Write running past the end of the advertised region",
-       {kTermLayerDdp, kTermDdpTagged, 0x01}, "RFC 5041 §5.2: tagged placement stays inside the region; DDP tagged 0x01 (RFC 5040 §7.2)", {});
+       {kTermLayerDdp, kTermDdpTagged, 0x01}, "RFC 5041 §7.1 and §7.2: tagged placement stays inside the region; DDP tagged 0x01", {});
   term("terminate-access", kTermAccess, "an RDMA Write to a region advertised for remote read only",
-       {kTermLayerRdma, kTermRdmaProtection, 0x02}, "RFC 5040 §7.2: an RDMA Write needs an STag with remote-write rights; RDMA protection 0x02", {});
+       {kTermLayerRdma, kTermRdmaProtection, 0x02}, "RFC 5040 §4.8 and §7.2: an RDMA Write needs an STag with remote-write rights; RDMA protection 0x02", {});
   term("terminate-read-stag", kTermReadStag, "an RDMA Read Request naming an invalid source STag",
        {kTermLayerRdma, kTermRdmaProtection, 0x00}, "RFC 5040 §7.2: a Read Request's source STag must be valid; RDMA protection 0x00", {});
   term("terminate-read-bounds", kTermReadBounds, "an RDMA Read Request running past the source region",
        {kTermLayerRdma, kTermRdmaProtection, 0x01}, "RFC 5040 §7.2: a Read Request stays inside the source region; RDMA protection 0x01", {});
   term("terminate-ord", kTermOrd, "one RDMA Read Request more than the responder's IRD", {kTermLayerDdp, kTermDdpUntagged, 0x02},
-       "RFC 6581 §9.1, RFC 5040 §5.2: Read Requests in flight never exceed the responder's IRD; the extra one finds no "
+       "RFC 6581 §9.1, RFC 5040 §6.1: Read Requests in flight never exceed the responder's IRD; the extra one finds no "
        "queue 1 buffer (DDP untagged 0x02)",
        {"iwarp.rdmap.ird_ord"});
   term("terminate-invalidate", kTermInvalidate, "a Send with Invalidate naming an STag that cannot be invalidated",
-       {kTermLayerRdma, kTermRdmaOperation, 0x09}, "RFC 5040 §6.3, §7.2: the STag a Send with Invalidate names must be one that can be invalidated; RDMA operation 0x09", {});
+       {kTermLayerRdma, kTermRdmaOperation, 0x09}, "RFC 5040 §5.3, §7.2: the STag a Send with Invalidate names must be one that can be invalidated; RDMA operation 0x09", {});
   v.push_back({"terminate-before-reply", kTermBeforeReply,
                "an FPDU sent right behind the MPA Request, before the Reply", 64, 1, std::nullopt, true, "RFC 5044 §7.1.2: the initiator sends no FPDU before it has received the Reply; with no framing agreed the "
                "responder can only close",

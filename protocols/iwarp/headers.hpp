@@ -1,7 +1,7 @@
 #pragma once
 // iWARP wire headers: MPA (RFC 5044, RFC 6581), DDP (RFC 5041), RDMAP
-// (RFC 5040, RFC 7306). Section numbers are those of the RFCs; see
-// docs/spec-references.md for which ones are confirmed against the text.
+// (RFC 5040, RFC 7306). Section numbers are those of the RFC texts (the
+// requirement ledger, conformance/iwarp/ledger/, is held against them).
 #include <initializer_list>
 #include <iterator>
 
@@ -13,8 +13,9 @@ namespace rdmaconf::protocols::iwarp {
 inline constexpr std::string_view kMpaRequestKey = "MPA ID Req Frame";
 inline constexpr std::string_view kMpaReplyKey = "MPA ID Rep Frame";
 inline constexpr std::size_t kMpaMaxPrivateData = 512;  // RFC 5044 §7.1.1
-inline constexpr std::size_t kMpaMarkerInterval = 512;  // RFC 5044 §4
+inline constexpr std::size_t kMpaMarkerInterval = 512;  // RFC 5044 §4.3
 inline constexpr std::size_t kMpaCrcSize = 4;
+inline constexpr std::size_t kMaxUlpdu = 64768;  // RFC 5044 §3: MULPDU is 128 to 64768 octets
 
 // MPA Request / Reply frame (RFC 5044 §7.1.1); the "enhanced" bit is RFC 6581's.
 struct MpaRr { enum : std::size_t { key, m, c, r, enhanced, rsvd, rev, pd_len, count_ }; };
@@ -24,9 +25,9 @@ inline constexpr FieldDef kMpaRrFields[] = {
     {"mpa.marker_flag", "Markers required (M)", 128, 1, Display::flag, {}, false, "RFC 5044 §7.1.1"},
     {"mpa.crc_flag", "CRC required (C)", 129, 1, Display::flag, {}, false, "RFC 5044 §7.1.1"},
     {"mpa.rej_flag", "Connection rejected (R)", 130, 1, Display::flag, {}, false, "RFC 5044 §7.1.1"},
-    {"mpa.enhanced_flag", "Enhanced connection setup", 131, 1, Display::flag, {}, false, "RFC 6581 §9"},
+    {"mpa.enhanced_flag", "Enhanced connection setup", 131, 1, Display::flag, {}, false, "RFC 6581 §6"},
     {"mpa.rsvd", "Reserved", 132, 4, Display::hex, {}, true, "RFC 5044 §7.1.1"},
-    {"mpa.rev", "Revision", 136, 8, Display::dec, kMpaRevisions, false, "RFC 5044 §7.1.1, RFC 6581 §9"},
+    {"mpa.rev", "Revision", 136, 8, Display::dec, kMpaRevisions, false, "RFC 5044 §7.1.1, RFC 6581 §6"},
     {"mpa.pd_length", "Private data length", 144, 16, Display::dec, {}, false, "RFC 5044 §7.1.1"},
 };
 inline constexpr HeaderDef kMpaRr{"mpa.rr", "MPA Request/Reply", "RFC 5044 §7.1.1", 20, kMpaRrFields};
@@ -46,16 +47,16 @@ inline constexpr HeaderDef kMpaV2{"mpa.v2", "MPA enhanced IRD/ORD", "RFC 6581 §
 // FPDU header: the ULPDU length. Pad and CRC are computed (hooks in mpa.hpp).
 struct MpaFpdu { enum : std::size_t { ulpdu_len, count_ }; };
 inline constexpr FieldDef kMpaFpduFields[] = {
-    {"mpa.ulpdu_length", "ULPDU length", 0, 16, Display::dec, {}, false, "RFC 5044 §4"},
+    {"mpa.ulpdu_length", "ULPDU length", 0, 16, Display::dec, {}, false, "RFC 5044 §4.1"},
 };
-inline constexpr HeaderDef kMpaFpdu{"mpa.fpdu", "MPA FPDU", "RFC 5044 §4", 2, kMpaFpduFields};
+inline constexpr HeaderDef kMpaFpdu{"mpa.fpdu", "MPA FPDU", "RFC 5044 §4.1", 2, kMpaFpduFields};
 
 struct MpaMarker { enum : std::size_t { rsvd, fpduptr, count_ }; };
 inline constexpr FieldDef kMpaMarkerFields[] = {
-    {"mpa.marker.rsvd", "Reserved", 0, 16, Display::hex, {}, true, "RFC 5044 §4"},
-    {"mpa.marker.fpduptr", "FPDU pointer", 16, 16, Display::dec, {}, false, "RFC 5044 §4"},
+    {"mpa.marker.rsvd", "Reserved", 0, 16, Display::hex, {}, true, "RFC 5044 §4.2"},
+    {"mpa.marker.fpduptr", "FPDU pointer", 16, 16, Display::dec, {}, false, "RFC 5044 §4.2"},
 };
-inline constexpr HeaderDef kMpaMarker{"mpa.marker", "MPA marker", "RFC 5044 §4", 4, kMpaMarkerFields};
+inline constexpr HeaderDef kMpaMarker{"mpa.marker", "MPA marker", "RFC 5044 §4.2", 4, kMpaMarkerFields};
 
 // ---------------------------------------------------------------- DDP + RDMAP control
 // The RDMAP control bits live in DDP's octet reserved for the ULP (RFC 5040 §4.1),
@@ -76,14 +77,14 @@ inline constexpr ValueName kRdmapOpcodes[] = {
 inline constexpr ValueName kDdpQueues[] = {{0, "Send"}, {1, "Read Request"}, {2, "Terminate"}, {3, "Atomic Response"}};
 
 #define RDMACONF_DDP_CONTROL_ROWS                                                                  \
-  {"ddp.t_flag", "Tagged (T)", 0, 1, Display::flag, {}, false, "RFC 5041 §4"},                    \
-      {"ddp.l_flag", "Last (L)", 1, 1, Display::flag, {}, false, "RFC 5041 §4"},                   \
-      {"ddp.rsvd", "Reserved", 2, 4, Display::hex, {}, true, "RFC 5041 §4"},                       \
-      {"ddp.dv", "DDP version", 6, 2, Display::dec, {}, false, "RFC 5041 §4"},                     \
+  {"ddp.t_flag", "Tagged (T)", 0, 1, Display::flag, {}, false, "RFC 5041 §4.1"},                    \
+      {"ddp.l_flag", "Last (L)", 1, 1, Display::flag, {}, false, "RFC 5041 §4.1"},                   \
+      {"ddp.rsvd", "Reserved", 2, 4, Display::hex, {}, true, "RFC 5041 §4.1"},                       \
+      {"ddp.dv", "DDP version", 6, 2, Display::dec, {}, false, "RFC 5041 §4.1"},                     \
       {"rdmap.rv", "RDMAP version", 8, 2, Display::dec, {}, false, "RFC 5040 §4.1"},               \
       {"rdmap.rsvd", "Reserved", 10, 2, Display::hex, {}, true, "RFC 5040 §4.1"},                  \
   {                                                                                                \
-    "rdmap.opcode", "RDMAP opcode", 12, 4, Display::hex, kRdmapOpcodes, false, "RFC 5040 §4.1, RFC 7306" \
+    "rdmap.opcode", "RDMAP opcode", 12, 4, Display::hex, kRdmapOpcodes, false, "RFC 5040 §4.1, RFC 7306 §4.1" \
   }
 
 struct DdpTagged { enum : std::size_t { t, l, rsvd, dv, rv, rdmap_rsvd, opcode, stag, to, count_ }; };
@@ -135,8 +136,8 @@ inline constexpr unsigned kTermRdmaProtection = 1, kTermRdmaOperation = 2;
 inline constexpr unsigned kTermDdpTagged = 1, kTermDdpUntagged = 2;
 
 // Layer / error type / error code combinations a Terminate may carry
-// (RFC 5040 §7.2 for the RDMA and DDP layers; RFC 5044 §8 and RFC 6581 §9
-// for the LLP layer). Section numbers to be confirmed: docs/spec-references.md.
+// (RFC 5040 §4.8 Figure 9 for the RDMA layer, RFC 5041 §7.2 for DDP,
+// RFC 5044 §8 and RFC 6581 §8 for the LLP layer).
 struct TerminateCodes {
   unsigned layer, etype;
   std::initializer_list<unsigned> codes;
@@ -166,9 +167,9 @@ inline constexpr HeaderDef kDdpSegLen{"rdmap.term.seglen", "Terminated DDP segme
 
 struct Immediate { enum : std::size_t { data, count_ }; };
 inline constexpr FieldDef kImmediateFields[] = {
-    {"rdmap.immediate", "Immediate data", 0, 64, Display::hex, {}, false, "RFC 7306 §5"},
+    {"rdmap.immediate", "Immediate data", 0, 64, Display::hex, {}, false, "RFC 7306 §6.2"},
 };
-inline constexpr HeaderDef kImmediate{"rdmap.imm", "Immediate Data", "RFC 7306 §5", 8, kImmediateFields};
+inline constexpr HeaderDef kImmediate{"rdmap.imm", "Immediate Data", "RFC 7306 §6.2", 8, kImmediateFields};
 
 // RFC 7306 §5.2.1 Figure 5 and §10.1: FetchAdd 0000b, CmpSwap 0010b; 0x1 is reserved.
 inline constexpr std::uint8_t kAtomicFetchAdd = 0x0, kAtomicCmpSwap = 0x2;
@@ -177,24 +178,24 @@ struct AtomicRequest {
   enum : std::size_t { rsvd, op, req_id, stag, to, add_swap, add_swap_mask, compare, compare_mask, count_ };
 };
 inline constexpr FieldDef kAtomicRequestFields[] = {
-    {"rdmap.atomic.rsvd", "Reserved", 0, 28, Display::hex, {}, true, "RFC 7306 §6"},
-    {"rdmap.atomic.op", "Atomic operation", 28, 4, Display::dec, kAtomicOps, false, "RFC 7306 §6"},
-    {"rdmap.atomic.req_id", "Request identifier", 32, 32, Display::dec, {}, false, "RFC 7306 §6"},
-    {"rdmap.atomic.stag", "Remote STag", 64, 32, Display::hex, {}, false, "RFC 7306 §6"},
-    {"rdmap.atomic.to", "Remote tagged offset", 96, 64, Display::hex, {}, false, "RFC 7306 §6"},
-    {"rdmap.atomic.add_swap", "Add or swap data", 160, 64, Display::hex, {}, false, "RFC 7306 §6"},
-    {"rdmap.atomic.add_swap_mask", "Add or swap mask", 224, 64, Display::hex, {}, false, "RFC 7306 §6"},
-    {"rdmap.atomic.compare", "Compare data", 288, 64, Display::hex, {}, false, "RFC 7306 §6"},
-    {"rdmap.atomic.compare_mask", "Compare mask", 352, 64, Display::hex, {}, false, "RFC 7306 §6"},
+    {"rdmap.atomic.rsvd", "Reserved", 0, 28, Display::hex, {}, true, "RFC 7306 §5.2.1"},
+    {"rdmap.atomic.op", "Atomic operation", 28, 4, Display::dec, kAtomicOps, false, "RFC 7306 §5.2.1"},
+    {"rdmap.atomic.req_id", "Request identifier", 32, 32, Display::dec, {}, false, "RFC 7306 §5.2.1"},
+    {"rdmap.atomic.stag", "Remote STag", 64, 32, Display::hex, {}, false, "RFC 7306 §5.2.1"},
+    {"rdmap.atomic.to", "Remote tagged offset", 96, 64, Display::hex, {}, false, "RFC 7306 §5.2.1"},
+    {"rdmap.atomic.add_swap", "Add or swap data", 160, 64, Display::hex, {}, false, "RFC 7306 §5.2.1"},
+    {"rdmap.atomic.add_swap_mask", "Add or swap mask", 224, 64, Display::hex, {}, false, "RFC 7306 §5.2.1"},
+    {"rdmap.atomic.compare", "Compare data", 288, 64, Display::hex, {}, false, "RFC 7306 §5.2.1"},
+    {"rdmap.atomic.compare_mask", "Compare mask", 352, 64, Display::hex, {}, false, "RFC 7306 §5.2.1"},
 };
-inline constexpr HeaderDef kAtomicRequest{"rdmap.atomicreq", "Atomic Request", "RFC 7306 §6", 52, kAtomicRequestFields};
+inline constexpr HeaderDef kAtomicRequest{"rdmap.atomicreq", "Atomic Request", "RFC 7306 §5.2.1", 52, kAtomicRequestFields};
 
 struct AtomicResponse { enum : std::size_t { req_id, orig, count_ }; };
 inline constexpr FieldDef kAtomicResponseFields[] = {
-    {"rdmap.atomic.resp_req_id", "Original request identifier", 0, 32, Display::dec, {}, false, "RFC 7306 §6"},
-    {"rdmap.atomic.orig", "Original remote data value", 32, 64, Display::hex, {}, false, "RFC 7306 §6"},
+    {"rdmap.atomic.resp_req_id", "Original request identifier", 0, 32, Display::dec, {}, false, "RFC 7306 §5.2.2"},
+    {"rdmap.atomic.orig", "Original remote data value", 32, 64, Display::hex, {}, false, "RFC 7306 §5.2.2"},
 };
-inline constexpr HeaderDef kAtomicResponse{"rdmap.atomicresp", "Atomic Response", "RFC 7306 §6", 12, kAtomicResponseFields};
+inline constexpr HeaderDef kAtomicResponse{"rdmap.atomicresp", "Atomic Response", "RFC 7306 §5.2.2", 12, kAtomicResponseFields};
 
 static_assert(table_is_sound(kMpaRr) && std::size(kMpaRrFields) == MpaRr::count_);
 static_assert(table_is_sound(kMpaV2) && std::size(kMpaV2Fields) == MpaV2::count_);

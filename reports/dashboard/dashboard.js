@@ -184,19 +184,26 @@
   function coverage() {
     const C = D.coverage, sec = $("coverage");
     if (!C) { sec.classList.add("hidden"); return; }
-    const T = C.totals || {}, L = C.lacking || {};
-    let h = `<p id="coverage-totals">${T.requirements} requirements cited by ${T.cases} cases, over ${T.captures} captures and ${T.cells} lab cells: ` +
-      `${T.with_a_case} with a case, ${T.with_a_fail_capture} with a capture that FAILs them, ${T.with_a_live_cell} with a live cell, ` +
-      `${T.with_a_live_cell_that_fails_it} with a live cell that FAILs them.</p>`;
-    for (const [k, what] of [["a_fail_capture", "no capture FAILs them"], ["a_live_cell", "no live cell runs them"], ["a_live_cell_that_fails_it", "no live cell FAILs them"]])
-      if ((L[k] || []).length) h += `<details><summary>${L[k].length} requirement(s): ${what}</summary>${L[k].map(esc).join("<br>")}</details>`;
-    h += `<table><tr><th>requirement</th><th>case</th><th>golden PASS / FAIL</th><th>lab captures / FAIL</th><th>live cells / FAIL</th></tr>`;
-    for (const r of C.requirements || [])
-      for (const c of r.cases || []) {
-        if (!matches(r.spec, r.section, c.id) || !caseVisible(c.id)) continue;
-        h += `<tr><td>${esc(r.spec)} ${esc(r.section)}</td><td><code>${esc(c.id)}</code> ${esc(c.level)}</td><td>${c.golden_pass} / ${c.golden_fail}</td>` +
-          `<td>${c.lab_captures} / ${c.lab_captures_fail}</td><td>${c.live_cells} / ${(c.live_cells_fail || []).length}</td></tr>`;
+    const S = C.statements || {by_spec: [], totals: {}}, T = C.totals || {}, L = C.lacking || {};
+    const K = ["statements", "judged", "partly", "provoked", "provoked_in_lab", "exception", "permitted", "todo"];
+    let h = `<p id="coverage-totals">${S.totals.statements || 0} normative statements in the ledgers; ${T.cases} cases over ` +
+      `${T.captures} captures and ${T.cells} lab cells.</p>`;
+    h += `<table id="coverage-statements"><tr><th>specification</th><th>class</th>${K.map(k => `<th>${esc(k.replace(/_/g, " "))}</th>`).join("")}` +
+      `<th>judged score</th></tr>`;
+    for (const s of S.by_spec)
+      for (const [cls, c] of Object.entries(s.classes || {})) {
+        if (!c.statements || !matches(s.spec, cls)) continue;
+        h += `<tr><td>${esc(s.spec)}</td><td>${esc(cls)}</td>${K.map(k => `<td>${c[k]}</td>`).join("")}<td>${c.judged_score} %</td></tr>`;
       }
+    h += "</table>";
+    for (const [k, what] of [["a_fail_capture", "no capture FAILs them"], ["a_live_cell", "no live cell runs them"], ["a_live_cell_that_fails_it", "no live cell FAILs them"]])
+      if ((L[k] || []).length) h += `<details><summary>${L[k].length} case(s): ${what}</summary>${L[k].map(esc).join("<br>")}</details>`;
+    h += `<table><tr><th>case</th><th>statements</th><th>golden PASS / FAIL</th><th>lab captures / FAIL</th><th>live cells / FAIL</th></tr>`;
+    for (const c of C.cases || []) {
+      if (!matches(c.cites, c.id, (c.statements || []).join(" ")) || !caseVisible(c.id)) continue;
+      h += `<tr><td><code>${esc(c.id)}</code> ${esc(c.level)}<br>${esc(c.cites)}</td><td>${(c.statements || []).map(esc).join(" ")}</td>` +
+        `<td>${c.golden_pass} / ${c.golden_fail}</td><td>${c.lab_captures} / ${c.lab_captures_fail}</td><td>${c.live_cells} / ${(c.live_cells_fail || []).length}</td></tr>`;
+    }
     $("coverage-table").innerHTML = h + "</table>";
   }
   function findings() {

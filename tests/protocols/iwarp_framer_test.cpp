@@ -56,7 +56,7 @@ std::vector<std::byte> ulpdu_of(std::size_t len, std::uint8_t seed) {
 
 BOOST_AUTO_TEST_SUITE(iwarp_framer)
 
-// Laid out octet by octet from RFC 5044 §5 and §4: a marker at every 512th
+// Laid out octet by octet from RFC 5044 §4.3 and §4.4: a marker at every 512th
 // position from the first FPDU, its pointer the distance back to the start of
 // the FPDU it sits in (0 at an FPDU's first octet), the CRC over everything
 // before the CRC field, markers included.

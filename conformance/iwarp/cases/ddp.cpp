@@ -1,6 +1,9 @@
 // RFC 5041 (DDP) §4 header format, §5 data transfer (untagged queues, MSN and
 // MO; tagged offsets), as RDMAP (RFC 5040) uses it.
+#include <algorithm>
 #include <map>
+#include <optional>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -23,6 +26,15 @@ struct Queues : CaseState {
   };
   std::map<std::uint32_t, Q> q[2];
   std::uint64_t next_index[2] = {0, 0};  // FPDU number expected next in each direction
+  // A direction lost track of its messages (an FPDU that was no decodable
+  // segment): what a case keeps of open messages there is forgotten.
+  virtual void lost(int /*dir*/) {}
+};
+
+// The RsvdULP (RDMAP control octet and word) of each queue's open message's first segment.
+struct RsvdUlp : Queues {
+  std::map<std::uint32_t, std::uint64_t> first[2];
+  void lost(int dir) override { first[dir].clear(); }
 };
 
 // Tagged message state per direction.
@@ -36,20 +48,79 @@ struct Tagged : CaseState {
   std::uint64_t next_index[2] = {0, 0};  // FPDU number expected next in each direction
 };
 
+// The offsets each segment of a queue's open message covered, for judging
+// the message as a whole when its last segment arrives (RFC 5041 lets a
+// sender send a message's segments out of order: a SHOULD, §5.3).
+struct Tiles : Queues {
+  std::map<std::uint32_t, std::vector<std::pair<std::uint64_t, std::uint64_t>>> open[2];
+  void lost(int dir) override { open[dir].clear(); }
+};
+
+// A message whose last segment has arrived, its segments' [MO, end) in the
+// order they came: a problem with how they cover the message (empty: none),
+// and whether they came in increasing, contiguous order.
+struct Coverage {
+  std::string problem;
+  bool in_order = true;
+};
+Coverage cover(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& arrived) {
+  Coverage c;
+  std::uint64_t next = 0;
+  for (const auto& [from, to] : arrived) {
+    c.in_order &= from == next;
+    next = to;
+  }
+  auto v = arrived;
+  const std::uint64_t last_mo = v.back().first;
+  std::sort(v.begin(), v.end());
+  std::uint64_t at = 0;
+  for (const auto& [from, to] : v) {
+    if (from != at) {
+      c.problem = from > at ? fmt::format("octets {} to {} of the message in no segment", at, from)
+                            : fmt::format("two segments cover octet {}", from);
+      return c;
+    }
+    at = to;
+  }
+  if (last_mo != v.back().first && v.back().second != v.back().first)
+    c.problem = fmt::format("the last segment has MO {}, another MO {}", last_mo, v.back().first);
+  return c;
+}
+
+// Adds a segment to its queue's open message; the whole message's segments
+// once its last one has come, or nothing. A continuation whose message's
+// start this case did not see is not judged.
+std::optional<std::vector<std::pair<std::uint64_t, std::uint64_t>>> add_tile(Tiles& st, const iwarp::FpduEvent& e, const Seg& g,
+                                                                             const Queues::Q& q) {
+  const bool continuation = q.open && g.msn() == q.msn;
+  auto& tiles = st.open[e.dir];
+  if (!continuation) tiles[g.qn()].clear();
+  const auto it = tiles.find(g.qn());
+  if (continuation && (it == tiles.end() || it->second.empty())) return std::nullopt;
+  auto& v = tiles[g.qn()];
+  v.emplace_back(g.mo(), g.mo() + g.ddp_payload(e));
+  if (!g.last()) return std::nullopt;
+  auto out = std::move(v);
+  tiles.erase(g.qn());
+  return out;
+}
+
 // Runs `f(queue state, segment)` for each untagged segment, then updates the queue.
-template <class F>
+template <class State = Queues, class F>
 void each_untagged(BuiltIwarpCase& c, F f) {
   on_segments(c, [f](CaseCtx& ctx, const IwarpConn& k, const iwarp::FpduEvent& e, const Seg& g) {
-    auto& st = ctx.state<Queues>();
+    auto& st = ctx.state<State>();
     // An FPDU that was not a decodable segment hides a message: judge again
     // from the next segment of each queue. The same when framing was found mid-stream.
-    if (e.index != st.next_index[e.dir])
+    if (e.index != st.next_index[e.dir]) {
       for (auto& [qn, q] : st.q[e.dir]) q.synced = false;
+      st.lost(e.dir);
+    }
     st.next_index[e.dir] = e.index + 1;
     if (g.tagged() || g.qn() > kMaxRdmapQueue) return;  // a queue RDMAP does not use: iwarp.ddp.qn's finding
     auto& q = st.q[e.dir][g.qn()];
     // A queue's first message is judged only where the direction is whole from its start.
-    if (q.synced || (q.msn == 0 && !k.mpa->partial(e.dir))) f(ctx, e, g, q);
+    if (q.synced || (q.msn == 0 && !k.mpa->partial(e.dir))) f(ctx, e, g, q, st);
     q.synced = true;
     q.next_mo = g.mo() + g.ddp_payload(e);  // follows what was sent, so one error is reported once
     q.msn = g.msn();
@@ -76,7 +147,7 @@ void each_tagged(BuiltIwarpCase& c, F f) {
 }  // namespace
 
 void add_iwarp_ddp_cases(IwarpCases& k) {
-  add(k, {"iwarp.ddp.segment.header", "RFC 5041", "§4; RFC 5040 §4", Level::must,
+  add(k, {"iwarp.ddp.segment.header", "RFC 5041", "§4.2, §4.3, §4.4; RFC 5040 §3.1, §4.2, §6.1; RFC 5044 §3, §7.1.1", Level::must,
           "Every ULPDU is a DDP segment that holds its whole DDP header (14 octets tagged, 18 untagged) and the "
           "RDMAP header its opcode calls for (Read Request, Terminate, Immediate, Atomic)."})
       .fpdu([](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e) {
@@ -85,7 +156,7 @@ void add_iwarp_ddp_cases(IwarpCases& k) {
       })
       .stop([](CaseCtx& ctx, const IwarpConn&, const iwarp::StopEvent& e) { inconclusive_on_gap(ctx, e); });
 
-  on_segments(add(k, {"iwarp.ddp.version", "RFC 5041", "§4.1", Level::must,
+  on_segments(add(k, {"iwarp.ddp.version", "RFC 5041", "§4.1; RFC 5044 §C.1", Level::must,
                       "Every DDP segment carries DDP version 1 (DV = 01b)."}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
                 RDMACONF_JUDGE(ctx, e, g.get(DdpTagged::dv) == 1, "DV 1", fmt::format("DV {}", g.get(DdpTagged::dv)));
@@ -97,7 +168,7 @@ void add_iwarp_ddp_cases(IwarpCases& k) {
                 RDMACONF_JUDGE(ctx, e, g.get(DdpTagged::rsvd) == 0, "0", fmt::format("0x{:x}", g.get(DdpTagged::rsvd)));
               });
 
-  on_segments(add(k, {"iwarp.ddp.qn", "RFC 5041", "§4.3; RFC 5040 §4.2; RFC 7306 §10.2", Level::must,
+  on_segments(add(k, {"iwarp.ddp.qn", "RFC 5040", "§4.1", Level::must,
                       "An untagged segment names a queue RDMAP uses: 0 (Send family, Immediate Data), 1 (RDMA Read "
                       "Request, Atomic Request), 2 (Terminate) or 3 (Atomic Response, the one queue RFC 7306 adds)."}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
@@ -106,10 +177,10 @@ void add_iwarp_ddp_cases(IwarpCases& k) {
                       fmt::format("opcode 0x{:x}, MSN {}", g.opcode(), g.msn()));
               });
 
-  each_untagged(add(k, {"iwarp.ddp.msn", "RFC 5041", "§5.3", Level::must,
+  each_untagged(add(k, {"iwarp.ddp.msn", "RFC 5041", "§4.3, §5.3; RFC 5040 §5.2.1, §5.3, §5.4; RFC 7306 §5.2.1, §6.3", Level::must,
                         "On each untagged queue the first message has MSN 1 and each new message the next MSN; all "
                         "segments of one message carry the same MSN."}),
-                [](CaseCtx& ctx, const iwarp::FpduEvent& e, const Seg& g, const Queues::Q& q) {
+                [](CaseCtx& ctx, const iwarp::FpduEvent& e, const Seg& g, const Queues::Q& q, Queues&) {
                   const std::uint32_t next = q.msn + 1;
                   // The same MSN again is a further segment of the open message; after that message's last
                   // segment, a segment with MO 0 and the same MSN is a new message that did not advance it.
@@ -118,20 +189,61 @@ void add_iwarp_ddp_cases(IwarpCases& k) {
                         fmt::format("MSN {}", g.msn()), fmt::format("queue {}", g.qn()));
                 });
 
-  each_untagged(add(k, {"iwarp.ddp.mo", "RFC 5041", "§5.3", Level::must,
-                        "The message offset of an untagged segment is 0 for a message's first segment and grows by "
-                        "each segment's payload: the segments of a message are contiguous."}),
-                [](CaseCtx& ctx, const iwarp::FpduEvent& e, const Seg& g, const Queues::Q& q) {
-                  const bool continuation = q.open && g.msn() == q.msn;
-                  const std::uint64_t want = continuation ? q.next_mo : 0;
-                  RDMACONF_JUDGE(ctx, e, g.mo() == want, fmt::format("MO {}", want), fmt::format("MO {}", g.mo()),
-                        fmt::format("queue {}, MSN {}", g.qn(), g.msn()));
+  // Judged per message when its last segment (L) arrives: the segments'
+  // [MO, MO + payload) ranges tile the message from 0 with no gap or
+  // overlap, and the last segment holds the highest MO (RFC 5041 §4.1).
+  // Their order on the wire is iwarp.ddp.segment_order's (a SHOULD).
+  each_untagged<Tiles>(add(k, {"iwarp.ddp.mo", "RFC 5041", "§4.1, §4.3, §5.2, §5.3", Level::must,
+                               "The message offsets of an untagged message's segments give each segment's place in the "
+                               "message: together they cover it from 0 with no gap or overlap, the last segment (L) "
+                               "holding the highest."}),
+                       [](CaseCtx& ctx, const iwarp::FpduEvent& e, const Seg& g, const Queues::Q& q, Tiles& st) {
+                         const auto v = add_tile(st, e, g, q);
+                         if (!v) return;
+                         const auto c = cover(*v);
+                         RDMACONF_JUDGE(ctx, e, c.problem.empty(), "segments covering the message from MO 0, the last one highest",
+                                        c.problem, fmt::format("queue {}, MSN {}, {} segments", g.qn(), g.msn(), v->size()));
+                       });
+
+  each_untagged<Tiles>(add(k, {"iwarp.ddp.segment_order", "RFC 5041", "§5.3", Level::should,
+                               "A message's segments go out in increasing message offset: the first with MO 0, each next "
+                               "one where the previous one's payload ended (judged where they cover the message)."}),
+                       [](CaseCtx& ctx, const iwarp::FpduEvent& e, const Seg& g, const Queues::Q& q, Tiles& st) {
+                         const auto v = add_tile(st, e, g, q);
+                         if (!v) return;
+                         const auto c = cover(*v);
+                         if (!c.problem.empty()) return;  // iwarp.ddp.mo's finding
+                         std::string order;
+                         for (const auto& [from, to] : *v) order += fmt::format("{}{}", order.empty() ? "MO " : ", ", from);
+                         RDMACONF_JUDGE(ctx, e, c.in_order, "segments sent in increasing MO", order,
+                                        fmt::format("queue {}, MSN {}", g.qn(), g.msn()));
+                       });
+
+  // RsvdULP is the RDMAP control octet and, untagged, the Invalidate STag word.
+  each_untagged<RsvdUlp>(add(k, {"iwarp.ddp.rsvdulp", "RFC 5041", "§4.3", Level::must,
+                        "Every segment of one message carries the same RsvdULP field: the same RDMAP control octet "
+                        "(version, opcode) and, untagged, the same 32-bit word after it."}),
+                [](CaseCtx& ctx, const iwarp::FpduEvent& e, const Seg& g, const Queues::Q& q, RsvdUlp& st) {
+                  auto& firsts = st.first[e.dir];
+                  const std::uint64_t v = (std::uint64_t{g.get(DdpUntagged::rv)} << 40) | (std::uint64_t{g.opcode()} << 32) |
+                                          g.get(DdpUntagged::rsvd_ulp);
+                  if (!(q.open && g.msn() == q.msn)) {
+                    firsts[g.qn()] = v;
+                    return;
+                  }
+                  const auto it = firsts.find(g.qn());
+                  if (it == firsts.end()) return;  // the message's first segment was not seen
+                  const std::uint64_t first = it->second;
+                  RDMACONF_JUDGE(ctx, e, v == first, fmt::format("RV {}, opcode 0x{:x}, word 0x{:x} as the first segment", first >> 40,
+                                                                 (first >> 32) & 0xf, first & 0xffffffff),
+                                 fmt::format("RV {}, opcode 0x{:x}, word 0x{:x}", v >> 40, (v >> 32) & 0xf, v & 0xffffffff),
+                                 fmt::format("queue {}, MSN {}", g.qn(), g.msn()));
                 });
 
-  each_untagged(add(k, {"iwarp.ddp.last", "RFC 5041", "§4.1, §5.3", Level::must,
+  each_untagged(add(k, {"iwarp.ddp.last", "RFC 5041", "§4.1, §5.2; RFC 5040 §5.4", Level::must,
                         "The L bit is set on the last segment of a message and only there: a new message on a queue "
                         "starts only after the previous one's last segment, and nothing of a message follows it."}),
-                [](CaseCtx& ctx, const iwarp::FpduEvent& e, const Seg& g, const Queues::Q& q) {
+                [](CaseCtx& ctx, const iwarp::FpduEvent& e, const Seg& g, const Queues::Q& q, Queues&) {
                   if (q.msn == 0) return ctx.tally.pass();
                   if (q.open && g.msn() == q.msn + 1)
                     return fail_at(ctx, e, fmt::format("a segment of message {} with L set first", q.msn),
@@ -143,13 +255,13 @@ void add_iwarp_ddp_cases(IwarpCases& k) {
                   ctx.tally.pass();
                 });
 
-  each_tagged(add(k, {"iwarp.ddp.tagged.stag", "RFC 5041", "§5.2", Level::must,
+  each_tagged(add(k, {"iwarp.ddp.tagged.stag", "RFC 5041", "§4.2; RFC 5040 §5.1, §5.2.2", Level::must,
                       "All segments of one tagged message carry the same STag."}),
               [](CaseCtx& ctx, const iwarp::FpduEvent& e, const Seg& g, const Tagged::T& t) {
                 RDMACONF_JUDGE(ctx, e, g.stag() == t.stag, fmt::format("STag 0x{:x}", t.stag), fmt::format("STag 0x{:x}", g.stag()));
               });
 
-  each_tagged(add(k, {"iwarp.ddp.tagged.to", "RFC 5041", "§5.2", Level::must,
+  each_tagged(add(k, {"iwarp.ddp.tagged.to", "RFC 5041", "§5.2, §5.3", Level::must,
                       "The segments of one tagged message are contiguous: each tagged offset is the previous one "
                       "plus the previous segment's payload."}),
               [](CaseCtx& ctx, const iwarp::FpduEvent& e, const Seg& g, const Tagged::T& t) {

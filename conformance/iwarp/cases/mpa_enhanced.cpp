@@ -30,6 +30,7 @@ std::string rtr_names(unsigned t) {
 // Per connection: what the Request offered, for judging the Reply and the RTR.
 struct Offer : CaseState {
   bool seen = false, enhanced = false, p2p = false;
+  bool s_bit = false;  // the Request's S flag (revision 2 or higher): it asked for enhanced setup
   unsigned rev = 0, types = 0, selected = 0;
   std::uint16_t ird = 0, ord = 0;
   bool reply_p2p = false, rtr_checked = false;
@@ -46,6 +47,7 @@ void remember_request(CaseCtx& ctx, const iwarp::RrEvent& e) {
   o.seen = true;
   o.rev = static_cast<unsigned>(e.frame->hdr.get(MpaRr::rev));
   o.enhanced = e.frame->v2.has_value();
+  o.s_bit = e.frame->hdr.get(MpaRr::enhanced) && o.rev >= 2;
   o.p2p = e.frame->v2 && e.frame->v2->get(MpaV2::p2p);
   o.types = rtr_types(*e.frame);
   if (e.frame->v2) {
@@ -65,7 +67,7 @@ const MpaRrFrame* enhanced_reply(CaseCtx& ctx, const iwarp::RrEvent& e) {
 }  // namespace
 
 void add_iwarp_mpa_enhanced_cases(IwarpCases& k) {
-  add(k, {"iwarp.mpa.v2.enhanced", "RFC 6581", "§9", Level::must,
+  add(k, {"iwarp.mpa.v2.enhanced", "RFC 6581", "§6", Level::must,
           "A revision 2 frame that sets the enhanced bit starts its private data with the 4-octet IRD/ORD word."})
       .rr([](CaseCtx& ctx, const IwarpConn&, const iwarp::RrEvent& e) {
         if (!e.frame || e.frame->hdr.get(MpaRr::rev) != 2 || !e.frame->hdr.get(MpaRr::enhanced)) return;
@@ -73,18 +75,18 @@ void add_iwarp_mpa_enhanced_cases(IwarpCases& k) {
         RDMACONF_JUDGE(ctx, e, n >= kMpaV2.size, "private data length of at least 4", fmt::format("{}", n));
       });
 
-  add(k, {"iwarp.mpa.v2.reply_revision", "RFC 6581", "§9", Level::must,
-          "The responder answers with a revision no higher than the Request's, and uses enhanced setup only "
-          "when the Request did."})
+  add(k, {"iwarp.mpa.v2.reply_enhanced", "RFC 6581", "§10", Level::must,
+          "The responder answers an enhanced Request (S set, with the IRD/ORD word) with an enhanced Reply, and "
+          "an unenhanced Request with an unenhanced Reply (a responder without enhanced setup closes instead of "
+          "replying)."})
       .rr([](CaseCtx& ctx, const IwarpConn&, const iwarp::RrEvent& e) {
         remember_request(ctx, e);
         const auto& o = ctx.state<Offer>();
-        if (!e.frame || e.from_initiator || !o.seen || o.rev < 1 || o.rev > 2) return;  // else iwarp.mpa.rr.revision's
-        const auto rev = e.frame->hdr.get(MpaRr::rev);
+        if (!e.frame || e.from_initiator || !o.seen) return;
+        if (o.s_bit && !o.enhanced) return;  // S without the IRD/ORD word: a malformed Request (iwarp.mpa.v2.enhanced's finding)
         const bool enh = e.frame->hdr.get(MpaRr::enhanced);
-        RDMACONF_JUDGE(ctx, e, rev <= o.rev && (!enh || o.enhanced || e.frame->hdr.get(MpaRr::r)),
-              fmt::format("revision at most {}{}", o.rev, o.enhanced ? "" : ", no enhanced bit"),
-              fmt::format("revision {}{}", rev, enh ? " with the enhanced bit" : ""));
+        RDMACONF_JUDGE(ctx, e, enh == o.s_bit, o.s_bit ? "an enhanced Reply (S = 1)" : "an unenhanced Reply (S = 0)",
+                       enh ? "S = 1" : "S = 0", fmt::format("the Request's revision {}", o.rev));
       });
 
   add(k, {"iwarp.mpa.v2.ird_ord", "RFC 6581", "§9.1", Level::must,
@@ -150,7 +152,7 @@ void add_iwarp_mpa_enhanced_cases(IwarpCases& k) {
                 "only a responder supporting exactly one offered type escapes the MUST, and the SHOULD asks it to name that type");
       });
 
-  add(k, {"iwarp.mpa.v2.rtr_first", "RFC 6581", "§5, §9.2, §9.3", Level::must,
+  add(k, {"iwarp.mpa.v2.rtr_first", "RFC 6581", "§5, §9.2", Level::must,
           "After a peer-to-peer Reply the initiator's first FPDU is a zero-length RTR of a type the Reply names (a "
           "Send, an RDMA Write, or an RDMA Read Request of size zero), or, when it can send none of them, a "
           "Terminate naming LLP error type 0, code 7 (no matching RTR option)."})

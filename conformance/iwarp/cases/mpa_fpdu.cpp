@@ -48,7 +48,7 @@ struct Ended : CaseState {
 }  // namespace
 
 void add_iwarp_mpa_fpdu_cases(IwarpCases& k) {
-  add(k, {"iwarp.mpa.fpdu.crc", "RFC 5044", "§4, §5", Level::must,
+  add(k, {"iwarp.mpa.fpdu.crc", "RFC 5044", "§4.1, §4.3, §4.4, §7.1.1; RFC 5041 §3", Level::must,
           "When CRCs are in use on the connection (either side set C), every FPDU carries the CRC32c of its "
           "length field, ULPDU, pad and markers."})
       .fpdu([](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e) {
@@ -59,7 +59,7 @@ void add_iwarp_mpa_fpdu_cases(IwarpCases& k) {
       })
       .stop(inconclusive_if_crc);
 
-  add(k, {"iwarp.mpa.crc.used", "RFC 5044", "§7.1.1", Level::must,
+  add(k, {"iwarp.mpa.crc.used", "RFC 5044", "§4.4, §7.1.1, §C.1; RFC 5041 §3", Level::must,
           "CRCs are used in both directions when either side asked for them: a sender whose peer set C computes "
           "the CRC of each FPDU rather than leaving the field zero."})
       .fpdu([](CaseCtx& ctx, const IwarpConn& c, const iwarp::FpduEvent& e) {
@@ -71,7 +71,7 @@ void add_iwarp_mpa_fpdu_cases(IwarpCases& k) {
       })
       .stop(inconclusive_if_crc);
 
-  add(k, {"iwarp.mpa.fpdu.pad", "RFC 5044", "§4", Level::must,
+  add(k, {"iwarp.mpa.fpdu.pad", "RFC 5044", "§4.1", Level::must,
           "The pad after the ULPDU (0 to 3 octets, so that length field plus ULPDU end on a 4-octet boundary) "
           "is sent as zeros."})
       .fpdu([](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e) {
@@ -84,7 +84,7 @@ void add_iwarp_mpa_fpdu_cases(IwarpCases& k) {
       })
       .stop([](CaseCtx& ctx, const IwarpConn&, const iwarp::StopEvent& e) { inconclusive_on_gap(ctx, e); });
 
-  add(k, {"iwarp.mpa.fpdu.whole", "RFC 5044", "§4, §7", Level::must,
+  add(k, {"iwarp.mpa.fpdu.whole", "RFC 5044", "§4.1, §4.4; RFC 5040 §6.1", Level::must,
           "Once FPDUs flow, a sender's stream is a sequence of whole FPDUs: when it closes its half of the "
           "connection (FIN), its last FPDU is complete."})
       .stop([](CaseCtx& ctx, const IwarpConn&, const iwarp::StopEvent& e) {
@@ -97,7 +97,14 @@ void add_iwarp_mpa_fpdu_cases(IwarpCases& k) {
           if (c.info->fin[d] && c.mpa->fpdus(d) && !ctx.state<Ended>().stopped[d]) ctx.tally.pass();
       });
 
-  add(k, {"iwarp.mpa.fpdu.ulpdu_max", "RFC 5044", "§4, §6 (MULPDU)", Level::should,
+  add(k, {"iwarp.mpa.fpdu.ulpdu_limit", "RFC 5044", "§3; RFC 5041 §5.2", Level::must,
+          "No ULPDU is longer than 64768 octets, the largest MULPDU there can be."})
+      .fpdu([](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e) {
+        RDMACONF_JUDGE(ctx, e, e.fpdu->ulpdu_len <= kMaxUlpdu, fmt::format("ULPDU length at most {}", kMaxUlpdu),
+                       fmt::format("ULPDU length {}", e.fpdu->ulpdu_len));
+      });
+
+  add(k, {"iwarp.mpa.fpdu.ulpdu_max", "RFC 5044", "§3, §5.1", Level::should,
           "A sender sizes FPDUs to fit one TCP segment: an FPDU, markers included, is no larger than the "
           "maximum segment size its peer advertised in its SYN."})
       .fpdu([](CaseCtx& ctx, const IwarpConn& c, const iwarp::FpduEvent& e) {
@@ -115,7 +122,7 @@ void add_iwarp_mpa_fpdu_cases(IwarpCases& k) {
   // or less when the sender was seen to send no larger segments (a smaller
   // path MTU). A segment larger than the peer's MSS means the capture saw
   // segments merged or not yet split, whose sizes say nothing of the wire's.
-  add(k, {"iwarp.mpa.fpdu.alignment", "RFC 5044", "§8", Level::should,
+  add(k, {"iwarp.mpa.fpdu.alignment", "RFC 5044", "§5.1", Level::should,
           "A sender keeps FPDUs aligned with TCP segments: an FPDU that fits in the segments its sender uses "
           "travels in one segment, never split across two."})
       .fpdu([](CaseCtx& ctx, const IwarpConn& c, const iwarp::FpduEvent& e) {
@@ -138,7 +145,7 @@ void add_iwarp_mpa_fpdu_cases(IwarpCases& k) {
                        fmt::format("peer's MSS {}, largest segment seen from this sender {}", mss, e.max_segment));
       });
 
-  add(k, {"iwarp.mpa.marker.fpduptr", "RFC 5044", "§4.3", Level::must,
+  add(k, {"iwarp.mpa.marker.fpduptr", "RFC 5044", "§4.2, §4.3, §7.1.1", Level::must,
           "Where markers are in use, one sits at every 512th octet of the stream counted from the first FPDU, "
           "and its FPDU pointer is the distance back to the start of the FPDU it sits in (0 when it begins one)."})
       .fpdu([](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e) {
@@ -148,7 +155,7 @@ void add_iwarp_mpa_fpdu_cases(IwarpCases& k) {
       })
       .stop(inconclusive_if_markers);
 
-  add(k, {"iwarp.mpa.marker.reserved", "RFC 5044", "§4.3", Level::must,
+  add(k, {"iwarp.mpa.marker.reserved", "RFC 5044", "§4.2", Level::must,
           "The 16 reserved bits at the front of every marker are sent as zero."})
       .fpdu([](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e) {
         judge_markers(ctx, e, [](const iwarp::MarkerSeen& m) {

@@ -23,11 +23,11 @@ struct FirstFpdus : CaseState {
 }  // namespace
 
 void add_iwarp_mpa_order_cases(IwarpCases& k) {
-  add(k, {"iwarp.mpa.reject.close", "RFC 5044", "§7.1.1", Level::must,
-          "After a Reply that rejects the connection (R set) neither side sends FPDUs: the connection is only "
-          "closed."})
+  add(k, {"iwarp.mpa.reject.close", "RFC 5044", "§7.1.2", Level::must,
+          "After a Reply that rejects the connection (R set) both sides leave MPA: the TCP connection may carry "
+          "the ULP's streaming data, but no more FPDUs (judged where CRCs prove an FPDU)."})
       .stop([](CaseCtx& ctx, const IwarpConn&, const iwarp::StopEvent& e) {
-        if (e.after_reject) fail_at_stop(ctx, e, "no octets after the rejecting Reply", "data");
+        if (e.fpdu_after_reject) fail_at_stop(ctx, e, "no FPDU after the rejecting Reply", "an FPDU whose CRC checks");
       })
       .close([](CaseCtx& ctx, const IwarpConn& c) {
         if (c.mpa->negotiated().rejected() && ctx.tally.failed() == 0) ctx.tally.pass();

@@ -2,7 +2,9 @@
 // Request/Response), §7 error management (Terminate); RFC 7306 extensions
 // (Immediate Data, Atomic operations).
 #include <algorithm>
+#include <array>
 #include <deque>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -36,6 +38,23 @@ struct AtomicIds : Orphans {
   std::deque<std::uint64_t> open[2];
 };
 
+// Requests each side sent and no answer has yet come for, by kind (0 Read, 1
+// Atomic), as the stream offsets where they end; how far each side had
+// received the other's stream; whether a Terminate was sent.
+struct Unanswered : CaseState {
+  std::deque<std::uint64_t> open[2][2];
+  std::uint64_t acked[2] = {0, 0};
+  bool terminated = false;
+};
+
+// The first Terminate of a connection.
+struct TerminateSeen : CaseState {
+  std::uint64_t frame = 0;
+  int dir = 0;
+  TerminateSeen() = default;
+  TerminateSeen(std::uint64_t f, int d) : frame(f), dir(d) {}
+};
+
 // Read Requests each side sent and Read Responses it received, for the IRD/ORD limit.
 struct ReadCounts : CaseState {
   std::uint64_t sent[2] = {0, 0}, received[2] = {0, 0};  // by the requester's direction
@@ -58,7 +77,7 @@ ReadRole track_reads(Reads& r, const iwarp::FpduEvent& e, const Seg& g, const Dd
 }  // namespace
 
 void add_iwarp_rdmap_cases(IwarpCases& k) {
-  on_segments(add(k, {"iwarp.rdmap.version", "RFC 5040", "§4.1", Level::must,
+  on_segments(add(k, {"iwarp.rdmap.version", "RFC 5040", "§4.1; RFC 5044 §C.1; RFC 7306 §4.1", Level::must,
                       "Every RDMAP message carries RDMAP version 1 (RV = 01b)."}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
                 RDMACONF_JUDGE(ctx, e, g.get(DdpTagged::rv) == 1, "RV 1", fmt::format("RV {}", g.get(DdpTagged::rv)));
@@ -71,13 +90,13 @@ void add_iwarp_rdmap_cases(IwarpCases& k) {
                 RDMACONF_JUDGE(ctx, e, v == 0, "0", fmt::format("0x{:x}", v));
               });
 
-  on_segments(add(k, {"iwarp.rdmap.opcode", "RFC 5040", "§4.1; RFC 7306 §4", Level::must,
+  on_segments(add(k, {"iwarp.rdmap.opcode", "RFC 5040", "§4.1; RFC 7306 §4.1", Level::must,
                       "The RDMAP opcode is one RFC 5040 (0x0 to 0x7) or RFC 7306 (0x8 to 0xB) defines."}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
                 RDMACONF_JUDGE(ctx, e, rdmap_op(g.opcode()).valid, "opcode 0x0 to 0xB", fmt::format("opcode 0x{:x}", g.opcode()));
               });
 
-  on_segments(add(k, {"iwarp.rdmap.buffer_model", "RFC 5040", "§4.2, §5", Level::must,
+  on_segments(add(k, {"iwarp.rdmap.buffer_model", "RFC 5040", "§4.1, §5.1, §5.2.1, §5.2.2, §5.3, §5.4; RFC 7306 §5, §5.2.1, §5.2.2, §6.3", Level::must,
                       "RDMA Write and RDMA Read Response travel as tagged DDP segments; every other RDMAP message as "
                       "untagged."}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
@@ -88,7 +107,7 @@ void add_iwarp_rdmap_cases(IwarpCases& k) {
                       fmt::format("opcode 0x{:x}", g.opcode()));
               });
 
-  on_segments(add(k, {"iwarp.rdmap.queue", "RFC 5040", "§4.2; RFC 7306 §4.1, §5.2, §6.3", Level::must,
+  on_segments(add(k, {"iwarp.rdmap.queue", "RFC 5040", "§4.1, §5.2.1, §5.3, §5.4; RFC 7306 §5, §5.2, §5.2.1, §5.2.2, §6.3", Level::must,
                       "Each untagged RDMAP message uses its queue: the Send family and Immediate Data on 0, RDMA Read "
                       "Request and Atomic Request on 1, Terminate on 2, Atomic Response on 3."}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
@@ -100,7 +119,7 @@ void add_iwarp_rdmap_cases(IwarpCases& k) {
                                fmt::format("opcode 0x{:x}", g.opcode()));
               });
 
-  on_segments(add(k, {"iwarp.rdmap.read_request.format", "RFC 5040", "§4.4", Level::must,
+  on_segments(add(k, {"iwarp.rdmap.read_request.format", "RFC 5040", "§4.2, §4.4, §5.2.1", Level::must,
                       "An RDMA Read Request is a single untagged segment (L set, MO 0) whose payload is exactly the "
                       "28-octet Read Request header."}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
@@ -110,7 +129,7 @@ void add_iwarp_rdmap_cases(IwarpCases& k) {
                       fmt::format("{} octets, L = {}, MO {}", n, g.last(), g.mo()));
               });
 
-  on_segments(add(k, {"iwarp.rdmap.read_response.match", "RFC 5040", "§5.2, §4.4", Level::must,
+  on_segments(add(k, {"iwarp.rdmap.read_response.match", "RFC 5040", "§4.4, §5.2, §5.2.1, §5.2.2, §5.5; RFC 5041 §5.2", Level::must,
                       "Each RDMA Read Response answers the oldest outstanding Read Request of the other side: it "
                       "writes to that Request's data sink STag from its sink tagged offset, contiguously, and carries "
                       "exactly the requested number of octets."}),
@@ -153,7 +172,7 @@ void add_iwarp_rdmap_cases(IwarpCases& k) {
   // the Read Responses it had wholly received when it sent this one (its
   // acknowledgement number says how far it had received the other
   // direction), so neither file order nor a lost frame inflates the count.
-  on_segments(add(k, {"iwarp.rdmap.ird_ord", "RFC 6581", "§9.1; RFC 5040 §5.2", Level::must,
+  on_segments(add(k, {"iwarp.rdmap.ird_ord", "RFC 6581", "§9.1; RFC 5040 §6.1", Level::must,
                       "A side never has more RDMA Read Requests outstanding than the IRD its peer announced in "
                       "enhanced setup."}),
               [](CaseCtx& ctx, const IwarpConn& c, const iwarp::FpduEvent& e, const Seg& g) {
@@ -184,7 +203,7 @@ void add_iwarp_rdmap_cases(IwarpCases& k) {
                 ctx.tally.fail(std::move(ev));
               });
 
-  on_segments(add(k, {"iwarp.rdmap.inv_stag", "RFC 5040", "§4.1, §6.3", Level::must,
+  on_segments(add(k, {"iwarp.rdmap.inv_stag", "RFC 5040", "§4.1, §5.3; RFC 7306 §4.1", Level::must,
                       "Send with Invalidate (with or without SE) names a non-zero STag to invalidate in the field "
                       "DDP reserves for the ULP; every other untagged message sends that field as zero."}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
@@ -194,7 +213,7 @@ void add_iwarp_rdmap_cases(IwarpCases& k) {
                 RDMACONF_JUDGE(ctx, e, v == 0, "0", fmt::format("0x{:x}", v), fmt::format("opcode 0x{:x}", g.opcode()));
               });
 
-  on_segments(add(k, {"iwarp.rdmap.terminate.code", "RFC 5040", "§4.8, §7.2; RFC 5044 §8", Level::must,
+  on_segments(add(k, {"iwarp.rdmap.terminate.code", "RFC 5040", "§4.8; RFC 5041 §7.2", Level::must,
                       "A Terminate names a layer, error type and error code combination the RFCs define, and sends "
                       "its reserved bits as zero."}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
@@ -208,7 +227,7 @@ void add_iwarp_rdmap_cases(IwarpCases& k) {
                       fmt::format("layer {}, type {}, code 0x{:02x}, reserved 0x{:x}", l, et, ec, rsvd));
               });
 
-  on_segments(add(k, {"iwarp.rdmap.terminate.headers", "RFC 5040", "§4.8", Level::should,
+  on_segments(add(k, {"iwarp.rdmap.terminate.headers", "RFC 5040", "§4.8; RFC 5041 §7.1", Level::must,
                       "A Terminate carries the parts its M, D and R bits announce: the offending segment's length, "
                       "its DDP header and, for an untagged one, its RDMAP header."}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
@@ -218,7 +237,49 @@ void add_iwarp_rdmap_cases(IwarpCases& k) {
                                   g.s.body->get(Terminate::r)));
               });
 
-  on_segments(add(k, {"iwarp.rdmap.terminate.last", "RFC 5040", "§5.4, §7.1", Level::must,
+  // Figure 10's "Yes" without condition: a DDP-layer error's Terminate
+  // includes the DDP header and segment length. (Its "No" cells say what a
+  // Terminate need not carry, not that a bit may not be set; "Yes, if
+  // possible" and the RDMA header rules, which §4.8 limits to Read
+  // Requests, fix nothing a capture can hold a sender to.)
+  on_segments(add(k, {"iwarp.rdmap.terminate.flags", "RFC 5040", "§4.8", Level::should,
+                      "A Terminate for a DDP-layer error sets M and D: it includes the DDP segment length and the "
+                      "offending DDP header, as Figure 10 has it."}),
+              [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
+                if (g.tagged() || g.opcode() != kOpTerminate || !g.s.body) return;
+                const protocols::Header& t = *g.s.body;
+                if (t.get(Terminate::layer) != kTermLayerDdp) return;
+                const auto m = t.get(Terminate::m), d = t.get(Terminate::d);
+                RDMACONF_JUDGE(ctx, e, m && d, "M = 1, D = 1", fmt::format("M = {}, D = {}", m, d),
+                               fmt::format("DDP layer, error type {}, code 0x{:02x}", t.get(Terminate::etype), t.get(Terminate::ecode)));
+              });
+
+  // After a Terminate the connection should end gracefully (FIN), so that
+  // the Terminate is delivered, not by a reset.
+  add(k, {"iwarp.rdmap.terminate.graceful", "RFC 5040", "§6.2.1", Level::should,
+          "After a Terminate the connection is closed gracefully (FIN), not reset, so that the Terminate is "
+          "delivered."})
+      .fpdu([](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e) {
+        const auto* s = segment_of(e);
+        if (!s || s->tagged || s->opcode != kOpTerminate || ctx.state<TerminateSeen>().frame) return;
+        ctx.state<TerminateSeen>() = TerminateSeen{e.first_frame, e.dir};
+      })
+      .close([](CaseCtx& ctx, const IwarpConn& c) {
+        const auto& t = ctx.state<TerminateSeen>();
+        if (!t.frame) return;
+        if (!c.reset) {
+          if (c.info->fin[0] || c.info->fin[1]) ctx.tally.pass();
+          return;  // (neither FIN nor reset: the capture ended first)
+        }
+        Evidence ev;
+        ev.frames = {t.frame};
+        ev.side = ctx.side(t.dir);
+        ev.expected = "a graceful close (FIN) after the Terminate";
+        ev.actual = "the connection was reset";
+        ctx.tally.fail(std::move(ev));
+      });
+
+  on_segments(add(k, {"iwarp.rdmap.terminate.last", "RFC 5040", "§5.4", Level::must,
                       "A Terminate is the last message its sender puts on the stream: nothing follows it."}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
                 struct Sent : CaseState {
@@ -233,7 +294,7 @@ void add_iwarp_rdmap_cases(IwarpCases& k) {
                 }
               });
 
-  on_segments(add(k, {"iwarp.rdmap.immediate.format", "RFC 7306", "§6.2, §6.3", Level::must,
+  on_segments(add(k, {"iwarp.rdmap.immediate.format", "RFC 7306", "§6.3", Level::must,
                       "An Immediate Data message is a single untagged segment (L set, MO 0) carrying exactly 8 octets "
                       "of data."}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
@@ -260,18 +321,6 @@ void add_iwarp_rdmap_cases(IwarpCases& k) {
                 if (g.opcode() == kOpAtomicResponse)
                   RDMACONF_JUDGE(ctx, e, n == kAtomicResponse.size && g.last(), "12 octets, L = 1",
                         fmt::format("{} octets, L = {}", n, g.last()));
-              });
-
-  on_segments(add(k, {"iwarp.rdmap.atomic.unused_fields", "RFC 7306", "§5.2.1", Level::must,
-                      "A FetchAdd request sends Compare Data as zero and Compare Mask as all ones (the fields only "
-                      "CmpSwap uses)."}),
-              [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
-                if (g.tagged() || g.opcode() != kOpAtomicRequest || !g.s.body) return;
-                const protocols::Header& a = *g.s.body;
-                if (a.get(AtomicRequest::op) != kAtomicFetchAdd) return;
-                const auto cmp = a.get(AtomicRequest::compare), mask = a.get(AtomicRequest::compare_mask);
-                RDMACONF_JUDGE(ctx, e, cmp == 0 && mask == ~0ull, "Compare Data 0, Compare Mask 0xffffffffffffffff",
-                               fmt::format("Compare Data 0x{:x}, Compare Mask 0x{:x}", cmp, mask));
               });
 
   on_segments(add(k, {"iwarp.rdmap.atomic.alignment", "RFC 7306", "§5.1.1, §5.1.2, §5.2.1", Level::must,
@@ -307,6 +356,52 @@ void add_iwarp_rdmap_cases(IwarpCases& k) {
                 ctx.tally.pass();
               })
       .close(settle_orphans<AtomicIds>);
+
+  // Proof that a request went unanswered: the responder's direction is whole
+  // in the capture and ends with its FIN, no Terminate was sent either way,
+  // and the responder's own acknowledgements show it had received the
+  // request before it stopped sending.
+  on_segments(add(k, {"iwarp.rdmap.answered", "RFC 5040", "§5.2.1; RFC 7306 §5.2.1", Level::must,
+                      "Every RDMA Read Request and Atomic Request is answered (Read Response, Atomic Response) unless a "
+                      "Terminate ends the stream: a responder that received one does not close without answering."}),
+              [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
+                auto& st = ctx.state<Unanswered>();
+                const int d = e.dir;
+                if (e.acked != captures::io::kAckUnknown) st.acked[d] = std::max(st.acked[d], e.acked);
+                if (!g.tagged() && g.opcode() == kOpTerminate) st.terminated = true;
+                const std::uint64_t end = e.offset + e.wire_size;
+                if (!g.tagged() && g.opcode() == kOpReadRequest) st.open[d][0].push_back(end);
+                if (!g.tagged() && g.opcode() == kOpAtomicRequest) st.open[d][1].push_back(end);
+                auto answer = [&](int kind) {
+                  auto& q = st.open[1 - d][kind];
+                  if (q.empty()) return;  // (an answer to nothing is the match cases' finding)
+                  q.pop_front();
+                  ctx.tally.pass();
+                };
+                if (g.tagged() && g.opcode() == kOpReadResponse && g.last()) answer(0);
+                if (!g.tagged() && g.opcode() == kOpAtomicResponse) answer(1);
+              })
+      .close([](CaseCtx& ctx, const IwarpConn& c) {
+        auto& st = ctx.state<Unanswered>();
+        // A Terminate ends the obligation; octets missing from the capture
+        // (a gap either way, recorded as inconclusive) may hold the answer.
+        if (st.terminated || ctx.tally.inconclusive_count()) return;
+        for (int d = 0; d < 2; ++d) {
+          const int r = 1 - d;  // the responder
+          if (!c.info->fin[r] || c.mpa->partial(r)) continue;
+          for (int kind = 0; kind < 2; ++kind)
+            for (std::uint64_t end : st.open[d][kind]) {
+              if (st.acked[r] < end) continue;  // not shown to have reached the responder
+              Evidence ev;
+              ev.stream_offset = end;
+              ev.side = ctx.side(d);
+              ev.expected = kind == 0 ? "an RDMA Read Response" : "an Atomic Response";
+              ev.actual = "the responder closed its half of the connection without one or a Terminate";
+              ev.detail = fmt::format("the {} ending at offset {} of the requester's stream", kind == 0 ? "Read Request" : "Atomic Request", end);
+              ctx.tally.fail(std::move(ev));
+            }
+        }
+      });
 }
 
 }  // namespace rdmaconf::conformance
