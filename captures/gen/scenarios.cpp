@@ -36,7 +36,7 @@ Expect iwarp_expect(const IwarpConfig& c) {
   e["iwarp.mpa.marker.fpduptr"] = v(markers);
   e["iwarp.mpa.marker.reserved"] = v(markers);
   for (const char* id : {"iwarp.ddp.segment.header", "iwarp.ddp.version", "iwarp.ddp.reserved", "iwarp.ddp.qn", "iwarp.ddp.msn",
-                         "iwarp.ddp.mo", "iwarp.ddp.segment_order", "iwarp.ddp.rsvdulp", "iwarp.ddp.last", "iwarp.ddp.tagged.stag",
+                         "iwarp.ddp.mo", "iwarp.ddp.segment_order", "iwarp.ddp.segment_size", "iwarp.ddp.rsvdulp", "iwarp.ddp.last", "iwarp.ddp.tagged.stag",
                          "iwarp.ddp.tagged.to", "iwarp.rdmap.answered", "iwarp.rdmap.terminate.flags", "iwarp.rdmap.terminate.graceful",
                          "iwarp.rdmap.version", "iwarp.rdmap.reserved", "iwarp.rdmap.opcode", "iwarp.rdmap.buffer_model",
                          "iwarp.rdmap.queue", "iwarp.rdmap.read_request.format", "iwarp.rdmap.read_response.match",
@@ -338,12 +338,13 @@ std::vector<Scenario> scenarios() {
     // Its one FPDU needs no pad, and the responder sends no FPDU at all.
     quiet["iwarp.mpa.fpdu.pad"] = NA;
     quiet["iwarp.mpa.responder.first_fpdu"] = NA;
-    // The one Terminate is a whole untagged message with a defined code, last on its stream.
+    // The one Terminate is a whole untagged message with a defined code, last on its stream (an LLP error's:
+    // iwarp.rdmap.terminate.flags judges DDP-layer ones only).
     for (const char* id : {"iwarp.ddp.segment.header", "iwarp.ddp.version", "iwarp.ddp.reserved", "iwarp.ddp.qn", "iwarp.ddp.msn",
                            "iwarp.ddp.mo", "iwarp.ddp.last", "iwarp.rdmap.version", "iwarp.rdmap.reserved", "iwarp.rdmap.opcode",
                            "iwarp.rdmap.buffer_model", "iwarp.rdmap.queue", "iwarp.rdmap.inv_stag", "iwarp.rdmap.terminate.code",
                            "iwarp.rdmap.terminate.headers", "iwarp.rdmap.terminate.last", "iwarp.ddp.segment_order",
-                           "iwarp.rdmap.terminate.flags", "iwarp.rdmap.terminate.graceful"})
+                           "iwarp.rdmap.terminate.graceful"})
       quiet[id] = "PASS";
     c = only_send;
     c.edit = [reply_write, only_terminate](Traffic& t) {
@@ -425,6 +426,16 @@ std::vector<Scenario> scenarios() {
                t.init.insert(t.init.begin() + 5, ddp_untagged(iwarp::kOpSend, 0, msn, 0, false, B(pattern(300, 16))));
              }),
         {{"iwarp.ddp.segment_order", F}});
+  iwarp("iwarp-fault-ddp-segment-size", "as iwarp-rev2-crc",
+        edit("the two-segment Send becomes three segments, the middle one carrying 50 octets (MO 0: 300, MO 300: 50, MO 350: "
+             "250 with L)",
+             [](Traffic& t) {
+               const auto msn = static_cast<std::uint32_t>(Header::decode(iwarp::kDdpUntagged, B(t.init[4]))->get(iwarp::DdpUntagged::msn));
+               t.init[4] = ddp_untagged(iwarp::kOpSend, 0, msn, 0, false, B(pattern(300, 14)));
+               t.init[5] = ddp_untagged(iwarp::kOpSend, 0, msn, 350, true, B(pattern(250, 15)));
+               t.init.insert(t.init.begin() + 5, ddp_untagged(iwarp::kOpSend, 0, msn, 300, false, B(pattern(50, 16))));
+             }),
+        {{"iwarp.ddp.segment_size", F}});
   {
     IwarpConfig c = faulty("a 64751-octet Send (a ULPDU of 64769 octets, one more than any MULPDU may be), in one segment; "
                            "the SYNs advertise an MSS of 65535");

@@ -219,6 +219,19 @@ void add_iwarp_ddp_cases(IwarpCases& k) {
                                         fmt::format("queue {}, MSN {}", g.qn(), g.msn()));
                        });
 
+  // A segment before a message's last carries less than 128 octets of
+  // ULPDU: the sender's DDP did not fill it as far as MULPDU, which is never
+  // below 128 (RFC 5044 §4.5): that SHOULD, or the MUST, is broken.
+  on_segments(add(k, {"iwarp.ddp.segment_size", "RFC 5044", "§4.5", Level::should,
+                      "A message's segments before its last are as large as MULPDU allows, so never under 128 octets of "
+                      "ULPDU (no MULPDU is smaller)."}),
+              [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
+                if (g.last()) return;
+                RDMACONF_JUDGE(ctx, e, e.fpdu->ulpdu_len >= 128, "a ULPDU of at least 128 octets (a segment that is not the last)",
+                               fmt::format("ULPDU length {}", e.fpdu->ulpdu_len),
+                               g.tagged() ? fmt::format("tagged, STag 0x{:x}", g.stag()) : fmt::format("queue {}, MSN {}", g.qn(), g.msn()));
+              });
+
   // RsvdULP is the RDMAP control octet and, untagged, the Invalidate STag word.
   each_untagged<RsvdUlp>(add(k, {"iwarp.ddp.rsvdulp", "RFC 5041", "§4.3", Level::must,
                         "Every segment of one message carries the same RsvdULP field: the same RDMAP control octet "
