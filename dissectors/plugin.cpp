@@ -174,7 +174,7 @@ Registered& reg() {
 
 // The verdict record's own fields.
 struct VerdictFields {
-  const Field *record, *case_id, *verdict, *fail, *level, *spec, *requirement, *scope, *side, *offset, *expected, *actual,
+  const Field *record, *case_id, *verdict, *fail, *level, *spec, *requirement, *statement, *scope, *side, *offset, *expected, *actual,
       *detail, *frames;
 } vf;
 gint* ett_root;
@@ -278,6 +278,12 @@ void show_verdict(proto_tree* t, packet_info* pinfo, tvbuff_t* tvb, const dissec
   str(vf.level, conformance::level_name(c.level));
   str(vf.spec, fmt::format("{} {}", c.spec, c.section));
   str(vf.requirement, c.requirement);
+  // The specification's statements the case judges (its family's requirement ledger).
+  for (const auto* st : conformance::statements_of(c))
+    proto_item_set_generated(proto_tree_add_string_format_value(sub, vf.statement->id, tvb, 0, 0, st->id.c_str(), "%s (%s, %s): %s",
+                                                                st->id.c_str(), st->cite().c_str(),
+                                                                std::string(conformance::level_name(st->level())).c_str(),
+                                                                st->says.c_str()));
   str(vf.scope, fv.scope);
   str(vf.side, e.side);
   if (e.stream_offset) proto_item_set_generated(proto_tree_add_uint64(sub, vf.offset->id, tvb, 0, 0, *e.stream_offset));
@@ -402,6 +408,8 @@ void register_fields() {
   vf.level = text("rdmaconf.level", "Level", "MUST, SHOULD or MAY");
   vf.spec = text("rdmaconf.spec", "Specification", "The specification and section the case checks");
   vf.requirement = text("rdmaconf.requirement", "Requirement", "What the specification requires, in our words");
+  vf.statement = text("rdmaconf.statement", "Statement",
+                      "A normative statement of the specification the case judges (its requirement ledger id, section, level, our words)");
   vf.scope = text("rdmaconf.scope", "Scope", "The connection or conversation judged");
   vf.side = text("rdmaconf.side", "Side", "The endpoint that sent the octets judged");
   vf.offset = r.add("rdmaconf.stream_offset", "Stream offset", FT_UINT64, BASE_DEC, nullptr, "Offset in the sender's byte stream");

@@ -253,6 +253,20 @@ BOOST_AUTO_TEST_CASE(family_options_are_preferences) {
   fs::remove_all(dir);
 }
 
+// A verdict names the specification's statements its case judges: the pad
+// case's FAIL in iwarp-fault-pad is found by filtering on RFC 5044 §4.1's
+// pad statement, from the ledger (rdmaconf ledger list), not from the plugin.
+BOOST_AUTO_TEST_CASE(verdicts_name_ledger_statements) {
+  std::string pad;
+  for (const auto& e : nlohmann::json::parse(run(kBin + " ledger list --json").out))
+    if (e["section"] == "4.1" && e["spec"] == "RFC 5044" && e["judged"] == nlohmann::json{"iwarp.mpa.fpdu.pad"}) pad = e["id"];
+  BOOST_TEST_REQUIRE(!pad.empty());
+  const auto r = run(tshark("-n -2 -r " + kGolden + "/iwarp-fault-pad.pcap -Y 'rdmaconf.statement == \"" + pad +
+                            "\" && rdmaconf.fail' -T fields -e rdmaconf.fail 2>&1"));
+  BOOST_TEST_REQUIRE(r.status == 0, r.out);
+  BOOST_TEST(r.out.find("iwarp.mpa.fpdu.pad") != std::string::npos, r.out);
+}
+
 // Stock Wireshark 4.0 calls every MPA revision 2 frame an error; the
 // plugin's expert items on the clean revision 2 captures (their manifests
 // expect no FAIL) hold nothing at error or warning level.
