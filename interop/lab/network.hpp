@@ -16,6 +16,6 @@ inline constexpr std::size_t kMaxCellsRunAgain = 12;   // red cells with no know
 inline constexpr unsigned kGraceS = 10;                // how long siw's program may outlive ours
 
 // RFC 5044 §7.1 (the C bit): CRC is used in both directions when either side asks.
-inline constexpr const char* kCrcRule = "RFC 5044 §7.1: CRC is used in both directions when either side asks for it";
+inline constexpr const char* kCrcRule = "RFC 5044 §7.1.1: CRC is used in both directions when either side asks for it";
 
 }  // namespace rdmaconf::interop::lab
