@@ -416,25 +416,29 @@ std::vector<Scenario> scenarios() {
           set_ddp(t.init[5], iwarp::DdpUntagged::opcode, iwarp::kOpSendSe);
         }),
         {{"iwarp.ddp.rsvdulp", F}});
+  // The two-segment Send (initiator messages 4 and 5) cut again: its segments
+  // as (MO, octets) in the order they are sent; the one ending the message has L.
+  auto resegment_send = [](std::vector<std::pair<std::uint32_t, std::size_t>> cuts) {
+    return [cuts](Traffic& t) {
+      const auto msn = static_cast<std::uint32_t>(Header::decode(iwarp::kDdpUntagged, B(t.init[4]))->get(iwarp::DdpUntagged::msn));
+      std::size_t total = 0;
+      for (const auto& [mo, n] : cuts) total = std::max<std::size_t>(total, mo + n);
+      std::vector<Buf> segs;
+      for (const auto& [mo, n] : cuts)
+        segs.push_back(ddp_untagged(iwarp::kOpSend, 0, msn, mo, mo + n == total, B(pattern(n, static_cast<unsigned>(14 + segs.size())))));
+      t.init.erase(t.init.begin() + 4, t.init.begin() + 6);
+      t.init.insert(t.init.begin() + 4, segs.begin(), segs.end());
+    };
+  };
   iwarp("iwarp-fault-ddp-segment-order", "as iwarp-rev2-crc",
         edit("the two-segment Send becomes three segments of 300 octets sent as MO 300, MO 0, MO 600 (the last, with L): "
              "their offsets still cover the message",
-             [](Traffic& t) {
-               const auto msn = static_cast<std::uint32_t>(Header::decode(iwarp::kDdpUntagged, B(t.init[4]))->get(iwarp::DdpUntagged::msn));
-               t.init[4] = ddp_untagged(iwarp::kOpSend, 0, msn, 300, false, B(pattern(300, 14)));
-               t.init[5] = ddp_untagged(iwarp::kOpSend, 0, msn, 600, true, B(pattern(300, 15)));
-               t.init.insert(t.init.begin() + 5, ddp_untagged(iwarp::kOpSend, 0, msn, 0, false, B(pattern(300, 16))));
-             }),
+             resegment_send({{300, 300}, {0, 300}, {600, 300}})),
         {{"iwarp.ddp.segment_order", F}});
   iwarp("iwarp-fault-ddp-segment-size", "as iwarp-rev2-crc",
         edit("the two-segment Send becomes three segments, the middle one carrying 50 octets (MO 0: 300, MO 300: 50, MO 350: "
              "250 with L)",
-             [](Traffic& t) {
-               const auto msn = static_cast<std::uint32_t>(Header::decode(iwarp::kDdpUntagged, B(t.init[4]))->get(iwarp::DdpUntagged::msn));
-               t.init[4] = ddp_untagged(iwarp::kOpSend, 0, msn, 0, false, B(pattern(300, 14)));
-               t.init[5] = ddp_untagged(iwarp::kOpSend, 0, msn, 350, true, B(pattern(250, 15)));
-               t.init.insert(t.init.begin() + 5, ddp_untagged(iwarp::kOpSend, 0, msn, 300, false, B(pattern(50, 16))));
-             }),
+             resegment_send({{0, 300}, {300, 50}, {350, 250}})),
         {{"iwarp.ddp.segment_size", F}});
   {
     IwarpConfig c = faulty("a 64751-octet Send (a ULPDU of 64769 octets, one more than any MULPDU may be), in one segment; "
