@@ -492,7 +492,8 @@ std::vector<Scenario> scenarios() {
           t.init.push_back(read_request(4, 0));  // queue 1's MSNs 2 and 3 are the Atomic Requests
         }),
         {{"iwarp.rdmap.ird_ord", F}});
-  iwarp("iwarp-fault-inv-stag", "as iwarp-rev2-crc", edit("the Send with Invalidate names STag 0", [](Traffic& t) { set_ddp(t.init[1], iwarp::DdpUntagged::rsvd_ulp, 0); }),
+  iwarp("iwarp-fault-inv-stag", "as iwarp-rev2-crc", edit("the first Send (no Invalidate) carries 0x1234 in the Invalidate STag field",
+                                                          [](Traffic& t) { set_ddp(t.init[0], iwarp::DdpUntagged::rsvd_ulp, 0x1234); }),
         {{"iwarp.rdmap.inv_stag", F}});
   iwarp("iwarp-fault-terminate-code", "as iwarp-rev2-crc", edit("the Terminate names DDP tagged-buffer error code 0x07, which is not defined", [](Traffic& t) {
           t.resp[RespAt::terminate] = terminate(1, 1, 7, true);

@@ -38,7 +38,7 @@ void add_iwarp_mpa_setup_cases(IwarpCases& k) {
         if (e.from_initiator) check_key(ctx, e, MpaFrameKind::request);
       });
 
-  add(k, {"iwarp.mpa.rep.key", "RFC 5044", "§7.1, §7.1.1, §7.1.2", Level::must,
+  add(k, {"iwarp.mpa.rep.key", "RFC 5044", "§7.1, §7.1.1", Level::must,
           "The responder answers an MPA Request with an MPA Reply frame, which starts with the 16-octet key "
           "\"MPA ID Rep Frame\"."})
       .rr([](CaseCtx& ctx, const IwarpConn&, const iwarp::RrEvent& e) {
