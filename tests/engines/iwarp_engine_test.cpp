@@ -10,6 +10,7 @@
 
 #include "captures/io/pcap_writer.hpp"
 #include "conformance/checker.hpp"
+#include "captures/gen/iwarp.hpp"
 #include "engines/iwarp/device.hpp"
 #include "engines/iwarp/qp.hpp"
 
@@ -193,6 +194,26 @@ void exercise(Side& a, Side& b, std::size_t cut, Recording* rec) {
   BOOST_TEST(std::equal(b.src.begin(), b.src.begin() + 3000, a.recv.begin()));
 }
 
+// Big-endian octets, and a direction's untagged ULPDUs read with the RFCs'
+// offsets: the MPA frame (20 octets and its private data), then FPDUs of
+// ULPDU length, ULPDU, pad to 4 and the CRC field (present with or without CRCs).
+std::uint64_t be(const std::byte* p, int n) {
+  std::uint64_t x = 0;
+  for (int i = 0; i < n; ++i) x = x << 8 | static_cast<std::uint8_t>(p[i]);
+  return x;
+}
+std::vector<std::vector<std::byte>> untagged(const std::vector<std::byte>& w) {
+  std::vector<std::vector<std::byte>> out;
+  std::size_t at = 20 + be(w.data() + 18, 2);
+  while (at + 2 <= w.size()) {
+    const std::size_t len = be(w.data() + at, 2);
+    const std::byte* u = w.data() + at + 2;
+    if ((static_cast<std::uint8_t>(u[0]) & 0x80) == 0) out.emplace_back(u, u + len);  // T = 0
+    at += (2 + len + 3) / 4 * 4 + 4;
+  }
+  return out;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(iwarp_engine)
@@ -220,6 +241,102 @@ BOOST_AUTO_TEST_CASE(every_configuration_end_to_end_and_checked) {
           }
         }
   BOOST_TEST(runs == 2 * 4 + 2 * 4 * 4);
+}
+
+// Our engine against atomics built by the golden-capture generator, which
+// spells RFC 7306's queues and codes itself (captures/gen/iwarp.hpp): as
+// responder it applies a FetchAdd and a masked CmpSwap and answers on queue
+// 3 in order; as requester it completes from Atomic Responses built there.
+BOOST_AUTO_TEST_CASE(atomics_interoperate_with_independently_built_messages) {
+  namespace gen = rdmaconf::captures::gen;
+  namespace pi = rdmaconf::protocols::iwarp;
+  auto frame = [](const std::vector<gen::Buf>& ulpdus) {
+    std::vector<std::byte> out;
+    for (const auto& u : ulpdus) pi::encode_fpdu(out, gen::B(u), false);
+    return out;
+  };
+  auto frames = [](const QueuePair& q) {
+    const std::vector<std::byte> w = q.output().copy_out(SIZE_MAX);
+    return w;
+  };
+  pi::MpaRrParams mpa;
+  mpa.revision = 2;
+  mpa.enhanced = true;
+  mpa.ird = mpa.ord = 4;
+  {
+    Side b(config(false, 2, false, false, Rtr::none));
+    b.qp.connect();
+    std::vector<std::byte> in;
+    pi::encode_mpa_rr(in, mpa);
+    const std::uint64_t first = 41, second = 0x1229;
+    std::memcpy(b.atom.data(), &first, 8);
+    std::memcpy(b.atom.data() + 8, &second, 8);
+    // FetchAdd of 5 (Add Mask 0: one 64-bit addition); CmpSwap of the low octet against 0x29, swapping the second octet to 0x77.
+    std::vector<gen::Buf> reqs = {gen::atomic_request(1, 0x0, 7, 0, 5, 0, 0, ~0ull),
+                                  gen::atomic_request(2, 0x2, 8, 8, 0x7700, 0xff00, 0x29, 0xff)};
+    for (auto& r : reqs) gen::set_body(r, pi::kAtomicRequest, pi::AtomicRequest::stag, b.atom_stag);
+    b.qp.receive(Bytes(in));  // the Request; the FPDUs once the Reply is out
+    const std::vector<std::byte> reply = frames(b.qp);
+    b.qp.consume(reply.size());
+    b.qp.receive(Bytes(frame(reqs)));
+    BOOST_REQUIRE_MESSAGE(b.qp.state() == QpState::connected, b.qp.error());
+    std::uint64_t v1, v2;
+    std::memcpy(&v1, b.atom.data(), 8);
+    std::memcpy(&v2, b.atom.data() + 8, 8);
+    BOOST_TEST(v1 == 46u);
+    BOOST_TEST(v2 == 0x7729u);
+    std::vector<std::tuple<unsigned, unsigned, unsigned, std::uint64_t>> got;  // queue, MSN, id, original
+    std::vector<std::byte> w = reply;
+    const auto answers = frames(b.qp);
+    w.insert(w.end(), answers.begin(), answers.end());
+    for (const auto& u : untagged(w))
+      if ((static_cast<std::uint8_t>(u[1]) & 0xF) == 0xB)
+        got.emplace_back(be(u.data() + 6, 4), be(u.data() + 10, 4), be(u.data() + 18, 4), be(u.data() + 22, 8));
+    const std::vector<std::tuple<unsigned, unsigned, unsigned, std::uint64_t>> want = {{3, 1, 7, 41}, {3, 2, 8, 0x1229}};
+    BOOST_TEST((got == want));
+  }
+  {
+    Side a(config(true, 2, false, false, Rtr::none));
+    a.qp.connect();
+    a.qp.consume(a.qp.output().size());  // the Request
+    pi::MpaRrParams rep = mpa;
+    rep.kind = pi::MpaFrameKind::reply;
+    std::vector<std::byte> in;
+    pi::encode_mpa_rr(in, rep);
+    a.qp.receive(Bytes(in));
+    BOOST_REQUIRE_MESSAGE(a.qp.state() == QpState::connected, a.qp.error());
+    SendWr fa{1, WrOpcode::atomic_fetch_add, {a.atom_stag, 0, 8}};
+    fa.remote_stag = 0x77;
+    fa.add_swap = 2;
+    a.qp.post_send(fa);
+    SendWr cs{2, WrOpcode::atomic_compare_swap, {a.atom_stag, 8, 8}};
+    cs.remote_stag = 0x77;
+    cs.compare = 42;
+    cs.add_swap = 7;
+    a.qp.post_send(cs);
+    // The requests' identifiers, read from the wire (the MPA frame is gone: prefix a frame with no private data).
+    std::vector<std::byte> w(20, std::byte{0});
+    const auto out = a.qp.output().copy_out(SIZE_MAX);
+    w.insert(w.end(), out.begin(), out.end());
+    std::vector<std::uint32_t> ids;
+    for (const auto& u : untagged(w))
+      if ((static_cast<std::uint8_t>(u[1]) & 0xF) == 0xA) ids.push_back(static_cast<std::uint32_t>(be(u.data() + 22, 4)));
+    BOOST_REQUIRE_EQUAL(ids.size(), 2u);
+    a.qp.consume(out.size());
+    const auto f = frame({gen::atomic_response(1, ids[0], 40), gen::atomic_response(2, ids[1], 42)});
+    a.qp.receive(Bytes(f));
+    BOOST_REQUIRE_MESSAGE(a.qp.state() == QpState::connected, a.qp.error());
+    const auto done = a.drain(a.scq);
+    BOOST_REQUIRE_EQUAL(done.size(), 2u);
+    for (const auto& c : done) BOOST_TEST((c.status == WcStatus::success), c.wr_id);
+    BOOST_TEST(done[0].atomic_original.value_or(0) == 40u);
+    BOOST_TEST(done[1].atomic_original.value_or(0) == 42u);
+    std::uint64_t o1, o2;
+    std::memcpy(&o1, a.atom.data(), 8);
+    std::memcpy(&o2, a.atom.data() + 8, 8);
+    BOOST_TEST(o1 == 40u);
+    BOOST_TEST(o2 == 42u);
+  }
 }
 
 // The atomics on the wire, read octet by octet with the RFCs' offsets rather
@@ -255,24 +372,6 @@ BOOST_AUTO_TEST_CASE(atomics_travel_as_rfc_7306_lays_them_out) {
   std::memcpy(&v, b.atom.data(), 8);
   BOOST_TEST(v == 5u);  // FetchAdd made 0x200000000, CmpSwap matched it and wrote 5
 
-  auto be = [](const std::byte* p, int n) {
-    std::uint64_t x = 0;
-    for (int i = 0; i < n; ++i) x = x << 8 | static_cast<std::uint8_t>(p[i]);
-    return x;
-  };
-  // Each direction: the MPA frame (20 octets and its private data), then
-  // FPDUs of ULPDU length, ULPDU, pad to 4 and the CRC (on in both directions).
-  auto untagged = [&](const std::vector<std::byte>& w) {
-    std::vector<std::vector<std::byte>> out;
-    std::size_t at = 20 + be(w.data() + 18, 2);
-    while (at + 2 <= w.size()) {
-      const std::size_t len = be(w.data() + at, 2);
-      const std::byte* u = w.data() + at + 2;
-      if ((static_cast<std::uint8_t>(u[0]) & 0x80) == 0) out.emplace_back(u, u + len);  // T = 0
-      at += (2 + len + 3) / 4 * 4 + 4;
-    }
-    return out;
-  };
   std::vector<std::pair<unsigned, unsigned>> requests, responses;  // (queue, MSN)
   std::vector<unsigned> codes;
   for (const auto& u : untagged(wire[0])) {
