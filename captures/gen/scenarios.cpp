@@ -362,14 +362,28 @@ std::vector<Scenario> scenarios() {
     Expect wrong_code = quiet;
     wrong_code["iwarp.mpa.v2.rtr_first"] = F;
     iwarp("iwarp-fault-v2-rtr-terminate-code", "as iwarp-p2p-unoffered-rtr-terminate", c, wrong_code);
-    c.fault = "the peer-to-peer Reply names no RTR type at all (the initiator Terminates with LLP/0/0x07)";
+    // A Reply naming no RTR type proves a broken MUST only where the Request offered none (§9.2).
+    c.fault = "the Request offers no RTR type and the peer-to-peer Reply names none either (the initiator Terminates with "
+              "LLP/0/0x07)";
     c.edit = [only_terminate](Traffic& t) {
-      t.rep.send_rtr = false;
+      t.req.send_rtr = t.req.write_rtr = false;
+      t.rep.send_rtr = t.rep.write_rtr = false;
       only_terminate(0x07)(t);
     };
     Expect none = quiet;
     none["iwarp.mpa.v2.rtr_type"] = F;
-    iwarp("iwarp-fault-v2-rtr-type", "as iwarp-p2p-unoffered-rtr-terminate, with both RTR types offered", c, none);
+    iwarp("iwarp-fault-v2-rtr-type", "as iwarp-p2p-unoffered-rtr-terminate", c, none);
+    IwarpConfig named_none = only_send;
+    named_none.edit = [only_terminate](Traffic& t) {
+      t.rep.send_rtr = t.rep.write_rtr = false;
+      only_terminate(0x07)(t);
+    };
+    Expect unproven = quiet;
+    unproven["iwarp.mpa.v2.rtr_type"] = INC;
+    iwarp("iwarp-v2-rtr-type-none-named", "peer-to-peer: the initiator offers Send and Write, the Reply names no RTR type and the "
+          "initiator Terminates with LLP/0/0x07; unless the responder supports exactly one of the offered types the Reply "
+          "breaks a MUST, and the capture cannot tell",
+          named_none, unproven);
   }
   iwarp("iwarp-fault-v2-rtr-flags", "as iwarp-rev2-crc",
         edit("the client-server Request (A = 0) sets B, the Send RTR flag", [](Traffic& t) { t.req.send_rtr = true; }),

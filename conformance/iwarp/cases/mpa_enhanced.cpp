@@ -144,12 +144,17 @@ void add_iwarp_mpa_enhanced_cases(IwarpCases& k) {
         if (!f || !o.p2p || !f->v2->get(MpaV2::p2p)) return;
         const unsigned sel = rtr_types(*f);
         // The MUSTs of §9.2 leave one responder free to name nothing: one that
-        // supports exactly one offered type, which the SHOULD still asks it to
-        // name. Every other responder must name a type, so an empty Reply FAILs
-        // with that exception in its evidence.
+        // supports exactly one offered type (the SHOULD still asks it to name
+        // it). A Reply naming none is proof only where nothing was offered: a
+        // responder then supports none of the offered types and must name one.
         if (sel != 0) return ctx.tally.pass();
-        fail_at(ctx, e, fmt::format("at least one RTR type (offered: {})", rtr_names(o.types)), "none",
-                "only a responder supporting exactly one offered type escapes the MUST, and the SHOULD asks it to name that type");
+        Evidence ev = evidence_at(e, ctx.side(e.dir));
+        ev.expected = fmt::format("at least one RTR type (offered: {})", rtr_names(o.types));
+        ev.actual = "none";
+        if (o.types == 0) return ctx.tally.fail(std::move(ev));
+        ev.detail = "a MUST of RFC 6581 §9.2 is broken unless the responder supports exactly one offered type, whose flag §9.2 "
+                    "then asks it (SHOULD) to set";
+        ctx.tally.inconclusive(std::move(ev));
       });
 
   add(k, {"iwarp.mpa.v2.rtr_first", "RFC 6581", "§5, §9.2", Level::must,
