@@ -151,8 +151,8 @@ inline Buf terminate(unsigned layer, unsigned etype, unsigned code, bool copy, b
 // Read Request, a FetchAdd and a CmpSwap; the responder answers with a
 // three-segment Read Response, two Atomic Responses and a Send, and ends with
 // a Terminate. The positions of the messages faults edit:
-struct InitAt { enum : std::size_t { read_request = 11, fetch_add = 12, cmp_swap = 13 }; };
-struct RespAt { enum : std::size_t { read_response = 0, fetch_add = 3, cmp_swap = 4, send = 5, terminate = 6 }; };
+struct InitAt { enum : std::size_t { read_req = 11, fetch_add = 12, cmp_swap = 13 }; };
+struct RespAt { enum : std::size_t { read_resp = 0, fetch_add = 3, cmp_swap = 4, send = 5, term = 6 }; };
 inline Traffic iwarp_traffic(const IwarpConfig& c) {
   Traffic t;
   t.req.kind = MpaFrameKind::request;

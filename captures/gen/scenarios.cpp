@@ -491,7 +491,7 @@ std::vector<Scenario> scenarios() {
         edit("the Send with SE and Invalidate goes to queue 3 (RFC 7306's Atomic Response queue)",
              [](Traffic& t) { set_ddp(t.init[3], iwarp::DdpUntagged::qn, 3); }),
         {{"iwarp.rdmap.queue", F}, {"iwarp.ddp.msn", F}});
-  iwarp("iwarp-fault-rdmap-queue", "as iwarp-rev2-crc", edit("the responder's Terminate goes to queue 1 (Read Request) instead of 2", [](Traffic& t) { set_ddp(t.resp[RespAt::terminate], iwarp::DdpUntagged::qn, 1); }),
+  iwarp("iwarp-fault-rdmap-queue", "as iwarp-rev2-crc", edit("the responder's Terminate goes to queue 1 (Read Request) instead of 2", [](Traffic& t) { set_ddp(t.resp[RespAt::term], iwarp::DdpUntagged::qn, 1); }),
         {{"iwarp.rdmap.queue", F}});
   iwarp("iwarp-fault-read-request-format", "as iwarp-rev2-crc", edit("the Read Request carries 4 octets after its header", [](Traffic& t) {
           t.init[11].resize(t.init[11].size() + 4);
@@ -510,15 +510,15 @@ std::vector<Scenario> scenarios() {
                                                           [](Traffic& t) { set_ddp(t.init[0], iwarp::DdpUntagged::rsvd_ulp, 0x1234); }),
         {{"iwarp.rdmap.inv_stag", F}});
   iwarp("iwarp-fault-terminate-code", "as iwarp-rev2-crc", edit("the Terminate names DDP tagged-buffer error code 0x07, which is not defined", [](Traffic& t) {
-          t.resp[RespAt::terminate] = terminate(1, 1, 7, true);
+          t.resp[RespAt::term] = terminate(1, 1, 7, true);
         }),
         {{"iwarp.rdmap.terminate.code", F}});
   iwarp("iwarp-fault-terminate-headers", "as iwarp-rev2-crc", edit("the Terminate sets M and D but carries no copied header", [](Traffic& t) {
-          t.resp[RespAt::terminate] = terminate(1, 1, 0, false, true);
+          t.resp[RespAt::term] = terminate(1, 1, 0, false, true);
         }),
         {{"iwarp.rdmap.terminate.headers", F}});
   iwarp("iwarp-fault-terminate-flags", "as iwarp-rev2-crc", edit("the DDP-layer Terminate sets neither M nor D and copies nothing", [](Traffic& t) {
-          t.resp[RespAt::terminate] = terminate(1, 1, 0, false, false);
+          t.resp[RespAt::term] = terminate(1, 1, 0, false, false);
         }),
         {{"iwarp.rdmap.terminate.flags", F}});
   iwarp("iwarp-fault-terminate-reset", "as iwarp-rev2-crc", faulty("the responder resets the connection right after its Terminate",
@@ -531,7 +531,7 @@ std::vector<Scenario> scenarios() {
                            "iwarp.rdmap.terminate.last", "iwarp.rdmap.terminate.flags", "iwarp.rdmap.terminate.graceful"})
       e[id] = NA;
     iwarp("iwarp-fault-read-unanswered", "as iwarp-rev2-crc", edit("the responder sends no Read Response and no Terminate, and closes", [](Traffic& t) {
-            t.resp.erase(t.resp.begin() + RespAt::terminate);
+            t.resp.erase(t.resp.begin() + RespAt::term);
             t.resp.erase(t.resp.begin(), t.resp.begin() + 3);
           }),
           e);
