@@ -120,14 +120,14 @@ void QueuePair::on_rr(Bytes frame) {
         // names (we send only the configured one) Terminates with LLP/0/7.
         if (!v.get(pi::MpaV2::p2p) || !match) {
           established();
-          return terminate(kTermLayerLlp, 0, 0x07, "the Reply names no RTR type we send (RFC 6581 §9.2: LLP/0/7)");
+          return terminate(kTermLayerLlp, 0, pi::kTermLlpNoMatchingRtr, "the Reply names no RTR type we send (RFC 6581 §9.2: LLP/0/7)");
         }
         p2p_ = true;
         rtr_ = cfg_.rtr;
       }
       if (v.get(pi::MpaV2::ord) > cfg_.ird) {
         established();
-        return terminate(kTermLayerLlp, 0, 0x06,
+        return terminate(kTermLayerLlp, 0, pi::kTermLlpInsufficientIrd,
                          fmt::format("the responder's ORD {} exceeds our IRD {}", v.get(pi::MpaV2::ord), cfg_.ird));
       }
     }
@@ -523,7 +523,7 @@ void QueuePair::on_fpdu(Bytes f, std::uint32_t crc) {
   // In place of the RTR an initiator that can send none of the types we
   // named sends a Terminate (RFC 6581 §9.2): that is handled as any Terminate.
   if (awaiting_rtr_ && !is_rtr(f.subspan(2, len)) && !is_terminate(f.subspan(2, len)))
-    return terminate(kTermLayerLlp, 0, 0x07, "the first FPDU is not the negotiated peer-to-peer RTR", f.subspan(2, len));
+    return terminate(kTermLayerLlp, 0, pi::kTermLlpNoMatchingRtr, "the first FPDU is not the negotiated peer-to-peer RTR", f.subspan(2, len));
   if (!may_send_ && !cfg_.initiator && !awaiting_rtr_) may_send_ = true;
   on_ulpdu(f.subspan(2, len));
   if (state_ == QpState::connected && !awaiting_rtr_) may_send_ = true;

@@ -134,6 +134,8 @@ inline constexpr HeaderDef kTerminate{"rdmap.term", "RDMAP Terminate control", "
 inline constexpr unsigned kTermLayerRdma = 0, kTermLayerDdp = 1, kTermLayerLlp = 2;
 inline constexpr unsigned kTermRdmaProtection = 1, kTermRdmaOperation = 2;
 inline constexpr unsigned kTermDdpTagged = 1, kTermDdpUntagged = 2;
+// RFC 6581 §8: the LLP (MPA) error codes of enhanced connection setup.
+inline constexpr unsigned kTermLlpInsufficientIrd = 0x06, kTermLlpNoMatchingRtr = 0x07;
 
 // Layer / error type / error code combinations a Terminate may carry
 // (RFC 5040 §4.8 Figure 9 for the RDMA layer, RFC 5041 §7.2 for DDP,

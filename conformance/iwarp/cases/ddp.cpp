@@ -105,6 +105,19 @@ std::optional<std::vector<std::pair<std::uint64_t, std::uint64_t>>> add_tile(Til
   return out;
 }
 
+// Adds a segment to its queue's open message; once its last one has come,
+// the whole message's segments and how they cover it, or nothing.
+struct Message {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> segments;
+  Coverage coverage;
+};
+std::optional<Message> complete_message(Tiles& st, const iwarp::FpduEvent& e, const Seg& g, const Queues::Q& q) {
+  auto v = add_tile(st, e, g, q);
+  if (!v) return std::nullopt;
+  Coverage c = cover(*v);
+  return Message{std::move(*v), std::move(c)};
+}
+
 // Runs `f(queue state, segment)` for each untagged segment, then updates the queue.
 template <class State = Queues, class F>
 void each_untagged(BuiltIwarpCase& c, F f) {
@@ -198,24 +211,21 @@ void add_iwarp_ddp_cases(IwarpCases& k) {
                                "message: together they cover it from 0 with no gap or overlap, the last segment (L) "
                                "holding the highest."}),
                        [](CaseCtx& ctx, const iwarp::FpduEvent& e, const Seg& g, const Queues::Q& q, Tiles& st) {
-                         const auto v = add_tile(st, e, g, q);
-                         if (!v) return;
-                         const auto c = cover(*v);
-                         RDMACONF_JUDGE(ctx, e, c.problem.empty(), "segments covering the message from MO 0, the last one highest",
-                                        c.problem, fmt::format("queue {}, MSN {}, {} segments", g.qn(), g.msn(), v->size()));
+                         const auto m = complete_message(st, e, g, q);
+                         if (!m) return;
+                         RDMACONF_JUDGE(ctx, e, m->coverage.problem.empty(), "segments covering the message from MO 0, the last one highest",
+                                        m->coverage.problem, fmt::format("queue {}, MSN {}, {} segments", g.qn(), g.msn(), m->segments.size()));
                        });
 
   each_untagged<Tiles>(add(k, {"iwarp.ddp.segment_order", "RFC 5041", "§5.3", Level::should,
                                "A message's segments go out in increasing message offset: the first with MO 0, each next "
                                "one where the previous one's payload ended (judged where they cover the message)."}),
                        [](CaseCtx& ctx, const iwarp::FpduEvent& e, const Seg& g, const Queues::Q& q, Tiles& st) {
-                         const auto v = add_tile(st, e, g, q);
-                         if (!v) return;
-                         const auto c = cover(*v);
-                         if (!c.problem.empty()) return;  // iwarp.ddp.mo's finding
+                         const auto m = complete_message(st, e, g, q);
+                         if (!m || !m->coverage.problem.empty()) return;  // (a message that does not tile: iwarp.ddp.mo's finding)
                          std::string order;
-                         for (const auto& [from, to] : *v) order += fmt::format("{}{}", order.empty() ? "MO " : ", ", from);
-                         RDMACONF_JUDGE(ctx, e, c.in_order, "segments sent in increasing MO", order,
+                         for (const auto& [from, to] : m->segments) order += fmt::format("{}{}", order.empty() ? "MO " : ", ", from);
+                         RDMACONF_JUDGE(ctx, e, m->coverage.in_order, "segments sent in increasing MO", order,
                                         fmt::format("queue {}, MSN {}", g.qn(), g.msn()));
                        });
 

@@ -38,8 +38,6 @@ struct Offer : CaseState {
 
 // RFC 6581 §9.1: an IRD or ORD of all ones asks for no automatic negotiation.
 constexpr std::uint64_t kNoAutoNegotiation = 0x3FFF;
-// RFC 6581 §8: the LLP error code "No matching RTR option".
-constexpr unsigned kTermNoMatchingRtr = 0x07;
 
 void remember_request(CaseCtx& ctx, const iwarp::RrEvent& e) {
   if (!e.frame || !e.from_initiator) return;
@@ -194,7 +192,7 @@ void add_iwarp_mpa_enhanced_cases(IwarpCases& k) {
             const unsigned l = static_cast<unsigned>(t.get(Terminate::layer)), et = static_cast<unsigned>(t.get(Terminate::etype)),
                            ec = static_cast<unsigned>(t.get(Terminate::ecode));
             actual = fmt::format("a Terminate, layer {}, type {}, code 0x{:02x}", l, et, ec);
-            ok = l == kTermLayerLlp && et == 0 && ec == kTermNoMatchingRtr;
+            ok = l == kTermLayerLlp && et == 0 && ec == kTermLlpNoMatchingRtr;
           }
         }
         RDMACONF_JUDGE(ctx, e, ok, fmt::format("a zero-length {} RTR, or a Terminate LLP/0/0x07", rtr_names(o.selected)), actual);
