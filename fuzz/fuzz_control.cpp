@@ -1,6 +1,8 @@
 // The RoCE interop control messages: any line a hostile client or peer sends
-// goes through the schemas (hello, ready, done, result) without throwing, and
-// a message a schema accepts holds values in its ranges.
+// (octets that are not UTF-8, deep nesting, wrong types) is read or refused
+// with a reason and an error reply that can be sent, then goes through the
+// schemas (hello, ready, done, result) without throwing, and a message a
+// schema accepts holds values in its ranges.
 #include <cstdlib>
 #include <string_view>
 
@@ -14,12 +16,19 @@ namespace ib = rdmaconf::interop::ib;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view line(reinterpret_cast<const char*>(data), size);
-  const json m = json::parse(line, nullptr, false);
-  if (m.is_discarded()) {
+  std::string err;
+  const auto parsed = rdmaconf::interop::parse_control_line(line, err);
+  // Whatever was refused, the error reply the peer sends about it is one
+  // line of valid UTF-8 that reads back as {"error": ...}.
+  const std::string reply = rdmaconf::interop::safe_dump(json{{"error", err}});
+  if (rdmaconf::interop::first_invalid_utf8(reply) || reply.find('\n') != std::string::npos) std::abort();
+  if (!parsed) {
+    if (err.empty()) std::abort();  // refused without a reason
     (void)rdmaconf::interop::check_unicast_endpoint(line, "127.0.0.1:1");
     return 0;
   }
-  std::string err;
+  const json& m = *parsed;
+  err.clear();
   if (const auto h = ib::read_hello(m, 64u << 20, "127.0.0.1:1", err)) {
     if (h->qpn == 0 || h->qpn > ib::kMaxQpn || h->psn > ib::kMaxPsn || h->size > (64u << 20) || h->recvs * h->size > (64u << 20))
       std::abort();

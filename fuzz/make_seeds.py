@@ -121,6 +121,12 @@ for name, line in {
     "result": b'{"recv_count":1,"recv_digest":5,"counters":{"naks_sent":0},"refusals":[{"what":"x","why":"y","psn":3}],'
               b'"recv_statuses":{"success":1},"immediates":[1],"state":"rts"}',
     "error": b'{"error":"busy"}',
+    # what a hostile client sent: octets that are not UTF-8, deep nesting, a done off its schema
+    "not-utf8": b'{"hello":{"scenario":"w\xe0\x80\x80","type":"rc"}}',
+    "lone-ff": b'\xff',
+    "overlong": b'{"h\xc0\x80":1}',
+    "deep": b'{"hello":' + b'[' * 2000 + b']' * 2000 + b'}',
+    "done-bad": b'{"done":[true],"packets_sent":1e400}',
 }.items():
     put("fuzz_control", name, line)
 

@@ -18,12 +18,110 @@ using nlohmann::json;
 namespace {
 
 std::string shown(const json& v) {
-  std::string s = v.dump();
+  std::string s = safe_dump(v);
   if (s.size() > 40) s = s.substr(0, 37) + "...";
   return s;
 }
 
+// The deepest nesting of `line`'s arrays and objects, brackets inside
+// strings not counted; stops counting past `limit`, at the octet offset
+// where the limit was passed.
+struct Depth {
+  unsigned max = 0;
+  std::size_t where = 0;
+};
+Depth nesting(std::string_view line, unsigned limit) {
+  Depth d;
+  unsigned depth = 0;
+  bool in_string = false, escaped = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      d.max = std::max(d.max, ++depth);
+      if (depth > limit) {
+        d.where = i;
+        return d;
+      }
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return d;
+}
+
 }  // namespace
+
+std::optional<std::size_t> first_invalid_utf8(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const std::size_t n = s.size();
+  for (std::size_t i = 0; i < n;) {
+    const unsigned c = p[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    // The length of the sequence and the range of its second octet (RFC 3629 §4).
+    std::size_t len = 0;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c == 0xE0) len = 3, lo = 0xA0;
+    else if (c == 0xED) len = 3, hi = 0x9F;  // no surrogates
+    else if (c >= 0xE1 && c <= 0xEF) len = 3;
+    else if (c == 0xF0) len = 4, lo = 0x90;
+    else if (c == 0xF4) len = 4, hi = 0x8F;  // nothing beyond U+10FFFF
+    else if (c >= 0xF1 && c <= 0xF3) len = 4;
+    else return i;  // 0x80..0xC1 (a continuation or an overlong lead), 0xF5..0xFF
+    if (i + len > n) return i;
+    if (p[i + 1] < lo || p[i + 1] > hi) return i;
+    for (std::size_t k = 2; k < len; ++k)
+      if (p[i + k] < 0x80 || p[i + k] > 0xBF) return i;
+    i += len;
+  }
+  return std::nullopt;
+}
+
+std::string printable(std::string_view s, std::size_t max) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size() && i < max; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7F && c != '\\')
+      out += static_cast<char>(c);
+    else
+      out += fmt::format("\\x{:02x}", c);
+  }
+  if (s.size() > max) out += "...";
+  return out;
+}
+
+std::string safe_dump(const json& j, int indent) { return j.dump(indent, ' ', false, json::error_handler_t::replace); }
+
+std::optional<json> parse_control_line(std::string_view line, std::string& err) {
+  if (const auto bad = first_invalid_utf8(line)) {
+    err = fmt::format("control line: octet {} (0x{:02x}) is not valid UTF-8", *bad, static_cast<unsigned char>(line[*bad]));
+    return std::nullopt;
+  }
+  if (const Depth d = nesting(line, kMaxControlDepth); d.max > kMaxControlDepth) {
+    err = fmt::format("control line: arrays and objects nested deeper than {} (at octet {})", kMaxControlDepth, d.where);
+    return std::nullopt;
+  }
+  json j = json::parse(line, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    err = fmt::format("control line: not a JSON object: {}", printable(line, 80));
+    return std::nullopt;
+  }
+  return j;
+}
 
 ControlFields::ControlFields(const json& message, std::string_view what) : m_(message), what_(what) {
   if (!m_.is_object()) error_ = fmt::format("{}: expected a JSON object, got {}", what_, shown(m_));

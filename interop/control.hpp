@@ -50,6 +50,30 @@ class ControlFields {
   std::string what_, error_;
 };
 
+// The deepest nesting of arrays and objects a control line may hold (the
+// messages of docs/interop.md need three).
+inline constexpr unsigned kMaxControlDepth = 16;
+
+// One control line as a client or peer sent it, read as a JSON object; else
+// nullopt and why, naming the octet offset where it matters: octets that are
+// not UTF-8 (RFC 3629), nesting deeper than kMaxControlDepth (checked before
+// parsing, so no depth reaches the parser or a printer), not JSON, or JSON
+// that is not an object.
+std::optional<nlohmann::json> parse_control_line(std::string_view line, std::string& err);
+
+// The offset of the first octet of `s` that is not part of a well-formed
+// UTF-8 sequence (RFC 3629: no overlong forms, surrogates or values beyond
+// U+10FFFF), or nullopt when all of it is.
+std::optional<std::size_t> first_invalid_utf8(std::string_view s);
+
+// Text from outside quoted in a message: its first `max` octets, with
+// octets that are not printable ASCII written as \xNN, "..." when cut.
+std::string printable(std::string_view s, std::size_t max);
+
+// A JSON value as one line of text, for sending or printing: never throws
+// (a string that is not UTF-8 has its bad octets replaced by U+FFFD).
+std::string safe_dump(const nlohmann::json& j, int indent = -1);
+
 // A UDP or TCP endpoint a control message names, as "ADDR:PORT" or
 // "[V6ADDR]:PORT": numeric, a port other than 0, and a unicast address (not
 // unspecified, broadcast or multicast). With `same_host` (the control

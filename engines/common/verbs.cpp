@@ -7,10 +7,18 @@
 namespace rdmaconf::engine {
 
 std::uint32_t ProtectionDomain::register_mr(std::span<std::byte> buf, unsigned access, std::uint64_t base_to) {
-  // The index counts up; the key is drawn afresh for every registration, as
-  // an RNIC varies it, so that a remote peer cannot guess a valid STag.
-  const std::uint64_t key = seeded_ ? (seed_ = seed_ * 6364136223846793005ull + 1442695040888963407ull) >> 56 : random_u64();
-  const std::uint32_t stag = (next_index_++ << 8) | static_cast<std::uint8_t>(key);
+  std::uint32_t stag = 0;
+  if (seeded_) {
+    // A fixed sequence: the index counts up, the key follows the seed.
+    seed_ = seed_ * 6364136223846793005ull + 1442695040888963407ull;
+    stag = (next_index_++ << 8) | static_cast<std::uint8_t>(seed_ >> 56);
+  } else {
+    // All 32 bits from the kernel's CSPRNG, index and key alike (RFC 5040
+    // §8.1.1 asks that STags be hard to predict and spread sparsely over
+    // the range): only an STag in use, or 0, is drawn again.
+    do stag = static_cast<std::uint32_t>(random_u64());
+    while (stag == 0 || mrs_.contains(stag));
+  }
   mrs_[stag] = MemoryRegion{stag, buf, base_to, access, true};
   return stag;
 }

@@ -46,8 +46,9 @@ class ProtectionDomain {
   // Keys from a fixed sequence instead: for replaying a recorded stream
   // into a fresh domain (tests), never for a peer on a network.
   explicit ProtectionDomain(std::uint64_t key_seed) : seeded_(true), seed_(key_seed) {}
-  // Registers `buf` and returns its STag (24-bit index counting from 1, 8-bit
-  // key drawn at random for each registration).
+  // Registers `buf` and returns its STag: all 32 bits drawn from the
+  // kernel's random source (seeded: a 24-bit index counting from 1 and an
+  // 8-bit key from the seed).
   std::uint32_t register_mr(std::span<std::byte> buf, unsigned access, std::uint64_t base_to = 0);
   bool deregister(std::uint32_t stag);
   // Remote or local invalidation: the STag stops working until re-registered.

@@ -18,6 +18,7 @@
 
 #include "engines/common/socket.hpp"
 #include "engines/ib/udp_link.hpp"
+#include "interop/control.hpp"
 #include "interop/ib/control.hpp"
 #include "interop/ib/perftest.hpp"
 #include "interop/pattern.hpp"
@@ -33,7 +34,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::uint64_t kPeerVa = 0x10000000, kPeerAtomicVa = 0x20000000;
 
 const std::vector<ScenarioInfo> kScenarios = {
     {"write", "RC RDMA WRITEs of --size octets, the responder's buffer digest compared", QpType::rc, 65536, 64, {}},
@@ -59,7 +59,7 @@ const std::vector<ScenarioInfo> kScenarios = {
 
 // ---- the control connection: one JSON object per line
 bool send_json(int fd, const json& j) {
-  std::string s = j.dump() + "\n";
+  std::string s = interop::safe_dump(j) + "\n";
   std::size_t off = 0;
   while (off < s.size()) {
     const ssize_t n = ::send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
@@ -81,12 +81,7 @@ struct LineReader {
       if (const auto nl = buf.find('\n'); nl != std::string::npos) {
         const std::string line = buf.substr(0, nl);
         buf.erase(0, nl + 1);
-        auto j = json::parse(line, nullptr, false);
-        if (j.is_discarded() || !j.is_object()) {
-          err = fmt::format("control connection: not a JSON object: {:.80}", line);
-          return std::nullopt;
-        }
-        return j;
+        return interop::parse_control_line(line, err);
       }
       if (buf.size() > 1 << 20) {
         err = "control connection: line longer than 1 MiB";
@@ -223,6 +218,7 @@ RunResult run_initiator(std::string_view control_peer, const RunOptions& o) {
   cfg.dest_qpn = ready->qpn;
   cfg.rq_psn = ready->psn;
   const auto rkey = ready->rkey, akey = ready->atomic_rkey, qkey = ready->qkey;
+  const std::uint64_t peer_va = ready->va, peer_atomic_va = ready->atomic_va;
   if (!link.set_peer(ready->udp, err, true)) {
     r.message = "ready: " + err;
     return r;
@@ -276,7 +272,7 @@ RunResult run_initiator(std::string_view control_peer, const RunOptions& o) {
       w.op = WrOpcode::write;
       w.local = {src_key, k * size, size};
       w.remote_stag = rkey;
-      w.remote_to = kPeerVa + k * size;
+      w.remote_to = peer_va + k * size;
       return w;
     });
     std::memcpy(peer_view.data(), src.data(), std::min<std::size_t>(iters, slots) * size);
@@ -289,7 +285,7 @@ RunResult run_initiator(std::string_view control_peer, const RunOptions& o) {
       w.op = WrOpcode::read;
       w.local = {sink_key, k * size, size};
       w.remote_stag = rkey;
-      w.remote_to = kPeerVa + k * size;
+      w.remote_to = peer_va + k * size;
       return w;
     });
     if (const auto at = check_pattern(std::span(sink).first(std::min<std::size_t>(iters, slots) * size), seed + 1))
@@ -316,7 +312,7 @@ RunResult run_initiator(std::string_view control_peer, const RunOptions& o) {
       w.op = i < iters ? WrOpcode::atomic_fetch_add : WrOpcode::atomic_compare_swap;
       w.local = {res_key, i * 8, 8};
       w.remote_stag = akey;
-      w.remote_to = kPeerAtomicVa;
+      w.remote_to = peer_atomic_va;
       w.add_swap = i < iters ? 1 : 0xdead;
       w.compare = iters;
       return w;
@@ -333,7 +329,7 @@ RunResult run_initiator(std::string_view control_peer, const RunOptions& o) {
       w.op = WrOpcode::write;
       w.local = {src_key, 0, size};
       w.remote_stag = name == "fault-bad-rkey" ? rkey ^ 0x100 : rkey;
-      w.remote_to = kPeerVa;
+      w.remote_to = peer_va;
       return w;
     });
   }
@@ -517,8 +513,11 @@ json serve_one(int cfd, const PeerOptions& o, std::uint64_t index, std::stop_tok
   CompletionQueue scq, rcq;
   std::vector<std::byte> data(h->buffer), recv(recvs * size), atom(8);
   fill_pattern(data, h->seed + 1);
-  const auto dkey = pd.register_mr(data, kRemoteRead | kRemoteWrite | kLocalWrite, kPeerVa);
-  const auto akey = pd.register_mr(atom, kRemoteAtomic | kLocalWrite, kPeerAtomicVa);
+  // Virtual addresses as unguessable as the keys: page-aligned, anywhere
+  // below 2^47 (the region never wraps), the atomic one 8-aligned.
+  const std::uint64_t va = random_u64() & 0x00007FFFFFFFF000ull, atomic_va = random_u64() & 0x00007FFFFFFFFFF8ull;
+  const auto dkey = pd.register_mr(data, kRemoteRead | kRemoteWrite | kLocalWrite, va);
+  const auto akey = pd.register_mr(atom, kRemoteAtomic | kLocalWrite, atomic_va);
   const auto rkey = pd.register_mr(recv, kLocalWrite);
   QueuePair qp(pd, scq, rcq, cfg);
   for (std::uint64_t i = 0; i < recvs; ++i) qp.post_recv({i, {rkey, i * size, static_cast<std::uint32_t>(size)}});
@@ -527,10 +526,10 @@ json serve_one(int cfd, const PeerOptions& o, std::uint64_t index, std::stop_tok
                         {"psn", cfg.sq_psn},
                         {"udp", link.local_name()},
                         {"rkey", dkey},
-                        {"va", kPeerVa},
+                        {"va", va},
                         {"length", h->buffer},
                         {"atomic_rkey", akey},
-                        {"atomic_va", kPeerAtomicVa},
+                        {"atomic_va", atomic_va},
                         {"qkey", cfg.qkey}}}};
   // What reached the socket before this session's ready belongs to no session.
   rep["stale_datagrams_dropped"] = link.discard_pending();
@@ -582,7 +581,6 @@ json serve_one(int cfd, const PeerOptions& o, std::uint64_t index, std::stop_tok
         return true;
       }
       if (!err.empty()) return true;  // a done that does not fit its schema ends the session
-
     }
     return t - last_activity > static_cast<std::uint64_t>(o.idle_timeout_ms);
   }, o.idle_timeout_ms * 4);
@@ -594,6 +592,13 @@ json serve_one(int cfd, const PeerOptions& o, std::uint64_t index, std::stop_tok
       finished = true;
       requester_sent = d->packets_sent;
     }
+  }
+  // A control message that broke its schema (a done that is not
+  // {"done": true, "packets_sent": N}, a line that is no JSON object) is
+  // answered with the error, not with a result.
+  if (!finished && !err.empty() && !stop.stop_requested()) {
+    let_go();
+    return refuse(err);
   }
   // Datagrams still queued behind the "done" (UC and UD complete at the
   // requester when sent) are taken in, and our last answers go out, before
@@ -643,7 +648,18 @@ void accept_sessions(int listen_fd, const PeerOptions& o, std::stop_token stop,
     between();
     const std::uint64_t index = n++;
     const auto admitted = pool.admit(
-        std::move(c), [&, index](Fd& f) { report(serve_one(f.get(), index)); },
+        std::move(c),
+        [&, index](Fd& f) {
+          // Whatever a session throws ends that session, with an error to its
+          // client, and never the peer.
+          try {
+            report(serve_one(f.get(), index));
+          } catch (const std::exception& e) {
+            const std::string why = fmt::format("internal error: {}", e.what());
+            busy(f.get(), why);
+            report({{"connection", index}, {"ok", false}, {"error", why}});
+          }
+        },
         [&, index](Fd& f) {
           const std::string why = fmt::format("busy: {} sessions in progress", o.max_sessions);
           busy(f.get(), why);

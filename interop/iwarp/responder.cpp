@@ -303,7 +303,16 @@ void serve(int listen_fd, const PeerOptions& o, const std::function<void(const n
     ++n;
     const std::string pcap = o.pcap_dir.empty() ? "" : fmt::format("{}/peer-{}.pcap", o.pcap_dir, n);
     const auto admitted = pool.admit(
-        std::move(fd), [&, pcap](Fd& f) { report(serve_one(std::move(f), o, pcap, &budget)); },
+        std::move(fd),
+        [&, pcap](Fd& f) {
+          // Whatever a session throws ends that session (its connection
+          // closed) and never the peer.
+          try {
+            report(serve_one(std::move(f), o, pcap, &budget));
+          } catch (const std::exception& e) {
+            report({{"scenario", nullptr}, {"ok", false}, {"message", fmt::format("internal error: {}", e.what())}});
+          }
+        },
         [&](Fd& f) { report(refuse_busy(std::move(f), o)); });
     if (admitted == SessionPool::Admission::closed)
       report({{"scenario", nullptr}, {"ok", false}, {"refused", true}, {"message", "busy; closed without an MPA Reply"}});

@@ -118,6 +118,37 @@ BOOST_AUTO_TEST_CASE(done_ready_result_schemas) {
   BOOST_TEST(!ib::check_result(json::object({{"recv_count", -3}}), err));
 }
 
+BOOST_AUTO_TEST_CASE(control_lines_utf8_and_depth) {
+  namespace io = rdmaconf::interop;
+  using namespace std::string_literals;
+  // Well-formed: ASCII, 2-, 3- and 4-octet sequences, the last code point.
+  BOOST_TEST(!io::first_invalid_utf8("a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xf4\x8f\xbf\xbf"s));
+  // Not: a lone 0xFF, an overlong NUL, a surrogate, beyond U+10FFFF, a cut sequence, a stray continuation.
+  for (const auto& [bad, at] : std::vector<std::pair<std::string, std::size_t>>{
+           {"ab\xff", 2}, {"\xc0\x80", 0}, {"x\xed\xa0\x80", 1}, {"\xf4\x90\x80\x80", 0}, {"ok\xe2\x82", 2}, {"\x80", 0},
+           {"\xe0\x80\x80", 0}, {"\xf0\x80\x80\x80", 0}}) {
+    BOOST_TEST(io::first_invalid_utf8(bad).value_or(99) == at, io::printable(bad, 20));
+  }
+  std::string err;
+  BOOST_TEST(!io::parse_control_line("{\"hello\":\"\xff\"}"s, err));
+  BOOST_TEST(err == "control line: octet 10 (0xff) is not valid UTF-8");
+  BOOST_TEST(!io::parse_control_line("{\"h\xc0\x80\":1}"s, err));
+  BOOST_TEST(err == "control line: octet 3 (0xc0) is not valid UTF-8");
+  // Nesting: 16 levels read; 100 000 are refused before parsing, naming where.
+  const std::string ok_deep = "{\"a\":" + std::string(15, '[') + std::string(15, ']') + "}";
+  BOOST_TEST(io::parse_control_line(ok_deep, err).has_value(), err);
+  const std::string deep = "{\"hello\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  BOOST_TEST(!io::parse_control_line(deep, err));
+  BOOST_TEST(err == "control line: arrays and objects nested deeper than 16 (at octet 24)");
+  // Brackets inside strings do not count.
+  BOOST_TEST(io::parse_control_line("{\"a\":\"" + std::string(100, '[') + "\\\"\"}", err).has_value(), err);
+  BOOST_TEST(!io::parse_control_line("[1]", err));
+  BOOST_TEST(err == "control line: not a JSON object: [1]");
+  BOOST_TEST(io::printable("a\x01\xff\\", 10) == "a\\x01\\xff\\x5c");
+  // A JSON string holding octets that are not UTF-8 prints, never throws.
+  BOOST_TEST(io::safe_dump(json("\xff"s)) == "\"\xef\xbf\xbd\"");
+}
+
 BOOST_AUTO_TEST_CASE(peer_survives_hostile_control_clients) {
   const auto port = static_cast<std::uint16_t>(21000 + getpid() % 20000);
   std::string err;
@@ -139,16 +170,38 @@ BOOST_AUTO_TEST_CASE(peer_survives_hostile_control_clients) {
     const json reply = json::parse(read_line(c.get()), nullptr, false);
     BOOST_TEST(reply.contains("error"), reply.dump());
   }
-  // A done of the wrong type, twice: the session ends, the peer stays.
-  std::uint32_t qpns[2] = {};
-  for (int i = 0; i < 2; ++i) {
+  // Octets that are not UTF-8 (a lone 0xFF, an overlong NUL, a bad octet
+  // in a key or in a string) and nesting 100 000 deep: an error naming the
+  // octet, and the peer goes on.
+  using namespace std::string_literals;
+  const std::string deep = "{\"hello\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  for (const auto& [line, why] : std::vector<std::pair<std::string, std::string>>{
+           {"\xff", "octet 0 (0xff) is not valid UTF-8"},
+           {"\xc0\x80", "octet 0 (0xc0) is not valid UTF-8"},
+           {"{\"hel\xfflo\":{}}", "octet 5 (0xff) is not valid UTF-8"},
+           {"{\"hello\":{\"scenario\":\"w\xe0\x80\x80\"}}", "octet 23 (0xe0) is not valid UTF-8"},
+           {deep, "nested deeper than 16 (at octet 24)"}}) {
+    Fd c = connect();
+    send_line(c.get(), line);
+    const std::string reply_line = read_line(c.get());
+    const json reply = json::parse(reply_line, nullptr, false);
+    BOOST_TEST(reply.value("error", "").find(why) != std::string::npos, reply_line);
+  }
+  // A done that breaks its schema ends the session with an error, not a
+  // result; the peer stays.
+  std::vector<std::uint32_t> qpns;
+  for (const std::string done : {R"({"done":"yes"})", R"({"done":1})", R"({"done":null})", R"({"done":[true]})", R"({"done":[]})",
+                                 R"({"done":true,"packets_sent":-1})", R"({"done":"x"})", R"({"done":true,"packets_sent":1e400})",
+                                 R"({"done":true,"packets_sent":18446744073709551616})", R"({"done":false})"}) {
     Fd c = connect();
     send_line(c.get(), hello({{"udp", our_udp}}).dump());
     const json ready = json::parse(read_line(c.get()), nullptr, false);
     BOOST_REQUIRE_MESSAGE(ready.contains("ready"), ready.dump());
-    qpns[i] = ready["ready"]["qpn"].get<std::uint32_t>();
-    send_line(c.get(), i == 0 ? R"({"done":"yes"})" : R"({"done":1})");
-    read_line(c.get());
+    qpns.push_back(ready["ready"]["qpn"].get<std::uint32_t>());
+    send_line(c.get(), done);
+    const std::string reply_line = read_line(c.get());
+    const json reply = json::parse(reply_line, nullptr, false);
+    BOOST_TEST((reply.contains("error") && !reply.contains("result")), done << " -> " << reply_line);
   }
   // QPNs are not the connection's number plus a constant, nor equal.
   BOOST_TEST(qpns[0] != qpns[1]);
@@ -175,12 +228,51 @@ BOOST_AUTO_TEST_CASE(peer_survives_hostile_control_clients) {
   BOOST_TEST(r.ok, r.message);
   peer.stop();
   const auto reports = peer.reports();
-  BOOST_REQUIRE(reports.size() >= 6u);
+  BOOST_REQUIRE(reports.size() >= 19u);
   BOOST_TEST(reports.back().value("ok", false));
   // The junk reached the socket that takes what no session claims; the
   // session's own socket, connected to the client's endpoint, saw none.
   BOOST_TEST(reports.back().value("datagrams_for_no_session", 0u) >= 200u, reports.back().dump());
   BOOST_TEST(reports.back().value("foreign_datagrams_dropped", 1u) == 0u, reports.back().dump());
+}
+
+// 200 sessions of the RoCE peer: their R_Keys (data and atomic) and virtual
+// addresses are distinct but for chance, and no nibble of a key is fixed.
+BOOST_AUTO_TEST_CASE(roce_keys_and_addresses_across_sessions) {
+  const auto port = static_cast<std::uint16_t>(23000 + getpid() % 20000);
+  ib::PeerOptions po;
+  po.udp_local = fmt::format("127.0.0.1:{}", port);
+  po.idle_timeout_ms = 2000;
+  rdmaconf::test::ServingPeer peer([po](int fd, const auto& on, std::stop_token st) { ib::serve(fd, po, on, st); });
+  std::set<std::uint64_t> rkeys, akeys, vas;
+  std::set<unsigned> nibbles[2][8];
+  std::string err;
+  constexpr int kSessions = 200;
+  for (int i = 0; i < kSessions; ++i) {
+    Fd c = rdmaconf::engine::tcp_connect(peer.endpoint(), 2000, err);
+    BOOST_REQUIRE_MESSAGE(c, err);
+    send_line(c.get(), hello({{"udp", fmt::format("127.0.0.2:{}", port)}}).dump());
+    const std::string line = read_line(c.get());
+    const json ready = json::parse(line, nullptr, false);
+    BOOST_REQUIRE_MESSAGE(ready.contains("ready"), line);
+    const auto rk = ready["ready"]["rkey"].get<std::uint32_t>(), ak = ready["ready"]["atomic_rkey"].get<std::uint32_t>();
+    rkeys.insert(rk);
+    akeys.insert(ak);
+    vas.insert(ready["ready"]["va"].get<std::uint64_t>());
+    for (unsigned n = 0; n < 8; ++n) {
+      nibbles[0][n].insert((rk >> (4 * n)) & 0xf);
+      nibbles[1][n].insert((ak >> (4 * n)) & 0xf);
+    }
+    send_line(c.get(), R"({"done":true,"packets_sent":0})");
+    read_line(c.get());  // the result: the session has ended and its endpoint is free
+  }
+  BOOST_TEST(rkeys.size() >= 190u);
+  BOOST_TEST(akeys.size() >= 190u);
+  BOOST_TEST(vas.size() >= 190u);
+  // 200 uniform draws of a nibble show fewer than 12 of its 16 values with
+  // probability below 10^-9.
+  for (int k = 0; k < 2; ++k)
+    for (unsigned n = 0; n < 8; ++n) BOOST_TEST(nibbles[k][n].size() >= 12u, (k ? "atomic " : "") << "R_Key nibble " << n);
 }
 
 // Sessions in threads of their own: a silent control client delays no good
@@ -339,14 +431,36 @@ BOOST_AUTO_TEST_CASE(silent_clients_busy_refusal_and_budget) {
   BOOST_TEST(saw_busy);
 }
 
-BOOST_AUTO_TEST_CASE(stag_keys_vary) {
+// STags and R_Keys as a session draws them (a fresh domain, three
+// registrations), over 1000 sessions: all distinct but for chance, every
+// one of the 32 bits set in 40 to 60 % of them, every nibble taking all
+// 16 values (RFC 5040 §8.1.1: hard to predict, spread over the range).
+BOOST_AUTO_TEST_CASE(stag_keys_unpredictable) {
   std::vector<std::byte> buf(64);
   std::set<std::uint32_t> keys;
-  for (int i = 0; i < 8; ++i) {
+  unsigned ones[32] = {};
+  std::set<unsigned> nibbles[8];
+  constexpr unsigned kSessions = 1000, kPerSession = 3;
+  for (unsigned i = 0; i < kSessions; ++i) {
     rdmaconf::engine::ProtectionDomain pd;
-    keys.insert(pd.register_mr(buf, 0) & 0xff);  // the first registration of each domain: same index, key drawn
+    for (unsigned r = 0; r < kPerSession; ++r) {
+      const std::uint32_t k = pd.register_mr(buf, 0);
+      keys.insert(k);
+      for (unsigned b = 0; b < 32; ++b) ones[b] += (k >> b) & 1;
+      for (unsigned n = 0; n < 8; ++n) nibbles[n].insert((k >> (4 * n)) & 0xf);
+    }
   }
-  BOOST_TEST(keys.size() > 1u);  // eight equal keys by chance: 2^-56
+  // 3000 draws of 32 bits: a repeat has probability about 0.001.
+  BOOST_TEST(keys.size() >= kSessions * kPerSession - 2);
+  for (unsigned b = 0; b < 32; ++b) {
+    // Binomial(3000, 1/2): 40..60 % is more than 10 standard deviations.
+    BOOST_TEST(ones[b] >= 1200u, "bit " << b);
+    BOOST_TEST(ones[b] <= 1800u, "bit " << b);
+  }
+  for (unsigned n = 0; n < 8; ++n) BOOST_TEST(nibbles[n].size() == 16u, "nibble " << n);
+  // Seeded domains (for replaying recorded streams) stay reproducible.
+  rdmaconf::engine::ProtectionDomain a(42), b(42);
+  BOOST_TEST(a.register_mr(buf, 0) == b.register_mr(buf, 0));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
