@@ -1,5 +1,8 @@
 #include "cli/live.hpp"
 
+#include <pthread.h>
+
+#include <atomic>
 #include <csignal>
 #include <fstream>
 #include <iostream>
@@ -23,8 +26,45 @@ namespace {
 constexpr int kExitFail = 1;
 constexpr int kExitUsage = 2;
 
-std::stop_source g_stop;
-extern "C" void on_signal(int) { g_stop.request_stop(); }
+// SIGINT and SIGTERM stop a peer in order: blocked in every thread (the
+// mask is inherited by the sessions' threads, so make this first), taken
+// by a thread of its own that asks the accept loop and every session to
+// stop (request_stop is not async-signal-safe, so no handler calls it).
+// The sessions end, close their connections and flush their captures, and
+// the peer exits 0: being stopped is how a peer is meant to end.
+class SignalStop {
+ public:
+  SignalStop() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set_, nullptr);
+    thread_ = std::jthread([this](std::stop_token st) {
+      const timespec tick{0, 200'000'000};
+      while (!st.stop_requested())
+        if (const int sig = sigtimedwait(&set_, nullptr, &tick); sig == SIGINT || sig == SIGTERM) {
+          signalled_ = true;
+          source_.request_stop();
+          return;
+        }
+    });
+  }
+  ~SignalStop() {
+    thread_.request_stop();
+    thread_.join();
+    pthread_sigmask(SIG_UNBLOCK, &set_, nullptr);
+  }
+  SignalStop(const SignalStop&) = delete;
+  SignalStop& operator=(const SignalStop&) = delete;
+  std::stop_token token() const { return source_.get_token(); }
+  bool signalled() const { return signalled_; }
+
+ private:
+  sigset_t set_{};
+  std::stop_source source_;
+  std::atomic<bool> signalled_{false};
+  std::jthread thread_;
+};
 
 }  // namespace
 
@@ -234,8 +274,7 @@ int run_roce_peer(const LiveOptions& o) {
   po.raw_receive = o.raw_receive;
   if (is_perftest(o.peer_program)) po.perftest_program = o.peer_program;
   if (!po.pcap_dir.empty()) std::filesystem::create_directories(po.pcap_dir);
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  SignalStop signals;
   std::cerr << fmt::format("rdmaconf peer: {} on port {}, RoCEv2 on {}\n", o.perftest ? "perftest exchange" : "control",
                            eng::local_port(lfd.get()), po.udp_local);
   bool all_ok = true;
@@ -243,9 +282,9 @@ int run_roce_peer(const LiveOptions& o) {
     all_ok &= rep.value("ok", false);
     std::cout << rep.dump() << std::endl;
   };
-  if (o.perftest) ib::serve_perftest(lfd.get(), po, report, g_stop.get_token());
-  else ib::serve(lfd.get(), po, report, g_stop.get_token());
-  return all_ok ? 0 : kExitFail;
+  if (o.perftest) ib::serve_perftest(lfd.get(), po, report, signals.token());
+  else ib::serve(lfd.get(), po, report, signals.token());
+  return all_ok || signals.signalled() ? 0 : kExitFail;
 }
 
 }  // namespace
@@ -346,8 +385,7 @@ int LiveCommands::run() {
     std::cerr << "rdmaconf peer: " << err << "\n";
     return kExitUsage;
   }
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  SignalStop signals;
   std::cerr << fmt::format("rdmaconf peer: listening on port {}\n", eng::local_port(lfd.get()));
   ii::PeerOptions po;
   po.qp = o.qp(false);
@@ -366,11 +404,11 @@ int LiveCommands::run() {
   };
   if (o.perftest) {
     ii::serve_perftest(lfd.get(), po, is_perftest(o.peer_program) ? o.peer_program : "ib_write_bw", report,
-                       g_stop.get_token());
+                       signals.token());
   } else {
-    ii::serve(lfd.get(), po, report, g_stop.get_token());
+    ii::serve(lfd.get(), po, report, signals.token());
   }
-  return all_ok ? 0 : kExitFail;
+  return all_ok || signals.signalled() ? 0 : kExitFail;
 }
 
 }  // namespace rdmaconf::cli

@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -73,6 +74,7 @@ bool send_json(int fd, const json& j) {
 struct LineReader {
   int fd;
   std::string buf;
+  std::stop_token stop = {};  // a peer's session: a stop ends a wait as a timeout does
   // A complete line if one is there or arrives within timeout_ms; "" on
   // timeout; nullopt when the peer closed or sent something that is no JSON.
   std::optional<json> read(int timeout_ms, std::string& err) {
@@ -89,8 +91,8 @@ struct LineReader {
       }
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now()).count();
       pollfd p{fd, POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(std::max<decltype(left)>(left, 0))) <= 0) {
-        if (left <= 0) return json();
+      if (::poll(&p, 1, static_cast<int>(std::clamp<decltype(left)>(left, 0, 100))) <= 0) {
+        if (left <= 0 || stop.stop_requested()) return json();
         continue;
       }
       char tmp[4096];
@@ -452,10 +454,10 @@ class Claim {
 json serve_one(int cfd, const PeerOptions& o, std::uint64_t index, std::stop_token stop, Shared& shared) {
   json rep = {{"connection", index}, {"ok", false}};
   std::string err;
-  LineReader rd{cfd, {}};
+  LineReader rd{cfd, {}, stop};
   auto hello_msg = rd.read(o.idle_timeout_ms, err);
   if (!hello_msg || hello_msg->is_null()) {
-    if (hello_msg) err = "no hello within the idle timeout";
+    if (hello_msg) err = stop.stop_requested() ? "the peer was stopped (a signal)" : "no hello within the idle timeout";
     send_json(cfd, {{"error", err}});
     rep["error"] = err;
     return rep;

@@ -224,11 +224,12 @@ struct Responder {
 
 namespace detail {
 
-nlohmann::json serve_one(Fd fd, const PeerOptions& o, const std::string& pcap, MemoryBudget* budget) {
+nlohmann::json serve_one(Fd fd, const PeerOptions& o, const std::string& pcap, MemoryBudget* budget, std::stop_token stop) {
   nlohmann::json rep = {{"scenario", nullptr}, {"ok", false}};
   QpConfig cfg = o.qp;
   cfg.initiator = false;
   Session s(cfg, std::move(fd), o.wait, o.idle_timeout_ms);
+  s.stop = stop;
   sockaddr_storage peer{};
   socklen_t pl = sizeof peer;
   ::getpeername(s.link->fd(), reinterpret_cast<sockaddr*>(&peer), &pl);
@@ -262,7 +263,8 @@ nlohmann::json serve_one(Fd fd, const PeerOptions& o, const std::string& pcap, M
   rep["negotiated"] = s.negotiated();
   rep["terminate_sent"] = terminate_json(s.qp.terminate_sent());
   rep["terminate_received"] = terminate_json(s.qp.terminate_received());
-  s.link->close(std::min(o.idle_timeout_ms, 5000));
+  // (Stopped: the client is not waited for beyond a moment.)
+  s.link->close(stop.stop_requested() ? 200 : std::min(o.idle_timeout_ms, 5000));
   rep["ok"] = ok;
   return rep;
 }
@@ -308,7 +310,7 @@ void serve(int listen_fd, const PeerOptions& o, const std::function<void(const n
           // Whatever a session throws ends that session (its connection
           // closed) and never the peer.
           try {
-            report(serve_one(std::move(f), o, pcap, &budget));
+            report(serve_one(std::move(f), o, pcap, &budget, stop));
           } catch (const std::exception& e) {
             report({{"scenario", nullptr}, {"ok", false}, {"message", fmt::format("internal error: {}", e.what())}});
           }

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <deque>
 #include <span>
+#include <stop_token>
 #include <thread>
 
 #include <fmt/format.h>
@@ -175,6 +176,7 @@ struct Session {
   std::string failure;
   std::uint64_t outstanding = 0, completed = 0;
   std::function<void(const Completion&)> on_data;
+  std::stop_token stop;  // a session of the peer: its stop ends every wait
 
   Session(QpConfig c, Fd fd, WaitMode w, int timeout)
       : qp(pd, scq, rcq, std::move(c)), link(std::make_unique<TcpLink>(std::move(fd), qp, w)), timeout_ms(timeout) {}
@@ -230,7 +232,7 @@ struct Session {
   }
   // Waits until pred() holds; false on failure, timeout or a dead connection.
   bool wait(const std::function<bool()>& pred) {
-    link->run_until([&] { drain(); return pred() || !failure.empty() || dead(); }, timeout_ms);
+    link->run_until([&] { drain(); return pred() || !failure.empty() || dead() || stop.stop_requested(); }, timeout_ms);
     drain();
     return failure.empty() && pred();
   }
@@ -245,6 +247,7 @@ struct Session {
     if (!qp.error().empty()) return fmt::format("{}: {}", step, qp.error());
     if (!link->error().empty()) return fmt::format("{}: {}", step, link->error());
     if (link->peer_eof()) return fmt::format("{}: the peer closed the connection", step);
+    if (stop.stop_requested()) return fmt::format("{}: the peer was stopped (a signal)", step);
     return fmt::format("{}: timed out after {} ms", step, timeout_ms);
   }
 
@@ -329,7 +332,8 @@ inline std::uint32_t bw_slots(std::uint32_t size, std::uint64_t iterations) {
 }
 
 // Serves one connection as the responder (responder.cpp).
-nlohmann::json serve_one(Fd fd, const PeerOptions& o, const std::string& pcap, MemoryBudget* budget = nullptr);
+nlohmann::json serve_one(Fd fd, const PeerOptions& o, const std::string& pcap, MemoryBudget* budget = nullptr,
+                         std::stop_token stop = {});
 
 // Turns a connection away beyond the session limit with a rejecting MPA
 // Reply that says busy (responder.cpp); the report of it.

@@ -78,6 +78,47 @@ BOOST_AUTO_TEST_CASE(peer_and_interop_commands) {
   std::filesystem::remove_all(d);
 }
 
+// A peer stopped by SIGTERM or SIGINT while a client holds a session (one
+// that sent nothing, so only the stop can end it before the 60 s timeout):
+// the session ends, its recording is a whole pcap file, and the peer exits
+// 0 within seconds.
+BOOST_AUTO_TEST_CASE(peers_stop_cleanly_on_signals) {
+  for (const std::string transport : {"iwarp", "roce"})
+    for (const std::string sig : {"TERM", "INT"}) {
+      const auto d = temp_dir("live-signal");
+      const int port = free_port(), udp = free_port();
+      const std::string roce = transport == "roce" ? fmt::format(" --udp 127.0.0.1:{}", udp) : "";
+      const std::string script = fmt::format(
+          "{0} peer --transport {5} --listen 127.0.0.1:{1} --timeout 60000 --pcap-dir {2}/peer{3} > {2}/peer.jsonl 2> {2}/peer.err &\n"
+          "pid=$!\n"
+          "for i in $(seq 100); do grep -q 'port {1}' {2}/peer.err 2>/dev/null && break; sleep 0.05; done\n"
+          "exec 3<>/dev/tcp/127.0.0.1/{1}\n"
+          "sleep 0.5\n"
+          "start=$(date +%s%N)\n"
+          "kill -{4} $pid\n"
+          "wait $pid; echo rc=$?\n"
+          "echo ms=$(( ($(date +%s%N) - start) / 1000000 ))\n",
+          kBin, port, d.string(), roce, sig, transport);
+      std::ofstream(d / "run.sh") << script;
+      const auto r = run("timeout 30 bash " + (d / "run.sh").string() + " 2>&1");
+      const std::string what = transport + " SIG" + sig + ": " + r.out + slurp(d / "peer.err");
+      BOOST_TEST(r.out.find("rc=0") != std::string::npos, what);
+      const auto ms = r.out.find("ms=");
+      BOOST_TEST_REQUIRE(ms != std::string::npos, what);
+      BOOST_TEST(std::stoi(r.out.substr(ms + 3)) < 5000, what);
+      // The session's report says why it ended.
+      const std::string jsonl = slurp(d / "peer.jsonl");
+      BOOST_TEST(jsonl.find("stopped") != std::string::npos, what << jsonl);
+      if (transport == "iwarp") {
+        // Its recording is complete: a pcap the checker reads without a read error.
+        const auto c = run(fmt::format("{} check --quiet {}/peer/peer-1.pcap; echo rc=$?", kBin, d.string()));
+        BOOST_TEST(c.out.find("rc=2") == std::string::npos, what << c.out);
+        BOOST_TEST(std::filesystem::file_size(d / "peer" / "peer-1.pcap") >= 24u, what);
+      }
+      std::filesystem::remove_all(d);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(live_usage_errors) {
   auto r = run(kBin + " interop --peer tcp://127.0.0.1:1 --scenario no-such 2>&1; echo rc=$?");
   BOOST_TEST(r.out.find("unknown scenario 'no-such'") != std::string::npos, r.out);
