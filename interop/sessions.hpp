@@ -8,6 +8,11 @@
 #include <functional>
 #include <list>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 #include <thread>
 
 #include "engines/common/socket.hpp"
@@ -45,9 +50,42 @@ class Reservation {
   std::uint64_t held_ = 0;
 };
 
+// Connections beyond the session limit, answered by one thread of their
+// own: each waits in poll (no thread, no session slot) at most
+// `deadline_ms` for what its answer needs (iWARP: the MPA Request, to
+// answer with a rejecting Reply; RoCE: nothing), is answered and closed.
+// At most `max_pending` wait at once; beyond, the one that has waited
+// longest is closed to make room. So a refusal never waits behind another,
+// and a client that speaks at once hears "busy" at once.
+class Refuser {
+ public:
+  // Given what the client has sent so far: the octets to send before
+  // closing, or nullopt to wait for more. An empty answer closes without one.
+  using Answer = std::function<std::optional<std::string>(std::string_view received)>;
+  // How a refusal ended: "answered", "no answer within N ms", "closed by
+  // the client", "closed to make room", "sent more than a refusal reads".
+  using Report = std::function<void(std::uint64_t index, bool answered, const std::string& outcome)>;
+  Refuser(Answer answer, Report report, int deadline_ms = 2000, std::size_t max_pending = 256);
+  ~Refuser();  // closes what still waits
+  Refuser(const Refuser&) = delete;
+  Refuser& operator=(const Refuser&) = delete;
+  void add(engine::Fd fd, std::uint64_t index);
+
+ private:
+  struct Pending;
+  void run(std::stop_token stop);
+  Answer answer_;
+  Report report_;
+  int deadline_ms_;
+  std::size_t max_pending_;
+  engine::Fd wake_read_, wake_write_;
+  std::mutex mu_;
+  std::vector<std::pair<engine::Fd, std::uint64_t>> inbox_;
+  std::jthread thread_;  // last: starts after everything it uses exists
+};
+
 // Sessions in threads of their own, at most max_sessions at once. A
-// connection beyond is refused in a thread too (a refusal is short and has
-// its own deadline), a few at once; beyond those it is closed at once. The
+// connection beyond goes to the refuser (closed at once without one). The
 // destructor waits for every session still running. A job that leaves the
 // connection in its Fd has it closed after its slot is free again, so that
 // a client that sees the close may count on the slot.
@@ -56,13 +94,12 @@ class SessionPool {
   using Job = std::function<void(engine::Fd&)>;
   enum class Admission { served, refused, closed };
 
-  explicit SessionPool(unsigned max_sessions, unsigned max_refusing = 4)
-      : max_(max_sessions ? max_sessions : 1), max_refusing_(max_refusing) {}
+  explicit SessionPool(unsigned max_sessions, Refuser* refuser = nullptr) : max_(max_sessions ? max_sessions : 1), refuser_(refuser) {}
   ~SessionPool() { workers_.clear(); }  // (joins)
   SessionPool(const SessionPool&) = delete;
   SessionPool& operator=(const SessionPool&) = delete;
 
-  Admission admit(engine::Fd fd, Job serve, Job refuse);
+  Admission admit(engine::Fd fd, Job serve, std::uint64_t index);
   unsigned active() const { return active_.load(); }
 
  private:
@@ -70,10 +107,10 @@ class SessionPool {
     std::shared_ptr<std::atomic<bool>> done;
     std::jthread thread;
   };
-  void spawn(engine::Fd fd, Job job, std::atomic<unsigned>& count);
 
-  unsigned max_, max_refusing_;
-  std::atomic<unsigned> active_{0}, refusing_{0};
+  unsigned max_;
+  Refuser* refuser_;
+  std::atomic<unsigned> active_{0};
   std::list<Worker> workers_;  // last: destroyed (joined) first
 };
 

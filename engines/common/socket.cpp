@@ -139,7 +139,7 @@ Fd tcp_listen(std::string_view endpoint, std::string& err) {
   }
   const int one = 1;
   ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), len) != 0 || ::listen(fd.get(), 16) != 0) {
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), len) != 0 || ::listen(fd.get(), SOMAXCONN) != 0) {
     err = fmt::format("{}: {}", endpoint, std::strerror(errno));
     return {};
   }

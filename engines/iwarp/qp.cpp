@@ -83,6 +83,49 @@ void QueuePair::connect() {
   tx_.made(B(out));
 }
 
+ReplyPlan plan_reply(const pi::MpaRrFrame& request, const QpConfig& cfg) {
+  ReplyPlan plan;
+  const Header& h = request.hdr;
+  const unsigned rev = static_cast<unsigned>(h.get(pi::MpaRr::rev));
+  if (request.kind() != pi::MpaFrameKind::request) {
+    plan.problem = "expected an MPA Request key";
+    return plan;
+  }
+  if (rev < 1 || rev > 2) {
+    plan.problem = fmt::format("Request revision {}", rev);
+    return plan;
+  }
+  pi::MpaRrParams& p = plan.params;
+  p.kind = pi::MpaFrameKind::reply;
+  p.revision = static_cast<std::uint8_t>(std::min<unsigned>(rev, cfg.revision));
+  p.markers = cfg.markers;
+  p.crc = cfg.crc;
+  p.private_data = cfg.private_data;
+  p.enhanced = p.revision == 2 && cfg.enhanced && rev == 2 && h.get(pi::MpaRr::enhanced) && request.v2;
+  plan.ord_eff = cfg.ord;
+  if (p.enhanced) {
+    const Header& v = *request.v2;
+    if (v.get(pi::MpaV2::p2p)) {
+      // RFC 6581 §9.2: the responder echoes the peer-to-peer flag and names
+      // an RTR type it supports (we support all three): the first offered
+      // one, or, when the Request offers none, the zero-length Send, since a
+      // responder that supports none of the offered types must name one it
+      // does. The initiator then sends that RTR or Terminates (LLP/0/7).
+      p.p2p = true;
+      plan.p2p = true;
+      plan.rtr = v.get(pi::MpaV2::send_rtr) ? Rtr::send : v.get(pi::MpaV2::write_rtr) ? Rtr::write
+                 : v.get(pi::MpaV2::read_rtr) ? Rtr::read : Rtr::send;
+      p.send_rtr = plan.rtr == Rtr::send;
+      p.write_rtr = plan.rtr == Rtr::write;
+      p.read_rtr = plan.rtr == Rtr::read;
+    }
+    plan.ord_eff = static_cast<std::uint16_t>(std::min<std::uint64_t>(cfg.ord, v.get(pi::MpaV2::ird)));
+    p.ird = cfg.ird;
+    p.ord = plan.ord_eff;
+  }
+  return plan;
+}
+
 void QueuePair::on_rr(Bytes frame) {
   auto f = pi::decode_mpa_rr(frame);
   if (!f) return fail("undecodable MPA frame");
@@ -135,38 +178,14 @@ void QueuePair::on_rr(Bytes frame) {
     return;
   }
   // Responder.
-  if (kind != pi::MpaFrameKind::request) return fail("expected an MPA Request key");
-  if (rev < 1 || rev > 2) return fail(fmt::format("Request revision {}", rev));
-  pi::MpaRrParams p;
-  p.kind = pi::MpaFrameKind::reply;
-  p.revision = static_cast<std::uint8_t>(std::min<unsigned>(rev, cfg_.revision));
-  p.markers = cfg_.markers;
-  p.crc = cfg_.crc;
-  p.private_data = cfg_.private_data;
-  p.enhanced = p.revision == 2 && cfg_.enhanced && enhanced;
+  ReplyPlan plan = plan_reply(*f, cfg_);
+  if (!plan.problem.empty()) return fail(plan.problem);
+  pi::MpaRrParams& p = plan.params;
   const char* refusal = nullptr;  // why we reject the Request, if we do
-  ord_eff_ = cfg_.ord;
+  ord_eff_ = plan.ord_eff;
   ird_eff_ = cfg_.ird;
-  if (p.enhanced) {
-    const Header& v = *f->v2;
-    if (v.get(pi::MpaV2::p2p)) {
-      // RFC 6581 §9.2: the responder echoes the peer-to-peer flag and names
-      // an RTR type it supports (we support all three): the first offered
-      // one, or, when the Request offers none, the zero-length Send, since a
-      // responder that supports none of the offered types must name one it
-      // does. The initiator then sends that RTR or Terminates (LLP/0/7).
-      p.p2p = true;
-      p2p_ = true;
-      rtr_ = v.get(pi::MpaV2::send_rtr) ? Rtr::send : v.get(pi::MpaV2::write_rtr) ? Rtr::write
-             : v.get(pi::MpaV2::read_rtr) ? Rtr::read : Rtr::send;
-      p.send_rtr = rtr_ == Rtr::send;
-      p.write_rtr = rtr_ == Rtr::write;
-      p.read_rtr = rtr_ == Rtr::read;
-    }
-    ord_eff_ = static_cast<std::uint16_t>(std::min<std::uint64_t>(cfg_.ord, v.get(pi::MpaV2::ird)));
-    p.ird = cfg_.ird;
-    p.ord = ord_eff_;
-  }
+  p2p_ = plan.p2p;
+  rtr_ = plan.p2p ? plan.rtr : rtr_;
   if (cfg_.reject) refusal = "rejected the Request (configured to)";
   std::vector<std::byte> reply;
   if (refusal) {

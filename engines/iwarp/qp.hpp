@@ -68,6 +68,18 @@ struct QpConfig {
   Faults faults;
 };
 
+// The MPA Reply a responder configured by `cfg` answers a decoded Request
+// with (RFC 5044 §7.1.1; RFC 6581 §9.1 IRD/ORD, §9.2 RTR), and the RTR type
+// and ORD that follow from it; or why the Request cannot be answered.
+struct ReplyPlan {
+  protocols::iwarp::MpaRrParams params;
+  bool p2p = false;
+  Rtr rtr = Rtr::none;
+  std::uint16_t ord_eff = 0;
+  std::string problem;  // not empty: no Reply can be made (a wrong key or revision)
+};
+ReplyPlan plan_reply(const protocols::iwarp::MpaRrFrame& request, const QpConfig& cfg);
+
 enum class QpState { idle, connecting, connected, terminated, closed, error };
 std::string_view qp_state_name(QpState s);
 

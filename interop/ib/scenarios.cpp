@@ -640,8 +640,14 @@ namespace {
 // `between` runs around every accept. Returns once every session has ended.
 void accept_sessions(int listen_fd, const PeerOptions& o, std::stop_token stop,
                      const std::function<void(json)>& report, const std::function<json(int fd, std::uint64_t index)>& serve_one,
-                     const std::function<void(int fd, const std::string& why)>& busy, const std::function<void()>& between) {
-  SessionPool pool(o.max_sessions);
+                     const std::function<std::string(const std::string& why)>& busy, const std::function<void()>& between) {
+  const std::string why = fmt::format("busy: {} sessions in progress", o.max_sessions);
+  const std::string answer = busy(why);
+  Refuser refuser([&answer](std::string_view) { return std::optional<std::string>(answer); },
+                  [&](std::uint64_t index, bool, const std::string& outcome) {
+                    report({{"connection", index}, {"ok", false}, {"refused", true}, {"error", why + " (" + outcome + ")"}});
+                  });
+  SessionPool pool(o.max_sessions, &refuser);
   std::string err;
   for (std::uint64_t n = 0; !stop.stop_requested() && (o.connections == 0 || n < o.connections);) {
     between();
@@ -649,7 +655,7 @@ void accept_sessions(int listen_fd, const PeerOptions& o, std::stop_token stop,
     if (!c) continue;
     between();
     const std::uint64_t index = n++;
-    const auto admitted = pool.admit(
+    pool.admit(
         std::move(c),
         [&, index](Fd& f) {
           // Whatever a session throws ends that session, with an error to its
@@ -657,18 +663,12 @@ void accept_sessions(int listen_fd, const PeerOptions& o, std::stop_token stop,
           try {
             report(serve_one(f.get(), index));
           } catch (const std::exception& e) {
-            const std::string why = fmt::format("internal error: {}", e.what());
-            busy(f.get(), why);
-            report({{"connection", index}, {"ok", false}, {"error", why}});
+            const std::string internal = fmt::format("internal error: {}", e.what());
+            send_json(f.get(), {{"error", internal}});
+            report({{"connection", index}, {"ok", false}, {"error", internal}});
           }
         },
-        [&, index](Fd& f) {
-          const std::string why = fmt::format("busy: {} sessions in progress", o.max_sessions);
-          busy(f.get(), why);
-          report({{"connection", index}, {"ok", false}, {"refused", true}, {"error", why}});
-        });
-    if (admitted == SessionPool::Admission::closed)
-      report({{"connection", index}, {"ok", false}, {"refused", true}, {"error", "busy; closed without a reply"}});
+        index);
   }
 }
 
@@ -694,7 +694,7 @@ void serve(int listen_fd, const PeerOptions& o, const std::function<void(const j
   Shared shared{unclaimed.fd(), MemoryBudget(o.memory_budget), {}, {}};
   accept_sessions(
       listen_fd, o, stop, report, [&](int fd, std::uint64_t index) { return serve_one(fd, o, index, stop, shared); },
-      [](int fd, const std::string& why) { send_json(fd, {{"error", why}}); },
+      [](const std::string& why) { return interop::safe_dump(json{{"error", why}}) + "\n"; },
       [&] { dropped += unclaimed.discard_pending(); });
 }
 
@@ -1096,7 +1096,7 @@ void serve_perftest(int listen_fd, const PeerOptions& o, const std::function<voi
   accept_sessions(
       listen_fd, o, stop, report,
       [&](int fd, std::uint64_t index) { return serve_perftest_one(fd, o, *verb, index, stop, shared); },
-      [](int, const std::string&) {}, [] {});
+      [](const std::string&) { return std::string(); }, [] {});
 }
 
 }  // namespace rdmaconf::interop::ib

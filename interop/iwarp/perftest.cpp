@@ -439,7 +439,8 @@ void serve_perftest(int listen_fd, const PeerOptions& o, std::string_view progra
   };
   MemoryBudget budget(o.memory_budget);
   SecondConnections seconds;
-  SessionPool pool(o.max_sessions);  // last: its sessions use the above
+  Refuser refuser([&o](std::string_view got) { return busy_reply(got, o); }, refusal_report(report, o));
+  SessionPool pool(o.max_sessions, &refuser);  // last: its sessions use the above
   // After the last session has started, connections are still taken for
   // the sessions that expect their second one.
   for (std::uint64_t n = 0; !stop.stop_requested();) {
@@ -449,11 +450,7 @@ void serve_perftest(int listen_fd, const PeerOptions& o, std::string_view progra
     Fd fd = tcp_accept(listen_fd, 200, err);
     if (!fd || seconds.offer(fd, host_part(engine::remote_endpoint(fd.get()))) || !more) continue;
     ++n;
-    const auto admitted = pool.admit(
-        std::move(fd), [&, n](Fd& f) { report(serve_perftest_one(std::move(f), o, program, n, budget, seconds, stop)); },
-        [&](Fd& f) { report(refuse_busy(std::move(f), o)); });
-    if (admitted == SessionPool::Admission::closed)
-      report({{"connection", n}, {"ok", false}, {"refused", true}, {"error", "busy; closed without an MPA Reply"}});
+    pool.admit(std::move(fd), [&, n](Fd& f) { report(serve_perftest_one(std::move(f), o, program, n, budget, seconds, stop)); }, n);
   }
 }
 

@@ -270,21 +270,25 @@ nlohmann::json serve_one(Fd fd, const PeerOptions& o, const std::string& pcap, M
 }
 
 
-// A connection beyond max_sessions: a rejecting MPA Reply that says why,
-// within a short deadline, then close.
-nlohmann::json refuse_busy(Fd fd, const PeerOptions& o) {
-  QpConfig cfg = o.qp;
-  cfg.initiator = false;
-  cfg.reject = true;
-  const std::string busy = fmt::format("busy: {} sessions in progress", o.max_sessions);
-  cfg.private_data.assign(reinterpret_cast<const std::byte*>(busy.data()), reinterpret_cast<const std::byte*>(busy.data()) + busy.size());
-  Session s(cfg, std::move(fd), WaitMode::block, 2000);
-  nlohmann::json rep = {{"scenario", nullptr}, {"ok", false}, {"refused", true}, {"peer", engine::remote_endpoint(s.link->fd())},
-                        {"message", busy}};
-  s.qp.connect();
-  s.wait([&] { return s.qp.state() != QpState::connecting && s.qp.state() != QpState::idle; });
-  s.link->close(500);
-  return rep;
+// A connection beyond max_sessions: once its MPA Request is in, a
+// rejecting MPA Reply that says why (the Reply our responder would give,
+// with R set and the reason as private data); a client whose first octets
+// are no Request key is closed without one.
+std::optional<std::string> busy_reply(std::string_view received, const PeerOptions& o) {
+  const Bytes in{reinterpret_cast<const std::byte*>(received.data()), received.size()};
+  if (in.empty()) return std::nullopt;
+  if (!pi::looks_like_mpa_key(in, pi::MpaFrameKind::request)) return std::string();
+  if (in.size() < pi::kMpaRr.size || in.size() < pi::kMpaRr.size + protocols::be16(in, 18)) return std::nullopt;
+  const auto request = pi::decode_mpa_rr(in);
+  if (!request) return std::string();
+  auto plan = engine::iwarp::plan_reply(*request, o.qp);
+  if (!plan.problem.empty()) return std::string();
+  const std::string why = fmt::format("busy: {} sessions in progress", o.max_sessions);
+  plan.params.reject = true;
+  plan.params.private_data.assign(reinterpret_cast<const std::byte*>(why.data()), reinterpret_cast<const std::byte*>(why.data()) + why.size());
+  std::vector<std::byte> reply;
+  pi::encode_mpa_rr(reply, plan.params);
+  return std::string(reinterpret_cast<const char*>(reply.data()), reply.size());
 }
 
 }  // namespace detail
@@ -297,14 +301,15 @@ void serve(int listen_fd, const PeerOptions& o, const std::function<void(const n
     on_connection(j);
   };
   MemoryBudget budget(o.memory_budget);
-  SessionPool pool(o.max_sessions);  // last: its sessions use the above
+  Refuser refuser([&o](std::string_view got) { return busy_reply(got, o); }, refusal_report(report, o));
+  SessionPool pool(o.max_sessions, &refuser);  // last: its sessions use the above
   for (std::uint64_t n = 0; (o.connections == 0 || n < o.connections) && !stop.stop_requested();) {
     std::string err;
     Fd fd = tcp_accept(listen_fd, 200, err);
     if (!fd) continue;
     ++n;
     const std::string pcap = o.pcap_dir.empty() ? "" : fmt::format("{}/peer-{}.pcap", o.pcap_dir, n);
-    const auto admitted = pool.admit(
+    pool.admit(
         std::move(fd),
         [&, pcap](Fd& f) {
           // Whatever a session throws ends that session (its connection
@@ -315,9 +320,7 @@ void serve(int listen_fd, const PeerOptions& o, const std::function<void(const n
             report({{"scenario", nullptr}, {"ok", false}, {"message", fmt::format("internal error: {}", e.what())}});
           }
         },
-        [&](Fd& f) { report(refuse_busy(std::move(f), o)); });
-    if (admitted == SessionPool::Admission::closed)
-      report({{"scenario", nullptr}, {"ok", false}, {"refused", true}, {"message", "busy; closed without an MPA Reply"}});
+        n);
   }
 }
 

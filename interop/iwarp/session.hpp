@@ -335,8 +335,18 @@ inline std::uint32_t bw_slots(std::uint32_t size, std::uint64_t iterations) {
 nlohmann::json serve_one(Fd fd, const PeerOptions& o, const std::string& pcap, MemoryBudget* budget = nullptr,
                          std::stop_token stop = {});
 
-// Turns a connection away beyond the session limit with a rejecting MPA
-// Reply that says busy (responder.cpp); the report of it.
-nlohmann::json refuse_busy(Fd fd, const PeerOptions& o);
+// What a Refuser answers a connection beyond the session limit with
+// (responder.cpp): given what it has sent, the rejecting MPA Reply that says
+// busy once its Request is in, nullopt before, "" (close) for no Request.
+std::optional<std::string> busy_reply(std::string_view received, const PeerOptions& o);
+
+// The report of a refusal.
+inline Refuser::Report refusal_report(std::function<void(const nlohmann::json&)> report, const PeerOptions& o) {
+  return [report = std::move(report), &o](std::uint64_t index, bool answered, const std::string& outcome) {
+    report({{"connection", index}, {"scenario", nullptr}, {"ok", false}, {"refused", true},
+            {"message", fmt::format("busy: {} sessions in progress ({}{})", o.max_sessions, outcome,
+                                    answered ? ": a rejecting MPA Reply" : ", closed without an MPA Reply")}});
+  };
+}
 
 }  // namespace rdmaconf::interop::iwarp::detail

@@ -236,6 +236,34 @@ BOOST_AUTO_TEST_CASE(peer_survives_hostile_control_clients) {
   BOOST_TEST(reports.back().value("foreign_datagrams_dropped", 1u) == 0u, reports.back().dump());
 }
 
+// 32 silent control clients against a RoCE peer that serves 4 sessions: a
+// good client hears "busy" within 100 ms, every time.
+BOOST_AUTO_TEST_CASE(roce_silent_clients_never_delay_a_refusal) {
+  const auto port = static_cast<std::uint16_t>(27000 + getpid() % 20000);
+  ib::PeerOptions po;
+  po.udp_local = fmt::format("127.0.0.1:{}", port);
+  po.idle_timeout_ms = 10000;
+  po.max_sessions = 4;
+  rdmaconf::test::ServingPeer peer([po](int fd, const auto& on, std::stop_token st) { ib::serve(fd, po, on, st); });
+  std::string err;
+  std::vector<Fd> silent;
+  for (int i = 0; i < 32; ++i) {
+    silent.push_back(rdmaconf::engine::tcp_connect(peer.endpoint(), 2000, err));
+    BOOST_REQUIRE_MESSAGE(silent.back(), err);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  for (int k = 0; k < 5; ++k) {
+    const auto t0 = std::chrono::steady_clock::now();
+    Fd c = rdmaconf::engine::tcp_connect(peer.endpoint(), 2000, err);
+    BOOST_REQUIRE_MESSAGE(c, err);
+    send_line(c.get(), hello({{"udp", fmt::format("127.0.0.2:{}", port)}}).dump());
+    const std::string line = read_line(c.get());
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+    BOOST_TEST(line.find("busy: 4 sessions in progress") != std::string::npos, line);
+    BOOST_TEST(ms < 100, "refusal " << k << " took " << ms << " ms");
+  }
+}
+
 // 200 sessions of the RoCE peer: their R_Keys (data and atomic) and virtual
 // addresses are distinct but for chance, and no nibble of a key is fixed.
 BOOST_AUTO_TEST_CASE(roce_keys_and_addresses_across_sessions) {
@@ -429,6 +457,42 @@ BOOST_AUTO_TEST_CASE(silent_clients_busy_refusal_and_budget) {
   bool saw_busy = false;
   for (const auto& j : peer.snapshot()) saw_busy |= j.value("refused", false) && j.value("message", "").find("busy") != std::string::npos;
   BOOST_TEST(saw_busy);
+}
+
+// 32 silent clients against a peer that serves 4 sessions: 4 hold their
+// sessions, 28 wait for their refusals, and a good client still hears the
+// busy refusal (a rejecting MPA Reply) within 100 ms, every time.
+BOOST_AUTO_TEST_CASE(silent_clients_never_delay_a_refusal) {
+  ii::PeerOptions po;
+  po.idle_timeout_ms = 10000;
+  po.max_sessions = 4;
+  Peer peer(po);
+  std::vector<Fd> silent;
+  for (int i = 0; i < 32; ++i) silent.push_back(silent_client(peer.addr));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ii::RunOptions ro;
+  ro.scenario = "write-bw";
+  ro.size = 4096;
+  ro.iterations = 10;
+  ro.timeout_ms = 5000;
+  for (int k = 0; k < 5; ++k) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto busy = ii::run_initiator(peer.addr, ro);
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+    BOOST_TEST(!busy.ok);
+    BOOST_TEST(busy.message.find("reject") != std::string::npos, busy.message);
+    BOOST_TEST(ms < 100, "refusal " << k << " took " << ms << " ms");
+  }
+  silent.clear();
+  // Once the silent ones are gone, the sessions are free again.
+  for (int i = 0; i < 100; ++i) {
+    if (ii::run_initiator(peer.addr, ro).ok) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  BOOST_TEST(ii::run_initiator(peer.addr, ro).ok);
+  bool answered = false;
+  for (const auto& j : peer.snapshot()) answered |= j.value("message", "").find("answered: a rejecting MPA Reply") != std::string::npos;
+  BOOST_TEST(answered);
 }
 
 // STags and R_Keys as a session draws them (a fresh domain, three
