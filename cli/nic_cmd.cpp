@@ -36,6 +36,10 @@ NicCommands::NicCommands(CLI::App& app) {
   check_->add_option("--pcap-dir", pcap_dir_, "record each scenario's wire traffic (both ways) to DIR/SCENARIO.pcap");
   check_->add_option("--timeout", timeout_ms_, "milliseconds a scenario may take before the plug-in is called hung")
       ->check(CLI::Range(100, 3600000));
+  check_->add_option("--plugin-memory", plugin_memory_mib_,
+                     "MiB of address space each scenario's child (the plug-in with the harness) may take; beyond, "
+                     "its allocations fail and the scenario FAILs saying so (default 512; 0: no limit)")
+      ->check(CLI::Range(0u, 1u << 20));
   check_->add_flag("--in-process", in_process_,
                    "run the plug-in in this process, not in a child per scenario (for a debugger; a crash is then ours)");
   check_->add_flag("--list", list_, "list the scenarios and cases, and exit");
@@ -100,6 +104,7 @@ int NicCommands::run(const std::vector<std::string>& arguments) const {
   opt.plugin_args = plugin_args_;
   opt.scenarios = scenarios_;
   opt.timeout_ms = timeout_ms_;
+  opt.plugin_memory = std::uint64_t{plugin_memory_mib_} << 20;
   if (!pcap_dir_.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(pcap_dir_, ec);

@@ -24,6 +24,7 @@ class NicCommands {
   std::string plugin_, plugin_args_, json_out_, junit_out_, pcap_dir_;
   std::vector<std::string> scenarios_, patterns_;
   int timeout_ms_ = 30000;
+  unsigned plugin_memory_mib_ = 512;
   bool list_ = false, quiet_ = false, verbose_ = false, in_process_ = false;
 };
 

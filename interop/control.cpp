@@ -91,6 +91,17 @@ std::optional<std::size_t> first_invalid_utf8(std::string_view s) {
   return std::nullopt;
 }
 
+std::string as_utf8(std::string_view s) {
+  std::string out;
+  while (const auto bad = first_invalid_utf8(s)) {
+    out += s.substr(0, *bad);
+    out += fmt::format("\\x{:02x}", static_cast<unsigned char>(s[*bad]));
+    s.remove_prefix(*bad + 1);
+  }
+  out += s;
+  return out;
+}
+
 std::string printable(std::string_view s, std::size_t max) {
   std::string out;
   for (std::size_t i = 0; i < s.size() && i < max; ++i) {

@@ -66,6 +66,10 @@ std::optional<nlohmann::json> parse_control_line(std::string_view line, std::str
 // U+10FFFF), or nullopt when all of it is.
 std::optional<std::size_t> first_invalid_utf8(std::string_view s);
 
+// Text from outside kept as it is where it is UTF-8, each octet that is not
+// written as \\xNN (so that it can go into JSON).
+std::string as_utf8(std::string_view s);
+
 // Text from outside quoted in a message: its first `max` octets, with
 // octets that are not printable ASCII written as \xNN, "..." when cut.
 std::string printable(std::string_view s, std::size_t max);

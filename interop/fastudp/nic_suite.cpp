@@ -1,7 +1,10 @@
 #include "interop/fastudp/nic_suite.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -18,6 +22,7 @@
 #include "captures/io/pcap_writer.hpp"
 #include "conformance/fastudp/nic_cases.hpp"
 #include "conformance/judge.hpp"
+#include "interop/control.hpp"
 #include "protocols/core/bits.hpp"
 #include "protocols/net/checksum.hpp"
 
@@ -804,64 +809,146 @@ conf::ScopeResult scope_from_wire(const nlohmann::json& j, const std::vector<con
 
 namespace {
 
-// Runs `body` in a child; returns its output, or says how it ended.
+// Runs `body` in a child of its own process group, with an address-space
+// limit (`memory`, 0: none; none either in a sanitizer build, whose shadow
+// memory an address-space limit would refuse) and its stdout and stderr
+// captured (the first kOutputKept octets). The result travels through a pipe
+// that the child's own children (a plug-in that forks) may hold open: the
+// end is the child's exit, not the pipe's. At the child's end or at the
+// deadline the whole group is killed and reaped, and whatever of it was
+// still running is named.
 struct ChildEnd {
-  std::string output;
-  std::string failure;  // empty: exited 0
+  std::string output;   // what the body returned
+  std::string failure;  // empty: exited 0 and left nothing running
+  std::string log;      // the child's stdout and stderr (bounded)
+  std::uint64_t log_dropped = 0;
 };
+constexpr std::size_t kOutputKept = 64 * 1024;
+constexpr int kExitOutOfMemory = 71;
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
 
 template <class F>
-ChildEnd in_child(F body, int timeout_ms) {
-  int fds[2];
-  if (pipe(fds) != 0) return {{}, fmt::format("pipe: {}", std::strerror(errno))};
+ChildEnd in_child(F body, int timeout_ms, std::uint64_t memory) {
+  // Orphans of the child (a plug-in's own children) become ours, so that
+  // they can be reaped once killed rather than left as zombies.
+  static const bool subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;
+  (void)subreaper;
+  int res[2], out[2];
+  if (pipe2(res, O_CLOEXEC) != 0) return {{}, fmt::format("pipe: {}", std::strerror(errno)), {}, 0};
+  if (pipe2(out, O_CLOEXEC) != 0) {
+    close(res[0]);
+    close(res[1]);
+    return {{}, fmt::format("pipe: {}", std::strerror(errno)), {}, 0};
+  }
+  std::fflush(nullptr);  // (nothing buffered in this process is written twice)
   const pid_t pid = fork();
   if (pid < 0) {
-    close(fds[0]);
-    close(fds[1]);
-    return {{}, fmt::format("fork: {}", std::strerror(errno))};
+    for (int fd : {res[0], res[1], out[0], out[1]}) close(fd);
+    return {{}, fmt::format("fork: {}", std::strerror(errno)), {}, 0};
   }
   if (pid == 0) {
-    close(fds[0]);
-    std::string out = body();
+    setpgid(0, 0);
+    close(res[0]);
+    close(out[0]);
+    dup2(out[1], STDOUT_FILENO);
+    dup2(out[1], STDERR_FILENO);
+    close(out[1]);
+    if (memory && !kSanitized) {
+      const rlimit lim{memory, memory};
+      setrlimit(RLIMIT_AS, &lim);
+    }
+    std::string result;
+    try {
+      result = body();
+    } catch (const std::bad_alloc&) {
+      _exit(kExitOutOfMemory);
+    }
     std::size_t done = 0;
-    while (done < out.size()) {
-      const ssize_t n = write(fds[1], out.data() + done, out.size() - done);
+    while (done < result.size()) {
+      const ssize_t n = write(res[1], result.data() + done, result.size() - done);
       if (n <= 0) _exit(3);
       done += static_cast<std::size_t>(n);
     }
+    std::fflush(nullptr);
     _exit(0);
   }
-  close(fds[1]);
+  setpgid(pid, pid);  // (also here: no race with the child's own call)
+  close(res[1]);
+  close(out[1]);
+  for (int fd : {res[0], out[0]}) fcntl(fd, F_SETFL, O_NONBLOCK);
   ChildEnd end;
+  auto drain = [&] {
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(res[0], buf, sizeof buf)) > 0) end.output.append(buf, static_cast<std::size_t>(n));
+    while ((n = read(out[0], buf, sizeof buf)) > 0) {
+      const std::size_t keep = std::min<std::size_t>(static_cast<std::size_t>(n), kOutputKept - end.log.size());
+      end.log.append(buf, keep);
+      end.log_dropped += static_cast<std::size_t>(n) - keep;
+    }
+  };
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   bool timed_out = false;
+  int status = 0;
+  rusage usage{};
   for (;;) {
+    const pid_t w = wait4(pid, &status, WNOHANG, &usage);
+    if (w == pid) break;
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
     if (left <= 0) {
       timed_out = true;
-      kill(pid, SIGKILL);
+      kill(-pid, SIGKILL);
+      while (wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
+      }
       break;
     }
-    pollfd p{fds[0], POLLIN, 0};
-    const int r = poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) continue;
-    char buf[65536];
-    const ssize_t n = read(fds[0], buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    end.output.append(buf, static_cast<std::size_t>(n));
+    pollfd p[2] = {{res[0], POLLIN, 0}, {out[0], POLLIN, 0}};
+    (void)poll(p, 2, static_cast<int>(std::min<long long>(left, 50)));
+    drain();
   }
-  close(fds[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  drain();
+  // What of the group still runs after the child's end: a plug-in that forked.
+  unsigned left_behind = 0;
+  if (kill(-pid, 0) == 0) {
+    kill(-pid, SIGKILL);
+    for (int i = 0; i < 200; ++i) {
+      const pid_t w = waitpid(-pid, nullptr, WNOHANG);
+      if (w > 0) {
+        ++left_behind;
+        continue;
+      }
+      if (w < 0 && errno == ECHILD && kill(-pid, 0) != 0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    left_behind = std::max(left_behind, 1u);
   }
+  close(res[0]);
+  close(out[0]);
+  const std::uint64_t peak_mib = static_cast<std::uint64_t>(usage.ru_maxrss) / 1024;
   if (timed_out)
     end.failure = fmt::format("did not finish within {} ms (a hang, or a NIC that never goes idle)", timeout_ms);
+  else if (WIFEXITED(status) && WEXITSTATUS(status) == kExitOutOfMemory)
+    end.failure = fmt::format("ran out of memory at the --plugin-memory limit of {} MiB", memory >> 20);
   else if (WIFSIGNALED(status))
     end.failure = fmt::format("died of signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
   else if (WEXITSTATUS(status) != 0)
     end.failure = fmt::format("exited with status {}", WEXITSTATUS(status));
+  if (!end.failure.empty() && memory && !kSanitized && peak_mib * 4 >= (memory >> 20) * 3)
+    end.failure += fmt::format(" (its memory reached {} MiB of the {} MiB --plugin-memory limit)", peak_mib, memory >> 20);
+  if (left_behind)
+    end.failure += fmt::format("{}forked: {} process{} of its own still ran when the scenario ended (killed)",
+                               end.failure.empty() ? "" : "; it ", left_behind, left_behind == 1 ? "" : "es");
   return end;
 }
 
@@ -901,7 +988,7 @@ conf::InputResult nic_check(const NicCheckOptions& opt) {
           load(err);
           return err;
         },
-        opt.timeout_ms);
+        opt.timeout_ms, opt.plugin_memory);
     if (!end.failure.empty())
       in.error = fmt::format("{}: loading the plug-in {}", opt.plugin, end.failure);
     else if (!end.output.empty())
@@ -921,6 +1008,7 @@ conf::InputResult nic_check(const NicCheckOptions& opt) {
   for (const auto& n : names) {
     conf::ScopeResult scope;
     const std::string pcap = opt.pcap_dir.empty() ? std::string() : opt.pcap_dir + "/" + n + ".pcap";
+    std::string plugin_log;  // what the plug-in wrote to stdout and stderr
     if (!opt.isolate) {
       scope = run_scenario(*here, n, opt.cases, opt.plugin_args, pcap);
     } else {
@@ -935,7 +1023,9 @@ conf::InputResult nic_check(const NicCheckOptions& opt) {
               return nlohmann::json{{"harness_error", e.what()}}.dump();
             }
           },
-          opt.timeout_ms);
+          opt.timeout_ms, opt.plugin_memory);
+      plugin_log = interop::as_utf8(end.log);
+      if (end.log_dropped) plugin_log += fmt::format("\n[{} more octets not kept]", end.log_dropped);
       nlohmann::json j;
       if (end.failure.empty()) j = nlohmann::json::parse(end.output, nullptr, false);
       if (end.failure.empty() && j.is_object() && j.contains("harness_error")) {
@@ -973,6 +1063,12 @@ conf::InputResult nic_check(const NicCheckOptions& opt) {
           scope.outcomes.push_back(std::move(o));
         }
       }
+    }
+    if (opt.isolate && !plugin_log.empty()) {
+      auto params = nlohmann::json::parse(scope.params, nullptr, false);
+      if (!params.is_object()) params = nlohmann::json::object();
+      params["plugin_output"] = plugin_log;
+      scope.params = conf::params_text(params);
     }
     for (const auto& o : scope.outcomes) in.verdicts.add(o.tally.verdict());
     in.stats.frames += scope.last_frame;

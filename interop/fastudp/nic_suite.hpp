@@ -43,6 +43,10 @@ struct NicCheckOptions {
   std::string pcap_dir;    // non-empty: DIR/<scenario>.pcap for each scenario
   int timeout_ms = 30000;  // per scenario
   bool isolate = true;     // false: run in this process (a crash is then ours)
+  // Isolated: the address space each scenario's child may take (0: no
+  // limit; a sanitizer build sets none). Its stdout and stderr land in the
+  // scenario's params as "plugin_output" (the first 64 KiB).
+  std::uint64_t plugin_memory = std::uint64_t{512} << 20;
 };
 
 // The plug-in's report as an input of the usual report: path and SHA-256 of

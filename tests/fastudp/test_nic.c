@@ -2,11 +2,14 @@
  * A NIC plug-in that misbehaves on purpose, for the harness's own tests.
  * Its --plugin-args choose how: "null" (init fails), "crash" and "hang" (in
  * the receive entry), "misuse" (bad shim calls), "wild" (a DMA write to an
- * address the host never registered). Built three times: as is, with
+ * address the host never registered), "fork" (a child of its own that
+ * sleeps for ever, holding every descriptor), "hog" (allocates and touches
+ * up to 20 GiB, aborting when an allocation fails), "spew" (10 MB on stdout). Built three times: as is, with
  * TEST_NIC_BAD_ABI (another ABI version) and with TEST_NIC_NO_RECEIVE (a
  * missing export). It never delivers anything.
  */
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,6 +19,7 @@
 struct nic {
   const struct fudp_host *h;
   char mode[16];
+  int once;
 };
 
 static uint64_t rd(void *n, uint64_t off, unsigned size) {
@@ -49,6 +53,21 @@ FUDP_EXPORT void fudp_plugin_receive(void *p, const void *frame, size_t len) {
   if (strcmp(n->mode, "crash") == 0) raise(SIGSEGV);
   if (strcmp(n->mode, "hang") == 0)
     for (;;) sleep(1);
+  if (strcmp(n->mode, "fork") == 0 && !n->once++ && fork() == 0)
+    for (;;) sleep(1);
+  if (strcmp(n->mode, "hog") == 0)
+    for (int i = 0; i < 320; ++i) {
+      char *m = (char *)malloc((size_t)64 << 20);
+      if (!m) abort();
+      memset(m, 1, (size_t)64 << 20);
+    }
+  if (strcmp(n->mode, "spew") == 0 && !n->once++) {
+    static char line[1000];
+    memset(line, 'x', sizeof line - 1);
+    line[sizeof line - 1] = '\n';
+    for (int i = 0; i < 10000; ++i) fwrite(line, 1, sizeof line, stdout);
+    fflush(stdout);
+  }
   if (strcmp(n->mode, "misuse") == 0) {
     n->h->raise_interrupt(n->h->host, 7);
     n->h->mmap_delete(n->h->host, 9);

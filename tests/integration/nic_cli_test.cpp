@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <map>
 #include <set>
 
@@ -141,6 +142,51 @@ BOOST_AUTO_TEST_CASE(plugins_that_misbehave_fail_and_the_harness_survives) {
     BOOST_TEST(r.failing().count(m.id) == 1u, m.args << ":\n" << r.evidence());
     BOOST_TEST(r.evidence().find(m.evidence) != std::string::npos, m.args << ":\n" << r.evidence());
   }
+}
+
+// A plug-in that forks: the scenario ends when the plug-in's child process
+// does (not at the timeout), the FAIL says it forked, and nothing of it
+// runs afterwards.
+BOOST_AUTO_TEST_CASE(a_plugin_that_forks_is_contained) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = nic_check(kTestPlugins + "/test-nic-ok.so", "--plugin-args fork --scenario basic-ipv4 --timeout 60000");
+  const auto s = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - t0).count();
+  BOOST_TEST(s < 30, "took " << s << " s");
+  BOOST_TEST(r.status == 1, r.out);
+  BOOST_TEST(r.failing().count("fastudp.nic.shim") == 1u, r.evidence());
+  BOOST_TEST(r.evidence().find("forked: 1 process of its own still ran") != std::string::npos, r.evidence());
+  const auto left = run("pgrep -f 'plugin-args fork' | grep -v $$ | wc -l");
+  BOOST_TEST(std::stoi(left.out) == 0, "processes left: " << left.out);
+}
+
+// A plug-in that writes 10 MB to stdout: none of it in the harness's own
+// output; the first 64 KiB in the scenario's params, the rest counted.
+BOOST_AUTO_TEST_CASE(a_plugins_output_is_captured_and_bounded) {
+  const auto r = nic_check(kTestPlugins + "/test-nic-ok.so", "--plugin-args spew --scenario basic-ipv4");
+  BOOST_TEST(r.out.find("xxxxxxxxxx") == std::string::npos, r.out.substr(0, 300));
+  BOOST_TEST(r.out.size() < 10000u);
+  const auto& params = r.json["inputs"][0]["scopes"][0]["parameters"];
+  const std::string log = params.value("plugin_output", "");
+  BOOST_TEST(log.size() > 60000u);
+  BOOST_TEST(log.size() < 70000u);
+  BOOST_TEST(log.find("more octets not kept]") != std::string::npos, log.substr(log.size() - 100));
+}
+
+// A plug-in that allocates and touches 20 GiB is stopped by the harness's
+// own limit, and the FAIL says so. (Not in a sanitizer build, which sets no
+// limit; the shell's limit is a guard for the machine should ours fail.)
+BOOST_AUTO_TEST_CASE(a_plugin_that_hogs_memory_is_stopped_by_the_limit) {
+  if (RDMACONF_SANITIZED) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto dir = temp_dir("nic-hog");
+  const auto res = run(fmt::format("ulimit -v 8000000; {} nic check --quiet --plugin {}/test-nic-ok.so --plugin-args hog "
+                                   "--scenario basic-ipv4 --plugin-memory 256 --json {}/r.json 2>&1",
+                                   kBin, kTestPlugins, dir.string()));
+  BOOST_TEST(res.status == 1, res.out);
+  const std::string report = slurp(dir / "r.json");
+  BOOST_TEST(report.find("256 MiB --plugin-memory limit") != std::string::npos, report.substr(0, 3000));
+  BOOST_TEST((std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60)));
+  fs::remove_all(dir);
 }
 
 // A vendor's view: the SDK installed to a prefix, the model's source built
