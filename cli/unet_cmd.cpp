@@ -8,6 +8,7 @@
 #include "cli/suite_report.hpp"
 #include "conformance/checker.hpp"
 #include "conformance/unet/live_cases.hpp"
+#include "interop/netns.hpp"
 #include "interop/unet/live.hpp"
 
 #ifndef RDMACONF_VERSION
@@ -19,6 +20,9 @@ namespace rdmaconf::cli {
 UnetCommands::UnetCommands(CLI::App& app) {
   auto* unet = app.add_subcommand("unet", "U-Net tagged endpoints (docs/unet.md): live scenarios and fault injection");
   unet->require_subcommand(1);
+  cleanup_ = unet->add_subcommand("cleanup",
+                                  "remove the network namespaces (with their veth pair and XDP program) that a live run "
+                                  "killed with SIGKILL left behind (unet live and nic live: rdmaconf-*-PID-*, PID gone)");
   live_ = unet->add_subcommand("live", "two U-Net nodes exchange traffic, with fault injection; the live cases judge them");
   live_->add_option("--path", path_, "memory (both nodes in this process), xdp (two namespaces, a veth pair, AF_XDP, the AF_PACKET fallback where it cannot run; root) or packet (the same on AF_PACKET)")
       ->check(CLI::IsMember({"memory", "xdp", "packet"}));
@@ -37,9 +41,15 @@ UnetCommands::UnetCommands(CLI::App& app) {
   live_->add_flag("--verbose", verbose_, "list every verdict, not only failures")->excludes(q);
 }
 
-bool UnetCommands::selected() const { return live_->parsed(); }
+bool UnetCommands::selected() const { return live_->parsed() || cleanup_->parsed(); }
 
 int UnetCommands::run(const std::vector<std::string>& arguments) const {
+  if (cleanup_->parsed()) {
+    const auto removed = interop::RunNamespaces::remove_stale();
+    for (const auto& n : removed) std::cout << fmt::format("removed network namespace {}\n", n);
+    if (removed.empty()) std::cout << "no namespace left by a run that died\n";
+    return 0;
+  }
   namespace iu = interop::unet;
   const auto patterns = split_patterns(patterns_);
   iu::UnetLiveOptions opt;

@@ -17,6 +17,7 @@ class UnetCommands {
 
  private:
   CLI::App* live_ = nullptr;
+  CLI::App* cleanup_ = nullptr;
   std::string path_ = "memory", json_out_, junit_out_, pcap_, fault_;
   std::vector<std::string> scenarios_, patterns_;
   std::uint32_t messages_ = 64;

@@ -1,13 +1,16 @@
 #pragma once
-// The calling thread in a network namespace (one `ip netns add` made, under
-// /var/run/netns) while the guard lives; sockets made meanwhile stay in it.
+// Network namespaces of our own (`ip netns add`, under /var/run/netns): the
+// calling thread in one while a guard lives, and the namespaces a run makes,
+// named so that they outlive no run.
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace rdmaconf::interop {
 
@@ -32,6 +35,29 @@ class InNetns {
 
  private:
   int self_ = -1;
+};
+
+// The namespaces a live run makes are named rdmaconf-<tool>-<pid>-<part>
+// after the process that made them. A run removes its own when it ends,
+// and, on SIGTERM, SIGINT, SIGHUP, SIGQUIT or SIGPIPE, from the signal
+// handler (unmounting and unlinking a namespace file are plain system calls,
+// safe there), after killing the child processes it registered; the
+// handler then ends the process by the same signal. What a run killed with
+// SIGKILL left, the next run of any tool (or `rdmaconf unet cleanup`)
+// removes: namespaces whose process no longer runs.
+class RunNamespaces {
+ public:
+  // Removes namespaces rdmaconf-*-<pid>-* whose process is gone; their names.
+  static std::vector<std::string> remove_stale();
+  // A name for this run's namespace `part` of `tool` (registered: removed
+  // by the destructor or the signal handler).
+  std::string add(const std::string& tool, const std::string& part);
+  // A child process (side B) killed before the namespaces go.
+  void add_child(pid_t pid);
+  ~RunNamespaces();  // removes what add() named, if it was made
+
+ private:
+  std::vector<std::string> names_;
 };
 
 }  // namespace rdmaconf::interop

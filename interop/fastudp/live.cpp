@@ -84,17 +84,12 @@ bool intact(const std::byte* p, std::size_t n, std::uint32_t& i) {
 struct Lab {
   std::string kernel_ns, nic_ns;
   const std::string nic_if = "fudpn", kernel_if = "fudpk";
-  bool made = false;
-  ~Lab() {
-    if (!made) return;
-    (void)std::system(fmt::format("ip netns del {} 2>/dev/null; ip netns del {} 2>/dev/null", kernel_ns, nic_ns).c_str());
-  }
+  RunNamespaces namespaces;  // removed with their veth ends, also after a signal or by the next run
   // Makes the pair; false when a command failed.
   bool make() {
-    const unsigned id = static_cast<unsigned>(getpid()) % 100000;
-    kernel_ns = fmt::format("rdmaconf-fudp-{}", id);
-    nic_ns = fmt::format("rdmaconf-fudp-{}-nic", id);
-    made = true;
+    (void)RunNamespaces::remove_stale();
+    kernel_ns = namespaces.add("fudp", "kernel");
+    nic_ns = namespaces.add("fudp", "nic");
     const std::string setup = fmt::format(
         "set -e; ip netns add {0}; ip netns add {1}; "
         "ip -n {1} link add {3} address 02:00:0a:4d:00:02 type veth peer name {2} address 02:00:0a:4d:00:01 netns {0}; "

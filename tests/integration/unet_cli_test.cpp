@@ -181,4 +181,46 @@ BOOST_AUTO_TEST_CASE(xdp_path_between_namespaces) {
   BOOST_TEST(f.with("FAIL") == std::set<std::string>{"unet.live.channel"});
 }
 
+// A run killed mid-way: by SIGTERM, it removes its namespaces (and with
+// them the veth pair and the XDP program) itself; by SIGKILL, they stay,
+// and the next run, or `rdmaconf unet cleanup`, removes them and starts
+// cleanly.
+BOOST_AUTO_TEST_CASE(a_killed_run_leaves_nothing_behind) {
+  if (geteuid() != 0) return;
+  const auto dir = temp_dir("unet-kill");
+  // Starts a long run; its pid once its namespaces exist.
+  const auto start = [&] {
+    const auto r = run(fmt::format("{} unet live --path xdp --scenario stream --messages 100000 --quiet > {}/out 2>&1 & echo $!; "
+                                   "for i in $(seq 200); do ip netns list | grep -q \"rdmaconf-unet-$!-b\" && break; sleep 0.05; done",
+                                   kBin, dir.string()));
+    return std::stoi(r.out);
+  };
+  const auto ours = [](int pid) { return std::stoi(run(fmt::format("ip netns list | grep -c 'rdmaconf-unet-{}-' || true", pid)).out); };
+  for (const std::string sig : {"KILL", "KILL", "TERM", "INT"}) {
+    const int pid = start();
+    BOOST_TEST_REQUIRE(ours(pid) == 2, sig << ": the run did not make its namespaces: " << slurp(dir / "out"));
+    run(fmt::format("kill -{} {}; while kill -0 {} 2>/dev/null; do sleep 0.05; done", sig, pid, pid));
+    if (sig != "KILL") {
+      BOOST_TEST(ours(pid) == 0, "SIG" << sig << " left namespaces behind");
+      continue;
+    }
+    BOOST_TEST(ours(pid) == 2);  // a SIGKILL cannot be caught
+    if (fs::exists(dir / "cleaned")) {
+      // The second: `rdmaconf unet cleanup` removes what the dead run left.
+      const auto c = run(fmt::format("{} unet cleanup", kBin));
+      BOOST_TEST(c.status == 0, c.out);
+      BOOST_TEST(c.out.find(fmt::format("removed network namespace rdmaconf-unet-{}-a", pid)) != std::string::npos, c.out);
+    } else {
+      // The first: the next run starts cleanly, saying what it removed.
+      const auto n = run(fmt::format("{} unet live --path xdp --scenario pingpong 2>&1", kBin));
+      BOOST_TEST(n.status == 0, n.out);
+      BOOST_TEST(n.out.find(fmt::format("removed rdmaconf-unet-{}-a, left by a run that died", pid)) != std::string::npos, n.out);
+      std::ofstream(dir / "cleaned") << "";
+    }
+    BOOST_TEST(ours(pid) == 0);
+  }
+  BOOST_TEST(run("ip netns list | grep -c rdmaconf-unet || true").out == "0\n");
+  fs::remove_all(dir);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
