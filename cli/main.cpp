@@ -138,7 +138,8 @@ int main(int argc, char** argv) {
   check->add_option("--junit", junit_out, "write a JUnit XML report to FILE");
   check->add_option("--cases", patterns, "only cases whose ID matches the glob PATTERN (comma-separated; repeatable)");
   check->add_flag("--strict", strict, "also run SHOULD- and MAY-level cases");
-  std::uint64_t idle_timeout_s = conformance::kDefaultIdleTimeoutS, reassembly_mib = 256;
+  std::uint64_t idle_timeout_s = conformance::kDefaultIdleTimeoutS, reassembly_mib = 256,
+                state_mib = conformance::kDefaultStateMemory >> 20;
   std::string shard_flag;
   bool list_inputs = false;
   check->add_option("--shard", shard_flag,
@@ -151,6 +152,11 @@ int main(int argc, char** argv) {
   check->add_option("--reassembly-memory", reassembly_mib,
                     "MiB that out-of-order and waiting TCP octets of all connections of an input may take together (default 256)")
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 20));
+  check->add_option("--state-memory", state_mib,
+                    "MiB the open state may take: a third each for TCP connections, RoCE conversations and UDP "
+                    "conversations (default 192; 0: no bound); beyond, the least recently active are closed early, and "
+                    "what they would have shown later is INCONCLUSIVE")
+      ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 20));
   unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
   check->add_option("--jobs,-j", jobs,
                     "threads (default: the number of cores): inputs are checked at once, each on a thread of its own; "
@@ -323,6 +329,7 @@ int main(int argc, char** argv) {
   opt.family_options = family_options;
   opt.reassembly.idle_timeout_us = static_cast<std::int64_t>(idle_timeout_s) * 1000000;
   opt.reassembly.max_total_bytes = static_cast<std::size_t>(reassembly_mib) << 20;
+  opt.state_memory = state_mib << 20;
   const bool tty = isatty(STDERR_FILENO) && !quiet;
   std::string current;
   if (tty && jobs == 1) {  // several inputs at once would fight over one bar

@@ -323,7 +323,7 @@ struct CheckRun::Impl {
     std::vector<TcpSink*> stream_sinks;
     for (const auto& a : checker.families_) {
       contexts.push_back(std::make_unique<RunContext>(out, opt.family_options, a.cases, [this](ScopeResult&& r) { sink(std::move(r)); },
-                                                      opt.reassembly.idle_timeout_us));
+                                                      opt.reassembly.idle_timeout_us, state_share()));
       if (opt.on_unit && (opt.listing_family.empty() || a.family->name() == opt.listing_family))
         contexts.back()->on_unit = [this, f = a.family](std::string_view unit, nlohmann::json&& j) {
           if (opt.listing_unit.empty() || unit == opt.listing_unit) opt.on_unit(*f, unit, std::move(j));
@@ -353,9 +353,18 @@ struct CheckRun::Impl {
     fan = std::make_unique<StreamFanOut>(stream_sinks, out.stats.tcp_connections, split);
     ReassemblyLimits limits = opt.reassembly;
     if (split) limits.max_total_bytes = std::max<std::size_t>(1, limits.max_total_bytes / split->count);
+    if (state_share()) limits.max_open = std::max<std::size_t>(1, state_share() / kOpenTcpConnectionBytes);
     tcp = std::make_unique<TcpReassembler>(*fan, limits);
     capture_ctx = std::make_unique<RunContext>(out, opt.family_options, std::vector<std::size_t>{});
     capture_ctx->on_warning = opt.on_warning;
+  }
+
+  // The open state one kind (TCP connections, RoCE conversations, UDP
+  // conversations) may take on this thread: a third of the budget, shared
+  // by a split check's threads.
+  std::uint64_t state_share() const {
+    if (!opt.state_memory) return 0;
+    return std::max<std::uint64_t>(1, opt.state_memory / 3 / (split ? split->count : 1));
   }
 
   // Where ended scopes go: counted, then streamed out or kept.
@@ -459,6 +468,11 @@ struct CheckRun::Impl {
       split->group = 0;
     }
     tcp->finish(last);
+    if (const auto n = tcp->closed_early())
+      capture_ctx->bound_reached(
+          last, fmt::format("TCP connections: {} closed early, the least recently active first ({} open at once, the bound of "
+                            "this kind's {} KiB share of --state-memory); what they would have shown later is INCONCLUSIVE",
+                            n, std::max<std::size_t>(1, state_share() / kOpenTcpConnectionBytes), state_share() >> 10));
     for (std::size_t i = 0; i < runs.size(); ++i) {
       if (split) split->group = static_cast<std::uint32_t>(2 + i);
       std::vector<ScopeResult> open;

@@ -18,6 +18,11 @@ namespace rdmaconf::conformance {
 // `rdmaconf check`'s default for the idle time that ends a connection or
 // conversation (the Wireshark plugin uses the same, so that both agree).
 inline constexpr std::uint64_t kDefaultIdleTimeoutS = 600;
+inline constexpr std::uint64_t kDefaultStateMemory = std::uint64_t{192} << 20;
+// What one open TCP connection takes with the state the iWARP family keeps
+// for it, measured (bench/check_open_state.sh: peak memory over half-open
+// connections, 100 000 and 1 000 000 of them with no bound).
+inline constexpr std::uint64_t kOpenTcpConnectionBytes = 7 * 1024;
 
 struct CheckOptions {
   std::vector<std::string> case_patterns;  // globs; empty = all
@@ -36,6 +41,14 @@ struct CheckOptions {
   // TCP reassembly's bounds: per connection, for all together, and the
   // idle time (in capture time) after which a connection is closed.
   captures::io::ReassemblyLimits reassembly;
+  // The open state the families keep (TCP connections with their iWARP
+  // state, RoCE conversations, UDP conversations): a third of it each at
+  // most; beyond, the least
+  // recently active are closed early (INCONCLUSIVE where that hides what
+  // they would have shown). 0: no bound. A split check gives each thread
+  // its share, so that where the bound is reached the connections closed
+  // early may differ from one thread's.
+  std::uint64_t state_memory = kDefaultStateMemory;
   // The families to run; empty: every registered one.
   std::vector<const ProtocolFamily*> families;
   // When set, each scope goes here as soon as it ends, with the input's

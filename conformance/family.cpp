@@ -56,6 +56,15 @@ void RunContext::anomaly(std::uint64_t frame, const std::string& message) {
   warn(frame, message);
 }
 
+std::string RunContext::state_bound(std::uint64_t max_open) const {
+  return fmt::format("{} open at once, the bound of this kind's {} KiB share of --state-memory", max_open, state_memory_ >> 10);
+}
+
+void RunContext::bound_reached(std::uint64_t frame, const std::string& message) {
+  if (on_warning) on_warning(frame, false, message);
+  warn(frame, message);
+}
+
 void Registry::add(const ProtocolFamily& f) {
   if (std::find(families_.begin(), families_.end(), &f) == families_.end()) families_.push_back(&f);
 }

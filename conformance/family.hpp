@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -63,8 +64,9 @@ class RunContext {
  public:
   using ScopeSink = std::function<void(ScopeResult&&)>;
   RunContext(InputResult& out, const FamilyOptions& options, std::vector<std::size_t> active, ScopeSink sink = {},
-             std::int64_t idle_timeout_us = 0)
-      : out_(out), options_(options), active_(std::move(active)), sink_(std::move(sink)), idle_timeout_us_(idle_timeout_us) {}
+             std::int64_t idle_timeout_us = 0, std::uint64_t state_memory = 0)
+      : out_(out), options_(options), active_(std::move(active)), sink_(std::move(sink)), idle_timeout_us_(idle_timeout_us),
+        state_memory_(state_memory) {}
   // The family's cases that run (indices into ProtocolFamily::cases()).
   const std::vector<std::size_t>& active() const { return active_; }
   // The values of one of the family's options, or `fallback` when it was not given.
@@ -76,6 +78,9 @@ class RunContext {
   void undecodable(std::uint64_t frame, const std::string& message);
   // A file-level oddity of one frame (warned, counted; the frame is still judged).
   void anomaly(std::uint64_t frame, const std::string& message);
+  // A bound of the checker's own reached at this frame (the open state's):
+  // warned, and not counted as the capture's fault.
+  void bound_reached(std::uint64_t frame, const std::string& message);
   // Set by the dissector: called with every warning and its frame
   // (`undecodable` true for a frame not decoded, false for an oddity).
   std::function<void(std::uint64_t frame, bool undecodable, const std::string& message)> on_warning;
@@ -85,6 +90,13 @@ class RunContext {
   // A scope with no traffic for this long in capture time has ended (0: a
   // scope ends only with its protocol's close or the capture).
   std::int64_t idle_timeout_us() const { return idle_timeout_us_; }
+  // Octets the family's open scopes may take together (0: no bound): a
+  // family that keeps scopes open by the thousand closes the least recently
+  // active early beyond it (its share of CheckOptions::state_memory; see
+  // Recency).
+  std::uint64_t state_memory() const { return state_memory_; }
+  // The bound in words, for the messages of a scope closed early.
+  std::string state_bound(std::uint64_t max_open) const;
   // Set by `rdmaconf <listing>` and the dissector: called with every decoded
   // unit as JSON, with the name of its listing's unit (Listing::unit).
   std::function<void(std::string_view unit, nlohmann::json&&)> on_unit;
@@ -96,6 +108,7 @@ class RunContext {
   std::vector<std::size_t> active_;
   ScopeSink sink_;
   std::int64_t idle_timeout_us_;
+  std::uint64_t state_memory_;
 };
 
 // The run's share of a family's case objects: those ctx.active() names, and
@@ -127,15 +140,61 @@ void end_idle_scopes(Map& open, std::int64_t now_us, RunContext& ctx, Result res
   }
 }
 
-// Ends the scopes still open at the end of an input: each goes to `scopes`
-// as `result(state)` makes it, in the order they began.
+// Ends the scopes still open at the end of an input: each goes to
+// RunContext::scope_done as `result(state)` makes it, in the order they
+// began, its state freed before the next is made (so that the end of a
+// capture with many open scopes needs no more memory than its middle).
 template <class Map, class Result>
-void end_open_scopes(Map& open, std::vector<ScopeResult>& scopes, Result result) {
-  std::vector<typename Map::mapped_type::element_type*> v;
-  for (auto& [k, s] : open) v.push_back(s.get());
-  std::sort(v.begin(), v.end(), [](const auto* x, const auto* y) { return x->id < y->id; });
-  for (auto* s : v) scopes.push_back(result(*s));
+void end_open_scopes(Map& open, RunContext& ctx, Result result) {
+  std::vector<typename Map::iterator> v;
+  v.reserve(open.size());
+  for (auto it = open.begin(); it != open.end(); ++it) v.push_back(it);
+  std::sort(v.begin(), v.end(), [](const auto& x, const auto& y) { return x->second->id < y->second->id; });
+  for (auto it : v) {
+    ctx.scope_done(result(*it->second));
+    open.erase(it);
+  }
 }
+
+// The open scopes of a family in the order they were last active, for
+// closing the least recently active early at the bound its share of
+// CheckOptions::state_memory sets. Each open scope's state holds an Entry,
+// which leaves the order when the state is destroyed (however it ends).
+template <class Key>
+class Recency {
+ public:
+  class Entry {
+   public:
+    Entry() = default;
+    Entry(const Entry&) = delete;
+    Entry& operator=(const Entry&) = delete;
+    ~Entry() {
+      if (owner_) owner_->order_.erase(it_);
+    }
+
+   private:
+    friend class Recency;
+    Recency* owner_ = nullptr;
+    typename std::list<Key>::iterator it_;
+  };
+  // `per_scope`: the octets one open scope takes (measured). No bound when
+  // the context sets none.
+  Recency(const RunContext& ctx, std::uint64_t per_scope)
+      : max_open_(ctx.state_memory() ? std::max<std::uint64_t>(1, ctx.state_memory() / per_scope) : 0) {}
+  void add(Entry& e, const Key& k) {
+    e.owner_ = this;
+    e.it_ = order_.insert(order_.end(), k);
+  }
+  void touch(Entry& e) { order_.splice(order_.end(), order_, e.it_); }
+  // Before a new scope opens: is the bound reached (close oldest() first)?
+  bool full(std::size_t open) const { return max_open_ && open >= max_open_; }
+  const Key& oldest() const { return order_.front(); }
+  std::uint64_t max_open() const { return max_open_; }
+
+ private:
+  std::list<Key> order_;
+  std::uint64_t max_open_;
+};
 
 // When a family looks for idle scopes as capture time passes: every eighth
 // of the run's idle time (never with no idle time set), not on the first

@@ -5,6 +5,7 @@
 // from how it builds it, which verdict each exercised case must reach: the
 // manifest is written from that declaration, never from running the checker.
 #include "captures/gen/iwarp.hpp"
+#include "captures/gen/roce.hpp"
 #include "captures/gen/scenarios.hpp"
 
 namespace fs = std::filesystem;
@@ -92,14 +93,54 @@ int bench_opaque(const std::string& path, std::size_t count, bool midstream) {
   return 0;
 }
 
+// `count` RoCEv2 conversations open at once, each from its own address: one
+// RC SEND Only request (AckReq set) every 3 microseconds, none answered (so none ends
+// within the capture: a checker holds every one until its end, unless it
+// bounds its open state).
+int bench_roce_open(const std::string& path, std::size_t count) {
+  PcapWriter w(path);
+  const Host b = host_v4(192, 0, 2, 2, ib::kRoceV2Port);
+  for (std::size_t i = 0; i < count; ++i) {
+    w.set_time_us(static_cast<std::int64_t>(1'000'000'000 + i * 3));
+    const auto o = [&](unsigned shift) { return static_cast<std::uint8_t>((i >> shift) & 0xff); };
+    const Host a = host_v4(10, o(16), o(8), o(0), 49152);
+    RocePkt p = send_only(static_cast<std::uint32_t>(i & 0xffffff), 16, true);
+    p.qp = static_cast<std::uint32_t>(0x100 + (i & 0xffff));
+    const Buf tr = encode_roce_pkt(p);
+    auto l3 = ip_udp(a, b, B(tr), false);
+    put_le32(l3, l3.size() - 4, ib::roce_icrc(B(l3), false, 20));
+    w.ip_packet(a, b, B(l3));
+  }
+  return 0;
+}
+
+// `count` TCP SYNs to an iWARP port, each from its own address, none
+// answered (half-open connections: a checker holds every one until the
+// capture's end, unless it bounds its open state).
+int bench_syns(const std::string& path, std::size_t count) {
+  PcapWriter w(path);
+  const Host b = host_v4(192, 0, 2, 2, 7174);
+  for (std::size_t i = 0; i < count; ++i) {
+    w.set_time_us(static_cast<std::int64_t>(1'000'000'000 + i * 3));
+    const auto o = [&](unsigned shift) { return static_cast<std::uint8_t>((i >> shift) & 0xff); };
+    const Host a = host_v4(10, o(16), o(8), o(0), 40000);
+    w.ip_packet(a, b, B(ip_tcp(a, b, 1000, 0, tcpflag::syn, {}, 1460)));
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc == 4 && std::string(argv[1]) == "--bench") return bench_capture(argv[2], std::stoul(argv[3]));
   if (argc == 4 && std::string(argv[1]) == "--bench-connections") return bench_connections(argv[2], std::stoul(argv[3]));
+  if (argc == 4 && std::string(argv[1]) == "--bench-roce-open") return bench_roce_open(argv[2], std::stoul(argv[3]));
+  if (argc == 4 && std::string(argv[1]) == "--bench-syns") return bench_syns(argv[2], std::stoul(argv[3]));
   if (argc == 4 && (std::string(argv[1]) == "--bench-opaque" || std::string(argv[1]) == "--bench-opaque-midstream"))
     return bench_opaque(argv[2], std::stoul(argv[3]), std::string(argv[1]) == "--bench-opaque-midstream");
   if (argc < 2) {
     std::cerr << "usage: rdmaconf-gen OUTDIR [SCENARIO...]\n       rdmaconf-gen --bench FILE MEGABYTES\n"
                  "       rdmaconf-gen --bench-connections FILE COUNT\n"
+                 "       rdmaconf-gen --bench-roce-open FILE COUNT\n"
+                 "       rdmaconf-gen --bench-syns FILE COUNT\n"
                  "       rdmaconf-gen --bench-opaque[-midstream] FILE COUNT\n";
     return 2;
   }

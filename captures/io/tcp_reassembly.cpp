@@ -43,6 +43,7 @@ struct TcpReassembler::Conn {
   bool synack_seen = false;
   std::uint32_t synack_ack = 0;  // the SYN-ACK's acknowledgement number: side a's first sequence number
   std::int64_t last_ts_us = 0;   // capture time of its last segment
+  std::list<Key>::iterator recent;  // its place in TcpReassembler::recent_
   std::size_t* total = nullptr;  // the reassembler's count of buffered octets
 };
 
@@ -187,7 +188,7 @@ void TcpReassembler::add(const Packet& p) {
     const bool same_syn = c.dir[d].started && c.dir[d].next_off == 0 && c.dir[d].next_seq == p.seq + 1;
     if (!same_syn) {
       close(c, false, p.frame);
-      conns_.erase(it);
+      drop(key);
       it = conns_.end();
     }
   }
@@ -195,6 +196,14 @@ void TcpReassembler::add(const Packet& p) {
     // Only a SYN or a segment with data opens a connection; a stray ACK, FIN or RST
     // (often the last packets of a connection already closed) does not.
     if (!p.syn && p.payload.empty()) return;
+    if (limits_.max_open && conns_.size() >= limits_.max_open) {
+      const Key oldest = recent_.front();
+      Conn& o = *conns_.find(oldest)->second;
+      for (int d = 0; d < 2; ++d) sink_.on_limit(o.info, d, p.frame, kOpenStateFull);
+      close(o, false, p.frame);
+      drop(oldest);
+      ++closed_early_;
+    }
     auto c = std::make_unique<Conn>();
     c->info.id = next_id_++;
     c->total = &buffered_;
@@ -202,11 +211,13 @@ void TcpReassembler::add(const Packet& p) {
     const bool src_is_a = !(p.syn && p.ack_flag);
     c->info.a = src_is_a ? src : dst;
     c->info.b = src_is_a ? dst : src;
+    c->recent = recent_.insert(recent_.end(), key);
     it = conns_.emplace(key, std::move(c)).first;
     sink_.on_open(it->second->info);
   }
   Conn& c = *it->second;
   c.last_ts_us = p.ts_us;
+  recent_.splice(recent_.end(), recent_, c.recent);
   const int d = c.info.a == src ? 0 : 1;
   auto& s = c.dir[d];
 
@@ -279,15 +290,21 @@ void TcpReassembler::add(const Packet& p) {
   }
   if (p.rst) {
     close(c, true, p.frame);
-    conns_.erase(key);
+    drop(key);
     return;
   }
   const bool done0 = c.dir[0].fin && c.dir[0].next_off >= c.dir[0].fin_off && c.dir[0].pending.empty();
   const bool done1 = c.dir[1].fin && c.dir[1].next_off >= c.dir[1].fin_off && c.dir[1].pending.empty();
   if (done0 && done1) {
     close(c, false, p.frame);
-    conns_.erase(key);
+    drop(key);
   }
+}
+
+void TcpReassembler::drop(const Key& k) {
+  const auto it = conns_.find(k);
+  recent_.erase(it->second->recent);
+  conns_.erase(it);
 }
 
 void TcpReassembler::close(Conn& c, bool reset, std::uint64_t frame) {
@@ -314,9 +331,8 @@ void TcpReassembler::close_idle(std::int64_t now_us, std::uint64_t frame) {
     if (now_us - c->last_ts_us > limits_.idle_timeout_us) idle.emplace_back(c->info.id, k);
   std::sort(idle.begin(), idle.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
   for (const auto& [id, k] : idle) {
-    const auto it = conns_.find(k);
-    close(*it->second, false, frame);
-    conns_.erase(it);
+    close(*conns_.find(k)->second, false, frame);
+    drop(k);
   }
 }
 
@@ -327,6 +343,7 @@ void TcpReassembler::finish(std::uint64_t last_frame) {
   std::sort(open.begin(), open.end(), [](Conn* x, Conn* y) { return x->info.id < y->info.id; });
   for (Conn* c : open) close(*c, false, last_frame);
   conns_.clear();
+  recent_.clear();
 }
 
 }  // namespace rdmaconf::captures::io

@@ -14,6 +14,7 @@
 // order the endpoints saw. Memory is bounded per connection; closed
 // connections are released.
 #include <cstdint>
+#include <list>
 #include <map>
 #include <memory>
 #include <unordered_map>
@@ -72,6 +73,11 @@ class TcpSink {
 // on_limit's `why` when the limit reached was the one of all connections
 // together (ReassemblyLimits::max_total_bytes).
 inline constexpr const char* kAllBuffersFull = "the buffers of all connections together are full (--reassembly-memory)";
+// on_limit's `why` (both directions, then on_close) for a connection closed
+// early because the open connections reached ReassemblyLimits::max_open.
+inline constexpr const char* kOpenStateFull =
+    "the open connections reached the --state-memory bound: closed early as the least recently active (what follows is "
+    "judged as a new connection)";
 
 struct ReassemblyLimits {
   std::size_t max_pending_bytes = 4u << 20;   // per direction, out-of-order data held
@@ -83,6 +89,10 @@ struct ReassemblyLimits {
   // A connection with no segment for this long in capture time is closed
   // (0: never), so that connections whose end the capture lacks do not stay.
   std::int64_t idle_timeout_us = 0;
+  // Connections open at once (0: no bound). A new one beyond it closes the
+  // least recently active first (on_limit with kOpenStateFull, on_close):
+  // the checker's open state follows this bound, not the traffic.
+  std::size_t max_open = 0;
 };
 
 class TcpReassembler {
@@ -98,6 +108,8 @@ class TcpReassembler {
   void finish(std::uint64_t last_frame);
 
   std::size_t open_connections() const { return conns_.size(); }
+  // Connections closed early at ReassemblyLimits::max_open.
+  std::uint64_t closed_early() const { return closed_early_; }
   std::size_t buffered_bytes() const { return buffered_; }
 
   struct Conn;
@@ -114,9 +126,13 @@ class TcpReassembler {
   static Key key_of(const Packet& p);
   void close(Conn& c, bool reset, std::uint64_t frame);
   void close_idle(std::int64_t now_us, std::uint64_t frame);
+  // Forgets a connection (closed already).
+  void drop(const Key& k);
   TcpSink& sink_;
   ReassemblyLimits limits_;
   std::unordered_map<Key, std::unique_ptr<Conn>, KeyHash> conns_;
+  std::list<Key> recent_;  // open connections, least recently active first
+  std::uint64_t closed_early_ = 0;
   std::uint64_t next_id_ = 1;
   std::size_t buffered_ = 0;  // out-of-order and held octets of every connection
   std::int64_t last_sweep_us_ = 0;

@@ -7,8 +7,8 @@
 #include <pcap/dlt.h>
 
 #include <algorithm>
-#include <optional>
 #include <map>
+#include <optional>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -126,6 +126,12 @@ class Run final : public FamilyRun {
     mtu_ = static_cast<std::uint32_t>(mtu.front());
   }
 
+  // What one open conversation takes, measured (bench/check_open_state.sh:
+  // peak memory over open conversations, 100 000 and 1 000 000 of them with
+  // no bound).
+  static constexpr std::uint64_t kConversationBytes = 7 * 1024;
+
+  using Key = std::pair<Address, Address>;
   struct Conv {
     ScopeState scope;
     std::uint64_t id = 0, first_frame = 0, last_frame = 0, packets = 0;
@@ -138,6 +144,8 @@ class Run final : public FamilyRun {
     // Each direction's latest packet (hash, timestamp), while the other
     // direction has sent nothing since.
     std::optional<std::pair<std::size_t, std::int64_t>> latest[2];
+    Recency<Key>::Entry recent;  // its place among the open conversations
+    bool closed_early = false;   // at the open state's bound, not by its end
     Conv(std::size_t n, std::uint32_t pmtu) : scope(n), qp(pmtu) {}
   };
 
@@ -158,7 +166,9 @@ class Run final : public FamilyRun {
     auto key = std::make_pair(lo, hi);
     auto it = convs_.find(key);
     if (it == convs_.end()) {
+      if (recent_.full(convs_.size())) close_least_recent(p.frame);
       auto c = std::make_unique<Conv>(cases_.size(), mtu_);
+      recent_.add(c->recent, key);
       c->id = ++ids_;
       c->first_frame = p.frame;
       // Both ends on one address (a loopback run): the UDP ports tell the sides apart.
@@ -171,6 +181,7 @@ class Run final : public FamilyRun {
       it = convs_.emplace(key, std::move(c)).first;
     }
     Conv& c = *it->second;
+    recent_.touch(c.recent);
     // Frames written out of the order they were captured in: file order
     // says nothing about which of them was sent first.
     if (c.packets && p.ts_us < c.last_ts)
@@ -216,6 +227,25 @@ class Run final : public FamilyRun {
     } else {
       for (std::size_t i = 0; i < cases_.size(); ++i) run(i);
     }
+  }
+
+  // The open conversations reached the --state-memory bound: the least
+  // recently active one ends now. What it would have shown later (answers,
+  // resends, its end) is unknown, so what waited for that is settled
+  // INCONCLUSIVE, naming the bound; its later packets begin a new one.
+  void close_least_recent(std::uint64_t frame) {
+    const auto it = convs_.find(recent_.oldest());
+    Conv& c = *it->second;
+    c.closed_early = true;
+    for (int d = 0; d < 2; ++d)
+      c.scope.artefact(d, "frame {}: the least recently active conversation, closed early ({})", frame,
+                       ctx_.state_bound(recent_.max_open()));
+    if (closed_early_++ == 0)
+      ctx_.bound_reached(frame, fmt::format("RoCE conversations: {}; the least recently active are closed early, and what "
+                                            "needed their later packets is INCONCLUSIVE",
+                                            ctx_.state_bound(recent_.max_open())));
+    ctx_.scope_done(result(&c));
+    convs_.erase(it);
   }
 
   // A connected-service packet identical to the one just before it in its
@@ -305,7 +335,19 @@ class Run final : public FamilyRun {
     }
     params.set_json("request_flows", json_array(flows));
     r.params = params.text();
-    const Closing closing = c->qp.close();
+    Closing closing = c->qp.close();
+    if (c->closed_early) {
+      // What waited for the conversation's later packets (answers, resends)
+      // is unknown, not the capture's end: the bound is named.
+      const std::string why = fmt::format("unknown: the conversation was closed early ({})", ctx_.state_bound(recent_.max_open()));
+      for (auto* items : {&closing.gaps, &closing.unanswered, &closing.not_resent, &closing.open_gaps, &closing.acked_ahead,
+                          &closing.nak_unprovoked})
+        for (auto& item : *items)
+          if (item.state != Closing::Item::State::pass) {
+            item.state = Closing::Item::State::inconclusive;
+            item.detail = why;
+          }
+    }
     record_artefacts(c->scope, closing);
     for (std::size_t i = 0; i < cases_.size(); ++i) {
       CaseCtx ctx = c->scope.ctx(i);
@@ -324,9 +366,11 @@ class Run final : public FamilyRun {
     return r;
   }
 
-  void finish(std::vector<ScopeResult>& scopes, std::vector<FamilyCount>& counts) override {
-    end_open_scopes(convs_, scopes, [this](Conv& c) { return result(&c); });
+  void finish(std::vector<ScopeResult>&, std::vector<FamilyCount>& counts) override {
+    end_open_scopes(convs_, ctx_, [this](Conv& c) { return result(&c); });
     counts.push_back({"ib_packets", "InfiniBand transport packets (RoCEv2, RoCEv1 or native)", packets_});
+    if (closed_early_)
+      counts.push_back({"ib_conversations_closed_early", "RoCE conversations closed early at the --state-memory bound", closed_early_});
   }
 
  private:
@@ -335,8 +379,9 @@ class Run final : public FamilyRun {
   std::vector<const CaseInfo*> infos_;
   std::vector<std::size_t> checksum_cases_;  // (indices into cases_)
   std::uint32_t mtu_ = 0;
-  std::map<std::pair<Address, Address>, std::unique_ptr<Conv>> convs_;
-  std::uint64_t ids_ = 0, packets_ = 0;
+  Recency<Key> recent_{ctx_, kConversationBytes};  // (before convs_: a Conv leaves it when destroyed)
+  std::map<Key, std::unique_ptr<Conv>> convs_;
+  std::uint64_t ids_ = 0, packets_ = 0, closed_early_ = 0;
   IdleSweep sweep_;
 };
 

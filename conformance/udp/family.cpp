@@ -81,6 +81,7 @@ struct Endpoint {
 
 class Run final : public FamilyRun {
  public:
+  using Key = std::pair<Endpoint, Endpoint>;
   explicit Run(RunContext& ctx) : ctx_(ctx) {
     const auto& all = family().cases();
     for (std::size_t i : ctx.active()) {
@@ -97,9 +98,25 @@ class Run final : public FamilyRun {
     if (sweep_.due(p.ts_us, ctx_)) end_idle_scopes(convs_, p.ts_us, ctx_, [this](Conv& c) { return result(c); });
     const Endpoint a{p.src, p.sport}, b{p.dst, p.dport};
     const bool forward = a < b;
-    auto& slot = convs_[forward ? std::pair{a, b} : std::pair{b, a}];
+    const Key key = forward ? Key{a, b} : Key{b, a};
+    auto it = convs_.find(key);
+    if (it == convs_.end()) {
+      // Past the open state's bound, the least recently active conversation
+      // ends now (each datagram is judged alone: nothing is left unknown).
+      if (recent_.full(convs_.size())) {
+        const auto oldest = convs_.find(recent_.oldest());
+        if (closed_early_++ == 0)
+          ctx_.bound_reached(p.frame, fmt::format("UDP conversations: {}; the least recently active are reported early",
+                                                  ctx_.state_bound(recent_.max_open())));
+        ctx_.scope_done(result(*oldest->second));
+        convs_.erase(oldest);
+      }
+      it = convs_.emplace(key, nullptr).first;
+    }
+    auto& slot = it->second;
     if (!slot) {
       slot = std::make_unique<Conv>(infos_.size());
+      recent_.add(slot->recent, key);
       slot->id = ids_++;
       slot->first_frame = p.frame;
       slot->ipv6 = p.ip_version == 6;
@@ -109,13 +126,14 @@ class Run final : public FamilyRun {
       slot->scope.sides[1] = fmt::format("{}:{}", format_address(p.ip_version, hi.addr), hi.port);
     }
     Conv& c = *slot;
+    recent_.touch(c.recent);
     c.last_frame = p.frame;
     c.last_ts = p.ts_us;
     judge(c, p, forward ? 0 : 1);
   }
 
-  void finish(std::vector<ScopeResult>& scopes, std::vector<FamilyCount>& counts) override {
-    end_open_scopes(convs_, scopes, [this](Conv& c) { return result(c); });
+  void finish(std::vector<ScopeResult>&, std::vector<FamilyCount>& counts) override {
+    end_open_scopes(convs_, ctx_, [this](Conv& c) { return result(c); });
     counts.push_back({"udp_datagrams", "UDP datagrams", datagrams_});
   }
 
@@ -126,6 +144,7 @@ class Run final : public FamilyRun {
     std::int64_t last_ts = 0;
     bool ipv6 = false;
     std::uint64_t seen[2] = {0, 0}, unsummed[2] = {0, 0}, offloaded[2] = {0, 0};
+    Recency<Key>::Entry recent;  // its place among the open conversations
     explicit Conv(std::size_t n) : scope(n) {}
   };
 
@@ -235,7 +254,11 @@ class Run final : public FamilyRun {
   RunContext& ctx_;
   std::vector<const CaseInfo*> infos_;
   std::optional<std::size_t> checksum_, zero6_, length_;
-  std::map<std::pair<Endpoint, Endpoint>, std::unique_ptr<Conv>> convs_;
+  // What one open conversation takes (measured: bench/check_open_state.sh).
+  static constexpr std::uint64_t kConversationBytes = 640;
+  Recency<Key> recent_{ctx_, kConversationBytes};  // (before convs_: a Conv leaves it when destroyed)
+  std::map<Key, std::unique_ptr<Conv>> convs_;
+  std::uint64_t closed_early_ = 0;
   std::uint64_t ids_ = 0, datagrams_ = 0;
   IdleSweep sweep_;
 };

@@ -158,8 +158,8 @@ class Run final : public FamilyRun {
     judge(c, p, *h, dir, digest, repeat);
   }
 
-  void finish(std::vector<ScopeResult>& scopes, std::vector<FamilyCount>& counts) override {
-    end_open_scopes(channels_, scopes, [this](Channel& c) { return result(c); });
+  void finish(std::vector<ScopeResult>&, std::vector<FamilyCount>& counts) override {
+    end_open_scopes(channels_, ctx_, [this](Channel& c) { return result(c); });
     counts.push_back({"unet_frames", "U-Net frames", frames_});
     if (undecoded_) counts.push_back({"unet_undecoded", "U-Net frames too short for the header", undecoded_});
   }

@@ -14,12 +14,15 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
 
 #include "captures/io/pcap_writer.hpp"
 #include "conformance/checker.hpp"
+#include "captures/io/pcap_reader.hpp"
+#include "protocols/ib/packet.hpp"
 #include "conformance/scope.hpp"
 #include "reports/report.hpp"
 
@@ -414,6 +417,82 @@ BOOST_AUTO_TEST_CASE(idle_conversations_end_in_capture_time) {
   o.reassembly.idle_timeout_us = 0;  // no timeout: one conversation, which sees every packet twice
   BOOST_TEST(Checker(o).check_file(twice.string()).scopes.size() == 1u);
   fs::remove(twice);
+}
+
+// The open state is bounded: a golden capture (all PASS) with, after each
+// of its frames, packets of other conversations (RoCE: a request each from
+// its own address; TCP: a SYN each) that push the golden one past a tiny
+// --state-memory bound again and again. Closed early and begun anew, it
+// gives no FAIL; what the early close hid is INCONCLUSIVE naming the bound;
+// the run warns. Without the bound, the same file is judged as the golden.
+BOOST_AUTO_TEST_CASE(open_state_beyond_its_bound_closes_early_and_never_fails) {
+  for (const std::string name : {"roce-v4", "iwarp-rev2-crc"}) {
+    BOOST_TEST_CONTEXT(name) {
+      const bool roce = name == "roce-v4";
+      const auto golden = fs::path(RDMACONF_SOURCE_DIR) / "captures" / "golden" / (name + ".pcap");
+      const auto crowded = fs::temp_directory_path() / fmt::format("rdmaconf-crowded-{}.pcap", getpid());
+      {
+        std::string err;
+        captures::io::PcapWriter w(crowded.string());
+        auto r = captures::io::PcapReader::open(golden.string(), err, false);
+        BOOST_TEST_REQUIRE(r, err);
+        std::uint32_t other = 0;
+        std::optional<std::int64_t> t0;
+        while (auto f = r->next()) {
+          // The golden frames 100 times as far apart, the others between them.
+          const std::int64_t t = f->ts_sec * 1000000 + f->ts_usec;
+          if (!t0) t0 = t;
+          const std::int64_t at = *t0 + (t - *t0) * 100;
+          w.set_time_us(at);
+          w.frame(f->data);
+          for (int k = 0; k < 12; ++k, ++other) {
+            w.set_time_us(at + 1 + k);
+            const auto a = captures::io::host_v4(10, 9, static_cast<std::uint8_t>(other >> 8), static_cast<std::uint8_t>(other), 49152);
+            if (roce) {
+              // A RoCEv2 RC SEND Only (BTH opcode 0x04, P_Key 0xFFFF, QP 0x11, PSN = other), 16 octets, ICRC.
+              std::vector<std::byte> tr(12 + 16 + 4);
+              tr[0] = std::byte{0x04};
+              tr[2] = tr[3] = std::byte{0xff};
+              tr[7] = std::byte{0x11};
+              tr[11] = static_cast<std::byte>(other);
+              const auto b = captures::io::host_v4(192, 0, 2, 2, 4791);
+              auto l3 = captures::io::ip_udp(a, b, tr, false);
+              const std::uint32_t icrc = protocols::ib::roce_icrc(l3, false, 20);
+              for (int i = 0; i < 4; ++i) l3[l3.size() - 4 + i] = static_cast<std::byte>(icrc >> (8 * i));
+              w.ip_packet(a, b, l3);
+            } else {
+              const auto b = captures::io::host_v4(192, 0, 2, 2, 7174);
+              w.ip_packet(a, b, captures::io::ip_tcp(a, b, 1000, 0, captures::io::tcpflag::syn, {}, 1460));
+            }
+          }
+        }
+      }
+      CheckOptions o;
+      o.hash = false;
+      o.strict = true;
+      o.state_memory = 0;
+      const InputResult free_run = Checker(o).check_file(crowded.string());
+      BOOST_TEST(free_run.verdicts.fail == 0u);
+      BOOST_TEST(free_run.warnings_total == 0u);
+      o.state_memory = 3 * 7 * 1024 * 4;  // four open RoCE conversations, or four TCP connections
+      const InputResult bounded = Checker(o).check_file(crowded.string());
+      BOOST_TEST(bounded.verdicts.fail == 0u);
+      std::string inconclusive;
+      for (const auto& sc : bounded.scopes)
+        for (const auto& out : sc.outcomes)
+          for (const auto& ev : out.tally.evidence())
+            if (out.tally.verdict() == Verdict::inconclusive) inconclusive += ev.actual + " " + ev.detail + "\n";
+      if (roce) BOOST_TEST(inconclusive.find("share of --state-memory") != std::string::npos, inconclusive);
+      std::string warnings;
+      for (const auto& w : bounded.warnings) warnings += w + "\n";
+      BOOST_TEST(warnings.find("share of --state-memory") != std::string::npos, warnings);
+      // The golden conversation was cut into several scopes.
+      std::size_t golden_scopes = 0;
+      for (const auto& sc : bounded.scopes) golden_scopes += sc.label.find("10.9.") == std::string::npos;
+      BOOST_TEST(golden_scopes > 1u);
+      fs::remove(crowded);
+    }
+  }
 }
 
 // A family option given as text (the Wireshark plugin's preferences): lists,

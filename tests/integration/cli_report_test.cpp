@@ -46,6 +46,30 @@ BOOST_AUTO_TEST_CASE(reports_validate_against_the_schema) {
 // hashed on a second thread) equals coreutils' sha256sum: for a small golden,
 // for a capture long enough to reuse every ring slot, and for a capture cut
 // mid-record, where the decoder stops early and the rest must still be hashed.
+// The checker's memory follows a budget, not the open state: a million RoCE
+// conversations open at once, and a million half-open TCP connections, each
+// check within 256 MB peak, without a FAIL, warning that the bound was
+// reached. (Not in a sanitizer build, whose own memory is another matter.)
+BOOST_AUTO_TEST_CASE(a_million_open_conversations_check_within_256_mb) {
+#ifdef RDMACONF_SANITIZED
+  if (RDMACONF_SANITIZED) return;
+#endif
+  const auto dir = temp_dir("open-state");
+  for (const std::string kind : {"roce-open", "syns"}) {
+    const auto cap = (dir / (kind + ".pcap")).string();
+    BOOST_TEST_REQUIRE(run(fmt::format("{} --bench-{} {} 1000000", kGen, kind, cap)).status == 0);
+    const auto r = run(fmt::format("/usr/bin/time -f 'peak %M KiB' {} check --jobs 1 {} 2>&1 | tail -8", kBin, cap));
+    const auto at = r.out.find("peak ");
+    BOOST_TEST_REQUIRE(at != std::string::npos, r.out);
+    const long kib = std::stol(r.out.substr(at + 5));
+    BOOST_TEST(kib < 256 * 1000, kind << ": " << kib << " KiB peak");
+    BOOST_TEST(r.out.find("FAIL                   0") != std::string::npos, kind << ": " << r.out);
+    BOOST_TEST(r.out.find("share of --state-memory") != std::string::npos, kind << ": " << r.out);
+    std::filesystem::remove(cap);
+  }
+  std::filesystem::remove_all(dir);
+}
+
 BOOST_AUTO_TEST_CASE(report_sha256_matches_sha256sum) {
   const auto dir = temp_dir("sha");
   const auto big = dir / "big.pcap", cut = dir / "cut.pcap";
