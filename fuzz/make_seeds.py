@@ -131,6 +131,22 @@ for name, line in {
     put("fuzz_control", name, line)
 
 
+# fuzz_iwarp_control: what a client sends the iWARP peer before its session
+# (MPA Requests, whole and cut, and what is none) and a scenario's control message
+def mpa_request(rev, flags, pd):
+    return b"MPA ID Req Frame" + bytes([flags, rev]) + struct.pack(">H", len(pd)) + pd
+for name, raw in {
+    "req-v1-crc": mpa_request(1, 0x40, b""),
+    "req-v2-enhanced-p2p": mpa_request(2, 0x50, struct.pack(">I", (1 << 31) | (1 << 30) | (16 << 16) | 16)),
+    "req-v2-pd": mpa_request(2, 0x10, struct.pack(">I", 16 << 16 | 16) + b"hello"),
+    "req-cut": mpa_request(1, 0x40, b"x" * 40)[:30],
+    "req-rev9": mpa_request(9, 0x40, b""),
+    "not-mpa": b"GET / HTTP/1.1\r\n\r\n",
+    "ctl-hello": struct.pack(">IBBBBIIIIQIIQHHI", 0x52434E46, 1, 1, 3, 0, 4096, 100, 0, 0, 0, 0, 0, 0, 4, 16, 0),
+}.items():
+    put("fuzz_iwarp_control", name, raw)
+
+
 # fuzz_nic: UDP datagrams over IPv4 and IPv6 to the ports that have
 # receives (checksums fixed by the target), fragments, a transmit, and the
 # golden RoCE frames as they are.
