@@ -34,12 +34,20 @@ struct CaseCtx {
 // family records them: TCP gaps, PSN holes, repeated packets, a capture that
 // starts or ends inside an exchange).
 struct ScopeState {
-  std::vector<Tally> tallies;
-  std::vector<std::unique_ptr<CaseState>> slots;
   std::string sides[2];
   std::string artefacts[2];  // each direction's first artefact; empty: none seen
-  explicit ScopeState(std::size_t n) : tallies(n), slots(n) {}
-  CaseCtx ctx(std::size_t i) { return CaseCtx{tallies[i], slots[i], sides}; }
+  // The tallies and case states are made when a case first runs: a scope
+  // no case has looked at yet (a half-open TCP connection, by the
+  // thousand) takes no room for them.
+  explicit ScopeState(std::size_t n) : n_(n) {}
+  CaseCtx ctx(std::size_t i) {
+    made();
+    return CaseCtx{tallies_[i], slots_[i], sides};
+  }
+  Tally& tally(std::size_t i) {
+    made();
+    return tallies_[i];
+  }
   // Records that the capture of direction `dir` shows a loss, duplicate or
   // reordering; only the first is kept (and only it is formatted).
   template <class... A>
@@ -49,14 +57,26 @@ struct ScopeState {
   // The verdicts, in the order of `cases` (the active ones, as the slots),
   // with the doubtful violations settled.
   std::vector<CaseOutcome> outcomes(const std::vector<const CaseInfo*>& cases) {
+    made();
     std::vector<CaseOutcome> v;
     v.reserve(cases.size());
     for (std::size_t i = 0; i < cases.size(); ++i) {
-      tallies[i].settle(artefacts);
-      v.push_back(CaseOutcome{cases[i], std::move(tallies[i])});
+      tallies_[i].settle(artefacts);
+      v.push_back(CaseOutcome{cases[i], std::move(tallies_[i])});
     }
     return v;
   }
+
+ private:
+  void made() {
+    if (tallies_.size() != n_) {
+      tallies_.resize(n_);
+      slots_.resize(n_);
+    }
+  }
+  std::size_t n_;
+  std::vector<Tally> tallies_;
+  std::vector<std::unique_ptr<CaseState>> slots_;
 };
 
 }  // namespace rdmaconf::conformance

@@ -148,7 +148,7 @@ class Run final : public FamilyRun {
     explicit Conv(std::size_t n) : scope(n) {}
   };
 
-  Tally* tally(Conv& c, std::optional<std::size_t> i) { return i ? &c.scope.tallies[*i] : nullptr; }
+  Tally* tally(Conv& c, std::optional<std::size_t> i) { return i ? &c.scope.tally(*i) : nullptr; }
 
   void judge(Conv& c, const captures::io::Packet& p, int dir) {
     ++c.seen[dir];

@@ -182,7 +182,7 @@ class Run final : public FamilyRun {
   static std::string side_name(const Endpoint& e, bool has_mac) {
     return has_mac ? fmt::format("{}/{}", mac_text(e.mac), e.port) : fmt::format("port {}", e.port);
   }
-  Tally* tally(Channel& c, std::optional<std::size_t> i) { return i ? &c.scope.tallies[*i] : nullptr; }
+  Tally* tally(Channel& c, std::optional<std::size_t> i) { return i ? &c.scope.tally(*i) : nullptr; }
 
   void judge(Channel& c, const captures::io::Packet& p, const protocols::Header& h, int dir, std::uint64_t digest, bool repeat) {
     ++c.messages[dir];
