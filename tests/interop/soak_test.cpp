@@ -180,6 +180,19 @@ BOOST_AUTO_TEST_CASE(roce_peer_under_hostile_rounds) {
         Fd c = connect_to(control);
         send_all(c.get(), std::string(200000, '{'));  // no newline
       }
+      // Octets that are not UTF-8 (a lone 0xFF, an overlong NUL, one inside a
+      // key), nesting 100 000 deep, and a storm of connections reset at once.
+      const std::string deep = "{\"hello\":" + std::string(100000, '[') + std::string(100000, ']') + "}\n";
+      for (const std::string& line : {std::string("\xff\n"), std::string("\xc0\x80\n"), std::string("{\"he\xffllo\":1}\n"), deep}) {
+        Fd c = connect_to(control);
+        send_all(c.get(), line);
+        std::this_thread::sleep_for(20ms);
+      }
+      for (int i = 0; i < 50; ++i) {
+        Fd c = connect_to(control);
+        const linger reset{1, 0};
+        ::setsockopt(c.get(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+      }
       // Stale datagrams at the peer's port from the address the good client will use, and from another.
       for (std::uint32_t src : {0x7f000002u, 0x7f000003u}) {
         Fd u(::socket(AF_INET, SOCK_DGRAM, 0));
