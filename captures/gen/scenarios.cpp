@@ -135,9 +135,9 @@ std::vector<Scenario> scenarios() {
     // The initiator's FPDUs then feed only the CRC cases: its Read and Atomic Requests are unknown, so the
     // answers to them are INCONCLUSIVE, and the cases only its messages exercise have nothing to judge. (The
     // responder's queue 3 carries two Atomic Responses: a mid-stream capture does not judge a queue's first
-    // message, but judges the second.)
+    // message, but judges the second; the responder's Read Responses give iwarp.ddp.rsvdulp tagged segments.)
     Expect e = {{"iwarp.mpa.fpdu.crc", F}, {"iwarp.rdmap.read_response.match", INC}, {"iwarp.rdmap.atomic.response_match", INC}};
-    for (const char* id : {"iwarp.mpa.fpdu.pad", "iwarp.rdmap.read_request.format", "iwarp.ddp.rsvdulp", "iwarp.rdmap.answered",
+    for (const char* id : {"iwarp.mpa.fpdu.pad", "iwarp.rdmap.read_request.format", "iwarp.rdmap.answered",
                            "iwarp.rdmap.immediate.format", "iwarp.rdmap.atomic.alignment"})
       e[id] = NA;
     iwarp("iwarp-midstream-fault-crc-all", "as iwarp-midstream", c, e);
@@ -175,9 +175,9 @@ std::vector<Scenario> scenarios() {
 
   // ---- MPA faults
   // (The damaged FPDU comes right before the only untagged message of several segments, whose first segment
-  // then starts no judged message: iwarp.ddp.rsvdulp has nothing to compare.)
+  // then starts no judged message; iwarp.ddp.rsvdulp still judges the RDMA Write's tagged segments.)
   iwarp("iwarp-fault-crc", "as iwarp-rev2-crc", faulty("the CRC of the initiator's fourth FPDU is altered", [](auto& c) { c.corrupt_crc_at = 3; }),
-        {{"iwarp.mpa.fpdu.crc", F}, {"iwarp.ddp.rsvdulp", NA}});
+        {{"iwarp.mpa.fpdu.crc", F}});
   iwarp("iwarp-fault-rr-reserved", "as iwarp-rev2-crc", faulty("the MPA Request sets a reserved flag bit", [](auto& c) { c.req_reserved = 0x4; }),
         {{"iwarp.mpa.rr.reserved", F}});
   // RFC 6581 §6 asks for revision "two or higher" to use enhanced setup: a revision 3 frame breaks no
@@ -430,6 +430,13 @@ std::vector<Scenario> scenarios() {
           set_ddp(t.init[5], iwarp::DdpUntagged::opcode, iwarp::kOpSendSe);
         }),
         {{"iwarp.ddp.rsvdulp", F}});
+  // RFC 5041 §4.2: the segments of a tagged message share RsvdULP (RDMAP's
+  // control octet). Setting a reserved bit of it in one segment breaks that
+  // and RFC 5040 §4.1's reserved-bits rule at once.
+  iwarp("iwarp-fault-ddp-tagged-rsvdulp", "as iwarp-rev2-crc",
+        edit("the third segment of the RDMA Write sets an RDMAP reserved bit its other segments leave clear",
+             [](Traffic& t) { set_ddp(t.init[10], iwarp::DdpTagged::rdmap_rsvd, 1); }),
+        {{"iwarp.ddp.rsvdulp", F}, {"iwarp.rdmap.reserved", F}});
   // The two-segment Send (initiator messages 4 and 5) cut again: its segments
   // as (MO, octets) in the order they are sent; the one ending the message has L.
   auto resegment_send = [](std::vector<std::pair<std::uint32_t, std::size_t>> cuts) {

@@ -31,11 +31,11 @@ struct Queues : CaseState {
   virtual void lost(int /*dir*/) {}
 };
 
-// The RsvdULP (RDMAP control octet and word) of each queue's open message's first segment.
-struct RsvdUlp : Queues {
-  std::map<std::uint32_t, std::uint64_t> first[2];
-  void lost(int dir) override { first[dir].clear(); }
-};
+// The RsvdULP octet of a segment (RFC 5041 §4.2, §4.3): RDMAP's control
+// field, its version, reserved bits and opcode (RFC 5040 §4.1).
+std::uint64_t rsvd_ulp_octet(const Seg& g) {
+  return (g.get(DdpTagged::rv) << 6) | (g.get(DdpTagged::rdmap_rsvd) << 4) | g.opcode();
+}
 
 // Tagged message state per direction.
 struct Tagged : CaseState {
@@ -43,9 +43,18 @@ struct Tagged : CaseState {
     bool open = false;
     std::uint32_t stag = 0;
     std::uint64_t next_to = 0;
+    std::uint64_t rsvd_ulp = 0;  // the RsvdULP octet of the message's first segment
   };
   T t[2];
   std::uint64_t next_index[2] = {0, 0};  // FPDU number expected next in each direction
+};
+
+// The RsvdULP of each untagged queue's open message's first segment (the
+// octet and the 32-bit word after it), and each direction's tagged message.
+struct RsvdUlp : Queues {
+  std::map<std::uint32_t, std::uint64_t> first[2];
+  Tagged tagged;
+  void lost(int dir) override { first[dir].clear(); }
 };
 
 // The offsets each segment of a queue's open message covered, for judging
@@ -118,10 +127,10 @@ std::optional<Message> complete_message(Tiles& st, const iwarp::FpduEvent& e, co
   return Message{std::move(*v), std::move(c)};
 }
 
-// Runs `f(queue state, segment)` for each untagged segment, then updates the queue.
-template <class State = Queues, class F>
-void each_untagged(BuiltIwarpCase& c, F f) {
-  on_segments(c, [f](CaseCtx& ctx, const IwarpConn& k, const iwarp::FpduEvent& e, const Seg& g) {
+// Runs `f(queue state, segment)` for an untagged segment whose queue's
+// messages can be followed, then updates the queue.
+template <class State, class F>
+void untagged_step(CaseCtx& ctx, const IwarpConn& k, const iwarp::FpduEvent& e, const Seg& g, F f) {
     auto& st = ctx.state<State>();
     // An FPDU that was not a decodable segment hides a message: judge again
     // from the next segment of each queue. The same when framing was found mid-stream.
@@ -138,22 +147,34 @@ void each_untagged(BuiltIwarpCase& c, F f) {
     q.next_mo = g.mo() + g.ddp_payload(e);  // follows what was sent, so one error is reported once
     q.msn = g.msn();
     q.open = !g.last();
-  });
+}
+
+// Runs `f(queue state, segment)` for each untagged segment, then updates the queue.
+template <class State = Queues, class F>
+void each_untagged(BuiltIwarpCase& c, F f) {
+  on_segments(c, [f](CaseCtx& ctx, const IwarpConn& k, const iwarp::FpduEvent& e, const Seg& g) { untagged_step<State>(ctx, k, e, g, f); });
+}
+
+// Runs `f(segment, message state)` for a tagged segment that continues its
+// direction's open tagged message, then updates the state.
+template <class F>
+void tagged_step(Tagged& st, const iwarp::FpduEvent& e, const Seg& g, F f) {
+  auto& t = st.t[e.dir];
+  // A segment not seen (an FPDU that was no decodable segment, or not judged) may have been this message's.
+  if (e.index != st.next_index[e.dir]) t.open = false;
+  st.next_index[e.dir] = e.index + 1;
+  if (!g.tagged()) return;
+  if (t.open) f(g, t);
+  else t.rsvd_ulp = rsvd_ulp_octet(g);
+  t.open = !g.last();
+  t.stag = g.stag();
+  t.next_to = g.to() + g.ddp_payload(e);
 }
 
 template <class F>
 void each_tagged(BuiltIwarpCase& c, F f) {
   on_segments(c, [f](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
-    auto& st = ctx.state<Tagged>();
-    auto& t = st.t[e.dir];
-    // A segment not seen (an FPDU that was no decodable segment, or not judged) may have been this message's.
-    if (e.index != st.next_index[e.dir]) t.open = false;
-    st.next_index[e.dir] = e.index + 1;
-    if (!g.tagged()) return;
-    if (t.open) f(ctx, e, g, t);
-    t.open = !g.last();
-    t.stag = g.stag();
-    t.next_to = g.to() + g.ddp_payload(e);
+    tagged_step(ctx.state<Tagged>(), e, g, [&](const Seg& s, const Tagged::T& t) { f(ctx, e, s, t); });
   });
 }
 
@@ -243,25 +264,32 @@ void add_iwarp_ddp_cases(IwarpCases& k) {
               });
 
   // RsvdULP is the RDMAP control octet and, untagged, the Invalidate STag word.
-  each_untagged<RsvdUlp>(add(k, {"iwarp.ddp.rsvdulp", "RFC 5041", "§4.3", Level::must,
-                        "Every segment of one message carries the same RsvdULP field: the same RDMAP control octet "
-                        "(version, opcode) and, untagged, the same 32-bit word after it."}),
-                [](CaseCtx& ctx, const iwarp::FpduEvent& e, const Seg& g, const Queues::Q& q, RsvdUlp& st) {
-                  auto& firsts = st.first[e.dir];
-                  const std::uint64_t v = (std::uint64_t{g.get(DdpUntagged::rv)} << 40) | (std::uint64_t{g.opcode()} << 32) |
-                                          g.get(DdpUntagged::rsvd_ulp);
-                  if (!(q.open && g.msn() == q.msn)) {
-                    firsts[g.qn()] = v;
+  on_segments(add(k, {"iwarp.ddp.rsvdulp", "RFC 5041", "§4.2, §4.3", Level::must,
+                      "Every segment of one message carries the same RsvdULP field: the same RDMAP control octet "
+                      "(version, reserved bits, opcode) and, untagged, the same 32-bit word after it."}),
+              [](CaseCtx& ctx, const IwarpConn& conn, const iwarp::FpduEvent& e, const Seg& g) {
+                auto& st = ctx.state<RsvdUlp>();
+                tagged_step(st.tagged, e, g, [&](const Seg& s, const Tagged::T& t) {
+                  RDMACONF_JUDGE(ctx, e, rsvd_ulp_octet(s) == t.rsvd_ulp,
+                                 fmt::format("RsvdULP 0x{:02x} as the message's first segment", t.rsvd_ulp),
+                                 fmt::format("RsvdULP 0x{:02x}", rsvd_ulp_octet(s)), fmt::format("tagged, STag 0x{:x}", s.stag()));
+                });
+                untagged_step<RsvdUlp>(ctx, conn, e, g, [](CaseCtx& c, const iwarp::FpduEvent& ev, const Seg& s, const Queues::Q& q, RsvdUlp& u) {
+                  auto& firsts = u.first[ev.dir];
+                  const std::uint64_t v = (rsvd_ulp_octet(s) << 32) | s.get(DdpUntagged::rsvd_ulp);
+                  if (!(q.open && s.msn() == q.msn)) {
+                    firsts[s.qn()] = v;
                     return;
                   }
-                  const auto it = firsts.find(g.qn());
+                  const auto it = firsts.find(s.qn());
                   if (it == firsts.end()) return;  // the message's first segment was not seen
                   const std::uint64_t first = it->second;
-                  RDMACONF_JUDGE(ctx, e, v == first, fmt::format("RV {}, opcode 0x{:x}, word 0x{:x} as the first segment", first >> 40,
-                                                                 (first >> 32) & 0xf, first & 0xffffffff),
-                                 fmt::format("RV {}, opcode 0x{:x}, word 0x{:x}", v >> 40, (v >> 32) & 0xf, v & 0xffffffff),
-                                 fmt::format("queue {}, MSN {}", g.qn(), g.msn()));
+                  RDMACONF_JUDGE(c, ev, v == first, fmt::format("RsvdULP 0x{:02x}, word 0x{:x} as the first segment", first >> 32,
+                                                               first & 0xffffffff),
+                                 fmt::format("RsvdULP 0x{:02x}, word 0x{:x}", v >> 32, v & 0xffffffff),
+                                 fmt::format("queue {}, MSN {}", s.qn(), s.msn()));
                 });
+              });
 
   each_untagged(add(k, {"iwarp.ddp.last", "RFC 5041", "§4.1, §5.2; RFC 5040 §5.4", Level::must,
                         "The L bit is set on the last segment of a message and only there: a new message on a queue "
