@@ -237,7 +237,7 @@ BOOST_AUTO_TEST_CASE(peer_survives_hostile_control_clients) {
 }
 
 // 32 silent control clients against a RoCE peer that serves 4 sessions: a
-// good client hears "busy" within 100 ms, every time.
+// good client hears "busy" at once, every time.
 BOOST_AUTO_TEST_CASE(roce_silent_clients_never_delay_a_refusal) {
   const auto port = static_cast<std::uint16_t>(27000 + getpid() % 20000);
   ib::PeerOptions po;
@@ -260,7 +260,11 @@ BOOST_AUTO_TEST_CASE(roce_silent_clients_never_delay_a_refusal) {
     const std::string line = read_line(c.get());
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
     BOOST_TEST(line.find("busy: 4 sessions in progress") != std::string::npos, line);
-    BOOST_TEST(ms < 100, "refusal " << k << " took " << ms << " ms");
+    // Measured here: a few milliseconds. The bound stays far from the 2 s a
+    // refusal may wait for its Request and the 10 s a silent session holds,
+    // so that a loaded machine does not make it flaky.
+    BOOST_TEST(ms < 500, "refusal " << k << " took " << ms << " ms");
+    BOOST_TEST_MESSAGE("refusal " << k << ": " << ms << " ms");
   }
 }
 
@@ -461,7 +465,7 @@ BOOST_AUTO_TEST_CASE(silent_clients_busy_refusal_and_budget) {
 
 // 32 silent clients against a peer that serves 4 sessions: 4 hold their
 // sessions, 28 wait for their refusals, and a good client still hears the
-// busy refusal (a rejecting MPA Reply) within 100 ms, every time.
+// busy refusal (a rejecting MPA Reply) at once, every time.
 BOOST_AUTO_TEST_CASE(silent_clients_never_delay_a_refusal) {
   ii::PeerOptions po;
   po.idle_timeout_ms = 10000;
@@ -481,7 +485,11 @@ BOOST_AUTO_TEST_CASE(silent_clients_never_delay_a_refusal) {
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
     BOOST_TEST(!busy.ok);
     BOOST_TEST(busy.message.find("reject") != std::string::npos, busy.message);
-    BOOST_TEST(ms < 100, "refusal " << k << " took " << ms << " ms");
+    // Measured here: a few milliseconds. The bound stays far from the 2 s a
+    // refusal may wait for its Request and the 10 s a silent session holds,
+    // so that a loaded machine does not make it flaky.
+    BOOST_TEST(ms < 500, "refusal " << k << " took " << ms << " ms");
+    BOOST_TEST_MESSAGE("refusal " << k << ": " << ms << " ms");
   }
   silent.clear();
   // Once the silent ones are gone, the sessions are free again.
