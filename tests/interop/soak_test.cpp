@@ -205,8 +205,17 @@ BOOST_AUTO_TEST_CASE(roce_peer_under_hostile_rounds) {
         const char junk[80] = {0x0A, 0, 0, 0, 0, 0, 1, 0};
         for (int i = 0; i < 500; ++i) ::sendto(u.get(), junk, sizeof junk, 0, reinterpret_cast<sockaddr*>(&to), sizeof to);
       }
-      const auto r = ib::run_initiator(control, good);
-      BOOST_TEST(r.ok, r.message);
+      // A good client gets through (once the storm's sessions have seen their
+      // resets: meanwhile the sessions may be full, and busy is the answer).
+      bool ok = false;
+      std::string last;
+      for (int attempt = 0; attempt < 20 && !ok; ++attempt) {
+        const auto r = ib::run_initiator(control, good);
+        ok = r.ok;
+        last = r.message;
+        if (!ok) std::this_thread::sleep_for(200ms);
+      }
+      BOOST_TEST(ok, last);
       if (round == 0) rss_after_first = rss_kib();
     }
   }
