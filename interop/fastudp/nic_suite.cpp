@@ -24,6 +24,7 @@
 #include "conformance/judge.hpp"
 #include "interop/control.hpp"
 #include "protocols/core/bits.hpp"
+#include "protocols/core/sanitizer.hpp"
 #include "protocols/net/checksum.hpp"
 
 namespace rdmaconf::interop::fastudp {
@@ -826,17 +827,7 @@ struct ChildEnd {
 constexpr std::size_t kOutputKept = 64 * 1024;
 constexpr int kExitOutOfMemory = 71;
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
+constexpr bool kSanitized = kAddressSanitizer;
 
 template <class F>
 ChildEnd in_child(F body, int timeout_ms, std::uint64_t memory) {

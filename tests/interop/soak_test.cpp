@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "engines/common/socket.hpp"
+#include "protocols/core/sanitizer.hpp"
 #include "interop/ib/scenarios.hpp"
 #include "interop/iwarp/scenarios.hpp"
 #include "tests/interop/serving_peer.hpp"
@@ -34,17 +35,7 @@ namespace {
 // Under AddressSanitizer freed memory sits in its quarantine (up to 256 MiB)
 // and stays resident, so RSS says nothing there; LeakSanitizer checks for
 // leaks in that build instead.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kRssMeans = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kRssMeans = false;
-#else
-constexpr bool kRssMeans = true;
-#endif
-#else
-constexpr bool kRssMeans = true;
-#endif
+constexpr bool kRssMeans = !rdmaconf::kAddressSanitizer;
 
 std::size_t open_fds() {
   std::size_t n = 0;
