@@ -50,7 +50,7 @@ std::vector<reports::CoverageCell> lab_cells(const std::string& lab_dir) {
   lo.sweep = true;
   std::vector<reports::CoverageCell> cells;
   for (const auto& c : interop::lab::cells_to_run(lo))
-    cells.push_back({c.id, std::string(interop::lab::family_of(c)), {}, c.scenario, c.kernel});
+    cells.push_back({c.id, std::string(interop::lab::family_of(c)), {}, std::string(interop::lab::provoked_scenario(c)), c.kernel});
   return cells;
 }
 
@@ -68,7 +68,14 @@ std::string markdown(const std::vector<reports::CoverageCell>& cells) {
     const auto* l = f->ledger();
     if (!l) continue;
     for (const auto& spec : l->specs()) {
-      m += fmt::format("## {}\n\n| id | § | keyword | statement | class | status |\n|---|---|---|---|---|---|\n", spec);
+      const bool text = l->has_text(spec);
+      if (text)
+        m += fmt::format("## {}\n\n| id | § | keyword | statement | class | status |\n|---|---|---|---|---|---|\n", spec);
+      else
+        m += fmt::format("## {}\n\nNo public text: each rule names the public sources it comes from; \"unconfirmed\" is the "
+                         "subsection the catalog cited before the ledger, which no public text here confirms.\n\n"
+                         "| id | where | level | rule | class | status | public sources |\n|---|---|---|---|---|---|---|\n",
+                         spec);
       for (const auto& e : l->entries()) {
         if (e.spec != spec) continue;
         std::vector<std::string> parts;
@@ -79,8 +86,16 @@ std::string markdown(const std::vector<reports::CoverageCell>& cells) {
         const std::string status = parts.empty() ? std::string(e.status()) : fmt::format("{}", fmt::join(parts, "; "));
         std::string cls(conformance::class_name(e.cls));
         if (!e.reason.empty()) cls += ": " + e.reason;
-        m += fmt::format("| {} | {} | {} | {} | {} | {} |\n", e.id, e.section, fmt::join(e.keywords, ", "), md_cell(e.says),
-                         md_cell(cls), md_cell(status));
+        if (text) {
+          m += fmt::format("| {} | {} | {} | {} | {} | {} |\n", e.id, e.section, fmt::join(e.keywords, ", "), md_cell(e.says),
+                           md_cell(cls), md_cell(status));
+          continue;
+        }
+        std::string where = e.section;
+        if (!e.compliance.empty()) where += fmt::format(" ({})", fmt::join(e.compliance, ", "));
+        if (!e.unconfirmed.empty()) where += fmt::format("; unconfirmed: {}", e.unconfirmed);
+        m += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", e.id, md_cell(where), fmt::join(e.keywords, ", "), md_cell(e.says),
+                         md_cell(cls), md_cell(status), md_cell(e.source));
       }
       m += "\n";
     }
@@ -136,6 +151,10 @@ int LedgerCommands::run() const {
       std::vector<const LedgerEntry*> all;
       for (const auto& e : l->entries()) all.push_back(&e);
       for (const auto& spec : l->specs()) {
+        if (!l->has_text(spec)) {
+          std::cout << fmt::format("{}: no public text; its entries name their sources instead (not checked)\n", spec);
+          continue;
+        }
         const auto file = (fs::path(path_) / text_file_name(spec)).string();
         bool ok = false;
         const std::string text = read_file(file, ok);
@@ -184,9 +203,12 @@ int LedgerCommands::run() const {
                      {"level", conformance::level_name(e.level())}, {"says", e.says}, {"class", conformance::class_name(e.cls)},
                      {"reason", e.reason}, {"judged", e.judged}, {"partly", e.partly}, {"provoked", e.provoked},
                      {"exception", e.exception}, {"status", e.status()}});
+        if (!e.source.empty()) j.back()["source"] = e.source;
+        if (!e.unconfirmed.empty()) j.back()["unconfirmed"] = e.unconfirmed;
+        if (!e.compliance.empty()) j.back()["compliance"] = e.compliance;
         continue;
       }
-      std::cout << fmt::format("{:<18} {:<10} §{:<8} {:<16} {:<12} {:<9} {}\n", e.id, e.spec, e.section,
+      std::cout << fmt::format("{:<18} {:<10} {:<9} {:<16} {:<12} {:<9} {}\n", e.id, e.spec, conformance::section_label(e.section),
                                fmt::join(e.keywords, "/"), conformance::class_name(e.cls), e.status(), e.says);
     }
   }

@@ -164,7 +164,16 @@ std::string_view LedgerEntry::status() const {
   return "todo";
 }
 
-std::string LedgerEntry::cite() const { return fmt::format("{} §{}", spec, section); }
+std::string section_label(std::string_view section) {
+  if (section.starts_with("ch. ") || section.starts_with("Annex ")) return std::string(section);
+  return fmt::format("§{}", section);
+}
+
+std::string LedgerEntry::cite() const { return fmt::format("{} {}", spec, section_label(section)); }
+
+bool Ledger::has_text(std::string_view spec) const {
+  return std::find(without_text_.begin(), without_text_.end(), spec) == without_text_.end();
+}
 
 std::string collapse_space(std::string_view s) {
   std::string out;
@@ -195,6 +204,8 @@ Ledger Ledger::parse(std::span<const std::string_view> documents) {
     if (spec.empty() || !doc.contains("entries") || !doc["entries"].is_array())
       throw std::runtime_error(fmt::format("ledger document {}: needs \"spec\" and an \"entries\" array", d));
     l.specs_.push_back(spec);
+    const bool public_text = doc.value("text", "") != "none";
+    if (!public_text) l.without_text_.push_back(spec);
     for (const auto& j : doc["entries"]) {
       LedgerEntry e;
       auto text = [&](const char* key, bool required) {
@@ -210,7 +221,10 @@ Ledger Ledger::parse(std::span<const std::string_view> documents) {
         e.spec = spec;
         e.section = text("section", true);
         e.keywords = list("kw");
-        e.at = text("at", true);
+        e.at = text("at", public_text);
+        e.source = text("source", !public_text);
+        e.unconfirmed = text("unconfirmed", false);
+        e.compliance = list("compliance");
         e.nth = j.value("nth", 0u);
         e.says = text("says", true);
         const std::string cls = text("class", true);

@@ -38,6 +38,12 @@ struct LedgerEntry {
   std::string at;        // a fragment of the sentence (a dozen words at most) that locates it
   unsigned nth = 0;      // which of the section's sentences holding the fragment, when several do (0: not given)
   std::string says;      // our paraphrase
+  // Specifications with no public text (InfiniBand): the public sources the
+  // rule comes from, the subsection cited before the ledger that no public
+  // text confirms, and compliance statement numbers a public source gives.
+  std::string source;
+  std::string unconfirmed;
+  std::vector<std::string> compliance;
   StatementClass cls = StatementClass::capture;
   std::string reason;    // why not observable (class unobservable), or what limits it
   std::vector<std::string> judged;    // case ids that judge it fully
@@ -51,7 +57,7 @@ struct LedgerEntry {
   bool permits() const { return level() == Level::may; }
   // judged, partly, provoked, exception, permitted or todo.
   std::string_view status() const;
-  std::string cite() const;  // "RFC 7306 §5.2"
+  std::string cite() const;  // "RFC 7306 §5.2", "IBTA Vol.1 ch. 9", "IBTA Vol.1 Annex A17.9.3"
 };
 
 class Ledger {
@@ -62,6 +68,10 @@ class Ledger {
   const std::vector<LedgerEntry>& entries() const { return entries_; }
   // The specs, in document order ("RFC 5044", ...).
   const std::vector<std::string>& specs() const { return specs_; }
+  // Whether a spec's text is public, so that the ledger is held to it
+  // (a document says "text": "none" when it is not; its entries then name
+  // their sources instead of a fragment of the text).
+  bool has_text(std::string_view spec) const;
   // The entries naming a case id (judged or partly), in ledger order.
   std::vector<const LedgerEntry*> for_case(std::string_view case_id) const;
   const LedgerEntry* find(std::string_view id) const;
@@ -69,6 +79,7 @@ class Ledger {
  private:
   std::vector<LedgerEntry> entries_;
   std::vector<std::string> specs_;
+  std::vector<std::string> without_text_;
   std::map<std::string, std::vector<std::size_t>, std::less<>> by_case_;
   std::map<std::string, std::size_t, std::less<>> by_id_;
 };
@@ -88,6 +99,8 @@ struct RfcSentence {
 std::vector<RfcSentence> keyword_sentences(std::string_view rfc_text);
 // Collapses runs of white space into one space and trims the ends.
 std::string collapse_space(std::string_view s);
+// A section as a citation writes it: "§4.1", but "ch. 9" and "Annex A17.9.3" as they are.
+std::string section_label(std::string_view section);
 
 // Holds `entries` (those of `spec`) against that spec's keyword sentences:
 // each sentence has exactly one entry, found by its fragment in that

@@ -21,7 +21,7 @@ struct CoverageCell {
   std::string id;
   std::string family;                  // the family whose cases judge its capture ("iwarp", "ib")
   std::vector<std::string> must_fail;  // cases its planted fault or a known finding makes FAIL
-  std::string scenario;                // the live scenario it runs
+  std::string scenario;                // the live scenario it provokes (interop::lab::provoked_scenario)
   std::string kernel;                  // the kernel peer ("siw", "rxe")
 };
 

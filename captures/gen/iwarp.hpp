@@ -61,6 +61,7 @@ struct IwarpConfig {
   std::size_t midstream_skip = 0;    // >0: no handshake or MPA frames, and this many initiator FPDU octets missing
   std::int64_t marker_fault = -1;    // initiator marker number given a wrong pointer / reserved bits
   std::uint16_t marker_ptr_xor = 0, marker_rsvd = 0;
+  bool unrequested_markers = false;  // the initiator adds markers though the Reply's M = 0
   std::string fault;                 // the one thing this capture does wrong, in words
   std::function<void(Traffic&)> edit;  // message-level fault
 };
@@ -320,7 +321,7 @@ inline IwarpBuilt iwarp_conversation(const std::string& path, const IwarpConfig&
 
   IwarpBuilt built;
   // Markers go toward the side that asked: the Request's M asks the responder to send them.
-  const Framed istream = frame_stream(m.init, crc, m.rep.markers, c, true, built.marker_landings);
+  const Framed istream = frame_stream(m.init, crc, m.rep.markers || c.unrequested_markers, c, true, built.marker_landings);
   Framed rstream = frame_stream(m.resp, crc, m.req.markers, c, false, built.marker_landings);
   auto send = [&](int dir, const Framed& f, std::size_t from, std::size_t to) { built.split_fpdus += send_fpdus(t, dir, f, c, from, to); };
   auto send_all = [&](int dir, const Framed& f) { send(dir, f, 0, f.bytes.size()); };

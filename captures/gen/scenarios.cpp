@@ -35,6 +35,10 @@ Expect iwarp_expect(const IwarpConfig& c) {
   e["iwarp.mpa.fpdu.whole"] = "PASS";  // every conversation closes with FINs after whole FPDUs
   e["iwarp.mpa.marker.fpduptr"] = v(markers);
   e["iwarp.mpa.marker.reserved"] = v(markers);
+  // Judged in a direction without markers, from its first FPDU after the exchange, once 1028 octets came.
+  // (Not where no FPDUs follow an exchange: a rejection, no exchange, a broken key.)
+  const bool exchanged = !mid && !c.reject && !c.no_mpa_exchange && c.reply_key.empty() && c.request_key.empty();
+  e["iwarp.mpa.marker.unrequested"] = v(exchanged && !(c.req_markers && c.rep_markers));
   for (const char* id : {"iwarp.ddp.segment.header", "iwarp.ddp.version", "iwarp.ddp.reserved", "iwarp.ddp.qn", "iwarp.ddp.msn",
                          "iwarp.ddp.mo", "iwarp.ddp.segment_order", "iwarp.ddp.segment_size", "iwarp.ddp.rsvdulp", "iwarp.ddp.last", "iwarp.ddp.tagged.stag",
                          "iwarp.ddp.tagged.to", "iwarp.rdmap.answered", "iwarp.rdmap.terminate.flags", "iwarp.rdmap.terminate.graceful",
@@ -270,6 +274,30 @@ std::vector<Scenario> scenarios() {
           c.marker_ptr_xor = 8;
         }),
         {{"iwarp.mpa.marker.fpduptr", F}, {"iwarp.mpa.marker.reserved", "PASS"}, {"iwarp.mpa.fpdu.crc", "PASS"}});
+  // RFC 5044 §7.1.1: with M = 0 from the peer, no markers. Read without
+  // them, the initiator's stream breaks at its first marker: every later
+  // FPDU is misread, so the CRC, DDP and RDMAP cases fail too.
+  {
+    IwarpConfig um = faulty("the initiator adds markers though the Reply's M = 0");
+    um.unrequested_markers = true;
+    um.mss = 700;
+    // What a reader without markers makes of the FPDUs from the first marker
+    // on is not something the generator decides: any verdict ("ANY").
+    auto misframed = [](const IwarpConfig& c) {
+      Expect x;
+      for (const auto& [id, verdict] : iwarp_expect(c))
+        if (verdict == "PASS" && !id.starts_with("iwarp.mpa.rr.") && !id.starts_with("iwarp.mpa.v2.") && id != "iwarp.mpa.req.key" &&
+            id != "iwarp.mpa.rep.key" && id != "iwarp.mpa.fpdu.before_exchange")
+          x[id] = "ANY";
+      x["iwarp.mpa.marker.unrequested"] = "FAIL";
+      return x;
+    };
+    iwarp("iwarp-fault-marker-unrequested", "as iwarp-rev2-crc, segments of up to 700 octets", um, misframed(um));
+    um.revision = 1;
+    um.enhanced = false;
+    um.req_crc = false;
+    iwarp("iwarp-fault-marker-unrequested-nocrc", "MPA revision 1, no CRC, segments of up to 700 octets", um, misframed(um));
+  }
   iwarp("iwarp-fault-marker-reserved", "as iwarp-markers-crc", faulty("the initiator's second marker sets reserved bits", [&mk](auto& c) {
           c = IwarpConfig{mk};
           c.fault = "the initiator's second marker sets reserved bits";
@@ -338,6 +366,7 @@ std::vector<Scenario> scenarios() {
     // Its one FPDU needs no pad, and the responder sends no FPDU at all.
     quiet["iwarp.mpa.fpdu.pad"] = NA;
     quiet["iwarp.mpa.responder.first_fpdu"] = NA;
+    quiet["iwarp.mpa.marker.unrequested"] = NA;  // (one 28-octet FPDU: too few octets to look for markers)
     // The one Terminate is a whole untagged message with a defined code, last on its stream (an LLP error's:
     // iwarp.rdmap.terminate.flags judges DDP-layer ones only).
     for (const char* id : {"iwarp.ddp.segment.header", "iwarp.ddp.version", "iwarp.ddp.reserved", "iwarp.ddp.qn", "iwarp.ddp.msn",
@@ -456,6 +485,13 @@ std::vector<Scenario> scenarios() {
              "their offsets still cover the message",
              resegment_send({{300, 300}, {0, 300}, {600, 300}})),
         {{"iwarp.ddp.segment_order", F}});
+  // RFC 5041 §5.2: a ULP message is shorter than 2^32 octets; an untagged
+  // segment whose MO plus payload passes that is part of a longer one.
+  iwarp("iwarp-fault-ddp-message-length", "as iwarp-rev2-crc",
+        edit("the two-segment Send's second segment (with L) has MO 0xFFFFFF00 and 300 octets, so the message would end past "
+             "octet 2^32",
+             resegment_send({{0, 600}, {0xFFFFFF00u, 300}})),
+        {{"iwarp.ddp.mo", F}});
   iwarp("iwarp-fault-ddp-segment-size", "as iwarp-rev2-crc",
         edit("the two-segment Send becomes three segments, the middle one carrying 50 octets (MO 0: 300, MO 300: 50, MO 350: "
              "250 with L)",

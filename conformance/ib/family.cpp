@@ -14,8 +14,13 @@
 #include <fmt/format.h>
 
 #include "conformance/ib/case.hpp"
+#include "conformance/ledger.hpp"
 
 namespace rdmaconf::conformance::ib {
+
+// The ledger's documents (conformance/ib/ledger/*.json, built in by CMake).
+extern const std::string_view kLedgerDocuments[];
+extern const std::size_t kLedgerDocumentCount;
 
 using captures::io::Address;
 using captures::io::format_address;
@@ -76,7 +81,7 @@ nlohmann::json packet_json(const RocePacketEvent& e) {
 
 class Family final : public ProtocolFamily {
  public:
-  Family() {
+  Family() : ledger_(Ledger::parse(std::span(kLedgerDocuments, kLedgerDocumentCount))) {
     add_roce_transport_cases(cases_);
     add_ib_link_cases(cases_);
     add_ib_reliable_cases(cases_);
@@ -109,8 +114,10 @@ class Family final : public ProtocolFamily {
   const IbCases& impl() const { return cases_; }
   // Does case `i` (an index into cases()) judge the checksums alone, all that a damaged packet feeds?
   bool checksum(std::size_t i) const { return checksum_[i]; }
+  const Ledger* ledger() const override { return &ledger_; }
 
  private:
+  Ledger ledger_;
   IbCases cases_;
   std::vector<const CaseInfo*> infos_;
   std::vector<bool> checksum_;

@@ -63,12 +63,14 @@ bool plausible_ulpdu(std::uint16_t len, Bytes u) {
 
 }  // namespace
 
-bool markers_present(Bytes b) {
-  // A phase needs kInferMinRun markers at least, so only those that many
-  // intervals fit before the end can pass.
-  constexpr std::size_t kSpan = (kInferMinRun - 1) * kMpaMarkerInterval + kMpaMarker.size;
+// A phase of markers needs kInferMinRun of them at least.
+constexpr std::size_t kMarkerSpan = (kInferMinRun - 1) * kMpaMarkerInterval + kMpaMarker.size;
+
+bool markers_present(Bytes b, bool only_at_start) {
+  // Only phases with that many intervals before the end can pass.
+  constexpr std::size_t kSpan = kMarkerSpan;
   if (b.size() < kSpan) return false;
-  for (std::size_t m = 0; m < kMpaMarkerInterval && m + kSpan <= b.size(); ++m) {
+  for (std::size_t m = 0; m < (only_at_start ? 1 : kMpaMarkerInterval) && m + kSpan <= b.size(); ++m) {
     std::size_t seen = 0, vouched = 0, odd = 0;
     std::size_t pointer = 0;  // the first non-zero FPDU pointer,
     bool pointers_differ = false;  // and whether another one differs from it
@@ -373,11 +375,27 @@ void MpaConnection::start_fpdus(int dir, std::uint64_t at, bool markers) {
 
 std::size_t MpaConnection::rr_size(Bytes b) { return b.size() < kMpaRr.size ? 0 : kMpaRr.size + be16(b, 18); }
 
+void MpaConnection::probe_markers(int dir) {
+  Dir& s = d_[dir];
+  if (s.probe != Probe::collecting || s.early.size() < kMarkerSpan) return;
+  s.probe = Probe::done;
+  if (s.early_bad && markers_present({s.early.data(), s.early.size()}, true))
+    s.stray = StrayMarkers{s.base, s.early_frames.front(), s.early.size() / kMpaMarkerInterval + 1};
+  s.early = {};
+  s.early_frames = {};
+}
+
 void MpaConnection::feed_fpdus(int dir, Bytes data, std::uint64_t frame, std::uint64_t acked) {
   Dir& s = d_[dir];
+  if (s.probe == Probe::collecting) {
+    const std::size_t had = s.early.size(), take = std::min(kMarkerSpan - had, data.size());
+    s.early.insert(s.early.end(), data.begin(), data.begin() + static_cast<std::ptrdiff_t>(take));
+    for (std::size_t p = (had + kMpaMarkerInterval - 1) / kMpaMarkerInterval * kMpaMarkerInterval; p < had + take; p += kMpaMarkerInterval)
+      s.early_frames.push_back(frame);
+  }
   while (s.state == State::fpdu) {
     const auto f = s.framer.next(data, {frame, acked});
-    if (!f) return;
+    if (!f) return probe_markers(dir);
     const auto v = decode_fpdu(f->octets);  // (the framer sized it: this cannot fail)
     if (!v) {
       stop(dir, s.base + f->start, f->tag.frame, v.error().message());
@@ -402,8 +420,10 @@ void MpaConnection::feed_fpdus(int dir, Bytes data, std::uint64_t frame, std::ui
     e.index = s.fpdus++;
     e.max_segment = s.max_segment;
     s.judged += e.wire_size;
+    if (s.probe == Probe::collecting && (!ddp.ok() || (e.crc_in_use && e.crc_computed != v->crc_wire))) s.early_bad = true;
     l_.on_fpdu(e);
   }
+  probe_markers(dir);
 }
 
 void MpaConnection::feed(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame, std::uint64_t acked) {
@@ -570,6 +590,9 @@ void MpaConnection::negotiation_done(std::uint64_t frame) {
       continue;
     }
     start_fpdus(dir, s.next_off, markers);
+    // From the first FPDU of a direction after the exchange: markers there
+    // would sit at known places, so a direction without them is looked at.
+    if (!markers && !partial(dir)) s.probe = Probe::collecting;
     for (auto& h : held) route(dir, h.offset, {h.bytes.data(), h.bytes.size()}, h.frame, h.acked);
   }
 }
@@ -577,6 +600,7 @@ void MpaConnection::negotiation_done(std::uint64_t frame) {
 void MpaConnection::gap(int dir, std::uint64_t offset, std::uint64_t len, std::uint64_t frame) {
   Dir& s = d_[dir];
   s.missing += len;
+  if (s.probe == Probe::collecting) s.probe = Probe::off;  // the octets looked at must be whole
   if (s.state == State::not_mpa || s.state == State::stopped) return;
   if (s.state == State::probe && s.buf.empty() && offset == 0) {
     s.state = State::not_mpa;  // never saw the start of this direction

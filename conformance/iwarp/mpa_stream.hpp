@@ -136,7 +136,7 @@ std::optional<InferredAlignment> infer_alignment(Bytes b, bool at_end, bool only
 // interval, every position but at most one holds zero reserved bits, and at
 // least two of them point to an FPDU header that looks right or carry
 // different non-zero FPDU pointers.
-bool markers_present(Bytes b);
+bool markers_present(Bytes b, bool only_at_start = false);  // only_at_start: the first marker at b's first octet
 
 class MpaListener {
  public:
@@ -177,6 +177,16 @@ class MpaConnection {
   };
   Coverage coverage(int dir) const { return {d_[dir].captured, d_[dir].judged, d_[dir].missing, d_[dir].why}; }
   bool markers(int dir) const { return d_[dir].markers; }
+  // Markers in a direction whose peer asked for none (RFC 5044 §7.1.1): seen
+  // when the first FPDUs of the direction, framed without markers, went wrong
+  // and a marker sits at every 512th octet from its first FPDU instead.
+  struct StrayMarkers {
+    std::uint64_t offset = 0, frame = 0;  // the first marker
+    std::size_t count = 0;                // markers found in the octets looked at
+  };
+  const std::optional<StrayMarkers>& stray_markers(int dir) const { return d_[dir].stray; }
+  // Whether a direction without markers was looked at for stray ones.
+  bool stray_markers_judged(int dir) const { return d_[dir].probe == Probe::done; }
   // This direction's FPDUs are not all in view: framing found mid-stream, or
   // stopped at a capture gap. A reply with nothing to answer is then unjudgeable.
   // So is a direction whose first octets the capture may lack.
@@ -191,6 +201,7 @@ class MpaConnection {
 
  private:
   enum class State { probe, infer, seek_marker, rr, wait_negotiation, fpdu, rejected, stopped, not_mpa };
+  enum class Probe { off, collecting, done };
   struct Held {
     std::uint64_t offset, frame, acked;
     std::vector<std::byte> bytes;
@@ -229,10 +240,18 @@ class MpaConnection {
     };
     protocols::iwarp::MpaFramer<Tag> framer;
     std::uint64_t base = 0;
+    // Stray markers: the first octets of a direction without markers, kept
+    // until enough are here to look for markers (see stray_markers()).
+    Probe probe = Probe::off;
+    bool early_bad = false;  // an FPDU among them failed its CRC or held no DDP segment
+    std::vector<std::byte> early;
+    std::vector<std::uint64_t> early_frames;  // the frame of each 512th octet of `early`
+    std::optional<StrayMarkers> stray;
     FpduEvent event;                  // reused so its marker list keeps its capacity
   };
   void feed(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame, std::uint64_t acked);
   void feed_fpdus(int dir, Bytes data, std::uint64_t frame, std::uint64_t acked);
+  void probe_markers(int dir);
   static bool first_fpdu_plausible(const Dir& s);
   void infer(int dir, std::uint64_t frame, bool at_end);
   // After a gap in a direction with markers: the first marker past the gap

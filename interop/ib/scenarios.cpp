@@ -45,17 +45,17 @@ const std::vector<ScenarioInfo> kScenarios = {
     {"ud-send", "UD SENDs with Q_Key and source QP checked at the responder", QpType::ud, 1024, 64, {}},
     {"fault-psn-gap", "one request packet skipped: one sequence-error NAK, the resend, data intact", QpType::rc, 8192, 1,
      "a responder sends one NAK PSN Sequence Error carrying the expected PSN per gap and accepts the resend "
-     "(IBTA Vol.1 §9.7.5.1.2)"},
+     "(IBTA Vol.1 ch. 9: ledger ib-nak-once, ib-nak-psn)"},
     {"fault-icrc", "one packet with a wrong ICRC: dropped silently, recovered by the requester's timer", QpType::rc, 100, 1,
-     "a packet whose ICRC is wrong is dropped without any answer (IBTA Vol.1 §9.6.1; Annex A17)", {"roce.icrc"}},
+     "a packet whose ICRC is wrong is dropped without any answer (IBTA Vol.1 §7.8: ledger ib-icrc-drop)", {"roce.icrc"}},
     {"fault-bad-rkey", "RDMA WRITE with an R_Key the responder does not know: NAK Remote Access Error", QpType::rc, 64, 1,
-     "an invalid R_Key draws NAK Remote Access Error and the responder's QP goes to error (IBTA Vol.1 §9.7.5.2.x)"},
+     "an invalid R_Key draws NAK Remote Access Error and the responder's QP goes to error (IBTA Vol.1 ch. 9: ledger ib-rkey-nak)"},
     {"fault-oversize", "a packet longer than the path MTU: NAK Invalid Request", QpType::rc, 1024, 1,
-     "a payload beyond the path MTU is an invalid request (IBTA Vol.1 §9.7.4.1.x)", {"ib.payload.pmtu", "ib.reth.dma_length"}},
+     "a payload beyond the path MTU is an invalid request (IBTA Vol.1 ch. 9: ledger ib-length-nak)", {"ib.payload.pmtu", "ib.reth.dma_length"}},
     {"fault-wrong-pad", "a pad count one more than the pad: the WRITE's length disagrees, NAK Invalid Request", QpType::rc,
-     30, 1, "the packet's length must equal what the RETH announced (IBTA Vol.1 §9.7.4.1.x)", {"ib.reth.dma_length"}},
+     30, 1, "the packet's length must equal what the RETH announced (IBTA Vol.1 ch. 9: ledger ib-length-nak)", {"ib.reth.dma_length"}},
     {"fault-no-receive", "SEND with no receive posted: RNR NAKs until the retry count runs out", QpType::rc, 64, 1,
-     "a responder with no receive posted answers RNR NAK and executes nothing (IBTA Vol.1 §9.7.5.2.8)"},
+     "a responder with no receive posted answers RNR NAK and executes nothing (IBTA Vol.1 ch. 9: ledger ib-rnr-nak)"},
 };
 
 // ---- the control connection: one JSON object per line

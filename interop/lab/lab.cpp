@@ -447,6 +447,8 @@ void export_capture(const Cell& c, const CellOutcome& oc, const Verdict& v, cons
 
 std::string_view family_of(const Cell& c) { return c.kernel == "rxe" ? "ib" : "iwarp"; }
 
+std::string_view provoked_scenario(const Cell& c) { return c.fault.empty() ? c.scenario : c.fault; }
+
 std::vector<std::string> planted_failures(const Cell& c) {
   if (const auto* info = iwarp::find_scenario(c.scenario); info && c.kernel == "siw" && (info->expect || info->close_only))
     return {info->failing_cases.begin(), info->failing_cases.end()};

@@ -66,7 +66,8 @@ BOOST_AUTO_TEST_CASE(check_agrees_with_every_manifest) {
     bool any_fail = false;
     BOOST_TEST_CONTEXT(m.filename().string()) {
       for (const auto& [id, want] : manifest["expected"].items()) {
-        BOOST_TEST(aggregate(verdicts[id]) == want.get<std::string>(), id);
+        // ANY: a case the capture's fault leaves to chance (FPDUs read misframed after it).
+        if (want != "ANY") BOOST_TEST(aggregate(verdicts[id]) == want.get<std::string>(), id);
         any_fail |= want == "FAIL";
       }
       // Nothing the capture was not built to violate may FAIL.

@@ -31,14 +31,14 @@ constexpr std::uint8_t kVlManagement = 15;
 }  // namespace
 
 void add_ib_link_cases(IbCases& k) {
-  add_roce(k, {"ib.lrh.lver", "IBTA Vol.1", "§7.7.2", Level::must,
+  add_roce(k, {"ib.lrh.lver", "IBTA Vol.1", "ch. 7", Level::must,
                "The link version in the LRH is 0."},
            native([](CaseCtx& ctx, const RocePacketEvent& e, const Header& lrh) {
              const auto v = lrh.get(Lrh::lver);
              RDMACONF_ROCE_JUDGE(ctx, e, v == 0, "0", fmt::format("{}", v));
            }));
 
-  add_roce(k, {"ib.lrh.reserved", "IBTA Vol.1", "§7.7", Level::must,
+  add_roce(k, {"ib.lrh.reserved", "IBTA Vol.1", "ch. 7", Level::must,
                "The two reserved fields of the LRH (2 bits after the service level, 5 bits before the packet "
                "length) are sent as zero."},
            native([](CaseCtx& ctx, const RocePacketEvent& e, const Header& lrh) {
@@ -47,7 +47,7 @@ void add_ib_link_cases(IbCases& k) {
                                  fmt::format("0x{:x} and 0x{:x}", r1, r2));
            }));
 
-  add_roce(k, {"ib.lrh.pktlen", "IBTA Vol.1", "§7.7.7", Level::must,
+  add_roce(k, {"ib.lrh.pktlen", "IBTA Vol.1", "ch. 7", Level::must,
                "The LRH packet length counts, in 4-octet words, every octet from the first of the LRH through the "
                "last of the ICRC (the VCRC is not counted)."},
            native([](CaseCtx& ctx, const RocePacketEvent& e, const Header& lrh) {
@@ -57,7 +57,7 @@ void add_ib_link_cases(IbCases& k) {
                                  e.pkt->has_vcrc ? "" : "the frame ends without a VCRC");
            }));
 
-  add_roce(k, {"ib.vcrc", "IBTA Vol.1", "§7.8.2", Level::must,
+  add_roce(k, {"ib.vcrc", "IBTA Vol.1", "§7.8", Level::must,
                "The VCRC is the CRC-16 (polynomial 0x100B, seed all ones, inverted) of every octet from the LRH "
                "through the ICRC."},
            native([](CaseCtx& ctx, const RocePacketEvent& e, const Header&) {
@@ -67,7 +67,7 @@ void add_ib_link_cases(IbCases& k) {
                                  fmt::format("0x{:04x}", e.pkt->vcrc));
            }));
 
-  add_roce(k, {"ib.grh.header", "IBTA Vol.1", "§8.3; Annex A16", Level::must,
+  add_roce(k, {"ib.grh.header", "IBTA Vol.1", "ch. 8; Annex A16", Level::must,
                "A GRH (native InfiniBand, or RoCEv1) carries IP version 6, and its payload length counts the "
                "octets after the GRH through the ICRC."},
            [](CaseCtx& ctx, const RocePacketEvent& e) {
@@ -81,7 +81,7 @@ void add_ib_link_cases(IbCases& k) {
                                  fmt::format("IP version {}, payload length {}", ver, len));
            });
 
-  add_roce(k, {"ib.lrh.vl15", "IBTA Vol.1", "§7.6.5", Level::must,
+  add_roce(k, {"ib.lrh.vl15", "IBTA Vol.1", "ch. 7", Level::must,
                "Virtual lane 15 is the subnet management lane: packets on VL15 go to QP0, and packets to QP0 "
                "travel on VL15."},
            native([](CaseCtx& ctx, const RocePacketEvent& e, const Header& lrh) {

@@ -48,7 +48,7 @@ void settle(CaseCtx& ctx, const ib::Closing::Item& item, std::string expected) {
 }
 
 void add_ib_reliable_cases(IbCases& k) {
-  add_roce(k, {"ib.qp.pkey", "IBTA Vol.1", "§10.9.3", Level::must,
+  add_roce(k, {"ib.qp.pkey", "IBTA Vol.1", "ch. 10", Level::must,
                "A QP belongs to one partition: every packet a flow sends to one destination QP carries the same P_Key."},
            with_facts([](CaseCtx& ctx, const RocePacketEvent& e, const Facts& f, const IbPacket& p) {
              if (!f.req && !f.resp) return;
@@ -56,7 +56,7 @@ void add_ib_reliable_cases(IbCases& k) {
                                  fmt::format("0x{:04x}", p.bth.get(Bth::pkey)));
            }));
 
-  add_roce(k, {"ib.qp.transport", "IBTA Vol.1", "§9.2.1, §9.6", Level::must,
+  add_roce(k, {"ib.qp.transport", "IBTA Vol.1", "ch. 9", Level::must,
                "A QP has one transport service: the requests sent to one destination QP all use the opcodes of one "
                "service (RC, UC, UD, XRC)."},
            with_facts([](CaseCtx& ctx, const RocePacketEvent& e, const Facts& f, const IbPacket& p) {
@@ -66,7 +66,7 @@ void add_ib_reliable_cases(IbCases& k) {
                                  std::string(transport_name(p.op->transport)));
            }));
 
-  add_roce(k, {"ib.payload.pmtu", "IBTA Vol.1", "§9.7.7", Level::must,
+  add_roce(k, {"ib.payload.pmtu", "IBTA Vol.1", "ch. 9", Level::must,
                "No packet carries more payload than the path MTU (given with --roce-mtu, else the size of the "
                "conversation's first First or Middle packet)."},
            with_facts([](CaseCtx& ctx, const RocePacketEvent& e, const Facts& f, const IbPacket& p) {
@@ -77,7 +77,7 @@ void add_ib_reliable_cases(IbCases& k) {
                                  f.pmtu_from_option ? "" : "path MTU inferred from the capture");
            }));
 
-  add_roce(k, {"ib.payload.first_middle", "IBTA Vol.1", "§9.7.7", Level::must,
+  add_roce(k, {"ib.payload.first_middle", "IBTA Vol.1", "ch. 9", Level::must,
                "First and Middle packets of a message carry exactly one path MTU of payload, and the path MTU is "
                "256, 512, 1024, 2048 or 4096 octets."},
            with_facts([](CaseCtx& ctx, const RocePacketEvent& e, const Facts& f, const IbPacket& p) {
@@ -89,7 +89,7 @@ void add_ib_reliable_cases(IbCases& k) {
                RDMACONF_ROCE_JUDGE(ctx, e, ib::valid_mtu(n), "256, 512, 1024, 2048 or 4096 octets", fmt::format("{} octets", n));
            }));
 
-  add_roce(k, {"ib.payload.last", "IBTA Vol.1", "§9.7.7", Level::must,
+  add_roce(k, {"ib.payload.last", "IBTA Vol.1", "ch. 9", Level::must,
                "The Last packet of a multi-packet message carries between one octet and one path MTU of payload."},
            with_facts([](CaseCtx& ctx, const RocePacketEvent& e, const Facts& f, const IbPacket& p) {
              if (p.op->seq != Seq::last) return;
@@ -98,7 +98,7 @@ void add_ib_reliable_cases(IbCases& k) {
                                  f.pmtu ? fmt::format("1 to {} octets", f.pmtu) : "at least 1 octet", fmt::format("{} octets", n));
            }));
 
-  add_roce(k, {"ib.opseq", "IBTA Vol.1", "§9.5", Level::must,
+  add_roce(k, {"ib.opseq", "IBTA Vol.1", "ch. 9", Level::must,
                "A multi-packet message is First, Middle..., Last of one operation, with no other message "
                "interleaved on the QP; First and Only packets come only between messages. The same holds for the "
                "packets of a Read Response."},
@@ -108,7 +108,7 @@ void add_ib_reliable_cases(IbCases& k) {
              RDMACONF_ROCE_DOUBT(ctx, e, !f.order_error, f.order_error.value_or(""), std::string(p.op->op_name));
            }));
 
-  add_roce(k, {"ib.psn.sequential", "IBTA Vol.1", "§9.7.1, §9.7.4.1", Level::must,
+  add_roce(k, {"ib.psn.sequential", "IBTA Vol.1", "ch. 9", Level::must,
                "A requester gives each new request packet the next PSN (a READ Request takes one PSN per response "
                "packet); a PSN it skips must be a packet lost on the way, which the reliable service resends."},
            with_facts([](CaseCtx& ctx, const RocePacketEvent& e, const Facts& f, const IbPacket& p) {
@@ -120,14 +120,14 @@ void add_ib_reliable_cases(IbCases& k) {
            }),
            settle_all(&ib::Closing::gaps, "every skipped PSN sent later"));
 
-  add_roce(k, {"ib.psn.resend_after_nak", "IBTA Vol.1", "§9.7.5.1.3, §9.7.5.2.8", Level::must,
+  add_roce(k, {"ib.psn.resend_after_nak", "IBTA Vol.1", "ch. 9", Level::must,
                "After a sequence-error NAK or an RNR NAK, the requester resends starting at the NAK's PSN."},
            with_facts([](CaseCtx& ctx, const RocePacketEvent&, const Facts& f, const IbPacket&) {
              for (int i = 0; i < f.naks_followed; ++i) ctx.tally.pass();
            }),
            settle_all(&ib::Closing::not_resent, "the NAK's PSN resent"));
 
-  add_roce(k, {"ib.nak.sequence", "IBTA Vol.1", "§9.7.5.2.2", Level::must,
+  add_roce(k, {"ib.nak.sequence", "IBTA Vol.1", "ch. 9", Level::must,
                "A reliable responder that receives a request PSN ahead of the one it expects sends exactly one "
                "PSN-sequence-error NAK, then drops out-of-sequence requests silently until the expected PSN arrives."},
            with_facts([](CaseCtx& ctx, const RocePacketEvent& e, const Facts& f, const IbPacket&) {
@@ -144,7 +144,7 @@ void add_ib_reliable_cases(IbCases& k) {
            }),
            settle_all(&ib::Closing::open_gaps, "a sequence-error NAK"));
 
-  add_roce(k, {"ib.nak.psn", "IBTA Vol.1", "§9.7.5.2.2", Level::must,
+  add_roce(k, {"ib.nak.psn", "IBTA Vol.1", "ch. 9", Level::must,
                "A sequence-error NAK is sent only for a request PSN ahead of the expected one, and carries the "
                "expected PSN (the first one missing)."},
            with_facts([](CaseCtx& ctx, const RocePacketEvent& e, const Facts& f, const IbPacket& p) {
@@ -155,7 +155,7 @@ void add_ib_reliable_cases(IbCases& k) {
            }),
            settle_all(&ib::Closing::nak_unprovoked, "no NAK: every request arrived in sequence"));
 
-  add_roce(k, {"ib.nak.fatal", "IBTA Vol.1", "§9.7.5.1.3, §10.3.1", Level::must,
+  add_roce(k, {"ib.nak.fatal", "IBTA Vol.1", "ch. 9; ch. 10", Level::must,
                "A NAK for an invalid request, a remote access error or a remote operational error is fatal: the "
                "requester's QP goes to the error state and sends no further request."},
            with_facts([](CaseCtx& ctx, const RocePacketEvent& e, const Facts& f, const IbPacket&) {
@@ -169,7 +169,7 @@ void add_ib_reliable_cases(IbCases& k) {
              for (std::uint64_t i = 0; i < c.fatal_respected; ++i) ctx.tally.pass();
            });
 
-  add_roce(k, {"ib.ack.psn", "IBTA Vol.1", "§9.7.5.1.2", Level::must,
+  add_roce(k, {"ib.ack.psn", "IBTA Vol.1", "ch. 9", Level::must,
                "An Acknowledge (ACK or NAK) names a PSN the requester has sent: never one beyond its latest request."},
            with_facts([](CaseCtx& ctx, const RocePacketEvent&, const Facts& f, const IbPacket&) {
              // One beyond is settled by the requester's next request (Closing::acked_ahead).
@@ -177,7 +177,7 @@ void add_ib_reliable_cases(IbCases& k) {
            }),
            settle_all(&ib::Closing::acked_ahead, "a PSN the requester had sent"));
 
-  add_roce(k, {"ib.aeth.msn", "IBTA Vol.1", "§9.7.5.1.6", Level::must,
+  add_roce(k, {"ib.aeth.msn", "IBTA Vol.1", "ch. 9", Level::must,
                "The MSN a responder returns in its AETHs counts completed messages: it never goes backwards."},
            with_facts([](CaseCtx& ctx, const RocePacketEvent& e, const Facts& f, const IbPacket& p) {
              if (!f.msn_before) return;
@@ -188,7 +188,7 @@ void add_ib_reliable_cases(IbCases& k) {
                                  fmt::format("MSN {}", msn));
            }));
 
-  add_roce(k, {"ib.ackreq.answered", "IBTA Vol.1", "§9.7.5.1.1", Level::must,
+  add_roce(k, {"ib.ackreq.answered", "IBTA Vol.1", "ch. 9", Level::must,
                "A reliable responder answers every request packet whose AckReq bit is set, with an ACK, NAK, Read "
                "Response or ATOMIC Acknowledge covering its PSN (coalescing allowed)."},
            {},
@@ -197,7 +197,7 @@ void add_ib_reliable_cases(IbCases& k) {
              for (const auto& item : c.unanswered) settle(ctx, item, "an acknowledgement covering this PSN");
            });
 
-  add_roce(k, {"ib.response.match", "IBTA Vol.1", "§9.7.5.1.4, §9.7.5.1.5", Level::must,
+  add_roce(k, {"ib.response.match", "IBTA Vol.1", "ch. 9", Level::must,
                "A Read Response (First or Only) and an ATOMIC Acknowledge carry the PSN of an outstanding RDMA READ "
                "or Atomic request of their QP."},
            with_facts([](CaseCtx& ctx, const RocePacketEvent& e, const Facts& f, const IbPacket& p) {
@@ -209,7 +209,7 @@ void add_ib_reliable_cases(IbCases& k) {
                                  "none");
            }));
 
-  add_roce(k, {"ib.read.response_psn", "IBTA Vol.1", "§9.4.4, §9.7.5.1.4", Level::must,
+  add_roce(k, {"ib.read.response_psn", "IBTA Vol.1", "ch. 9", Level::must,
                "The Read Response to a READ Request at PSN p for L octets takes PSNs p, p+1, ... in order: one "
                "packet per path MTU of L (one for L = 0)."},
            with_facts([](CaseCtx& ctx, const RocePacketEvent& e, const Facts& f, const IbPacket& p) {
@@ -225,7 +225,7 @@ void add_ib_reliable_cases(IbCases& k) {
                                    fmt::format("{}", f.read_done->got_packets));
            }));
 
-  add_roce(k, {"ib.read.response_length", "IBTA Vol.1", "§9.4.4", Level::must,
+  add_roce(k, {"ib.read.response_length", "IBTA Vol.1", "ch. 9", Level::must,
                "A Read Response returns exactly the DMA length its READ Request asked for."},
            with_facts([](CaseCtx& ctx, const RocePacketEvent& e, const Facts& f, const IbPacket&) {
              if (!f.read_done) return;
@@ -234,7 +234,7 @@ void add_ib_reliable_cases(IbCases& k) {
                                  fmt::format("{} octets", f.read_done->got_len));
            }));
 
-  add_roce(k, {"ib.reth.dma_length", "IBTA Vol.1", "§9.4.3", Level::must,
+  add_roce(k, {"ib.reth.dma_length", "IBTA Vol.1", "ch. 9", Level::must,
                "An RDMA WRITE message carries exactly the DMA length its RETH announces."},
            with_facts([](CaseCtx& ctx, const RocePacketEvent& e, const Facts& f, const IbPacket&) {
              if (!f.write_done) return;

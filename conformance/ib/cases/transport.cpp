@@ -60,7 +60,7 @@ std::string reserved_text(const IbPacket& p) {
 }  // namespace
 
 void add_roce_transport_cases(IbCases& k) {
-  add_roce(k, {"roce.packet.headers", "IBTA Vol.1", "§9.2, §9.3", Level::must,
+  add_roce(k, {"roce.packet.headers", "IBTA Vol.1", "ch. 9", Level::must,
                "A RoCEv2 packet holds a whole BTH, every extension header its opcode calls for, and the 4-octet "
                "ICRC, with the pad count not exceeding what follows the headers."},
            [](CaseCtx& ctx, const RocePacketEvent& e) {
@@ -68,7 +68,7 @@ void add_roce_transport_cases(IbCases& k) {
              roce_fail(ctx, e, "complete transport headers and ICRC", e.ib->error().message());
            });
 
-  add_roce(k, {"roce.icrc", "IBTA Vol.1", "§7.8.1; Annex A17", Level::must,
+  add_roce(k, {"roce.icrc", "IBTA Vol.1", "§7.8", Level::must,
                "The ICRC is the CRC-32 of the packet with the variant fields (IP TOS/traffic class, TTL/hop limit, "
                "flow label, IP and UDP checksums, the BTH FECN/BECN/reserved octet) set to ones, preceded by eight "
                "octets of ones standing for the LRH. On native InfiniBand: the LRH with its VL set to ones when no "
@@ -80,7 +80,7 @@ void add_roce_transport_cases(IbCases& k) {
                                  fmt::format("0x{:08x}", (*e.ib)->icrc));
            });
 
-  add_roce(k, {"ib.bth.tver", "IBTA Vol.1", "§9.2", Level::must,
+  add_roce(k, {"ib.bth.tver", "IBTA Vol.1", "ch. 9", Level::must,
                "The transport header version in the BTH is 0."},
            [](CaseCtx& ctx, const RocePacketEvent& e) {
              if (!e.ib->ok()) return;
@@ -88,7 +88,7 @@ void add_roce_transport_cases(IbCases& k) {
              RDMACONF_ROCE_JUDGE(ctx, e, v == 0, "0", fmt::format("{}", v));
            });
 
-  add_roce(k, {"ib.bth.opcode", "IBTA Vol.1", "§9.2.1; Annex A17", Level::must,
+  add_roce(k, {"ib.bth.opcode", "IBTA Vol.1", "ch. 9", Level::must,
                "The BTH opcode is one the specification defines for its transport (RC, UC, RD, UD, XRC) or the "
                "RoCEv2 CNP."},
            [](CaseCtx& ctx, const RocePacketEvent& e) {
@@ -97,7 +97,7 @@ void add_roce_transport_cases(IbCases& k) {
              RDMACONF_ROCE_JUDGE(ctx, e, opcode_info(op).valid, "a defined opcode", fmt::format("0x{:02x}", op));
            });
 
-  add_roce(k, {"ib.bth.reserved", "IBTA Vol.1", "§9.2", Level::must,
+  add_roce(k, {"ib.bth.reserved", "IBTA Vol.1", "ch. 9", Level::must,
                "The reserved bits of the BTH (six after FECN/BECN, seven after AckReq) are sent as zero."},
            [](CaseCtx& ctx, const RocePacketEvent& e) {
              if (!e.ib->ok()) return;
@@ -106,7 +106,7 @@ void add_roce_transport_cases(IbCases& k) {
                                  fmt::format("reserved 0x{:02x} / 0x{:02x}", b.get(Bth::rsvd1), b.get(Bth::rsvd2)));
            });
 
-  add_roce(k, {"ib.eth.reserved", "IBTA Vol.1", "§9.3.1, §9.3.2; Annex A14", Level::must,
+  add_roce(k, {"ib.eth.reserved", "IBTA Vol.1", "ch. 9; Annex A14", Level::must,
                "The reserved fields of the extension headers (RDETH, DETH, XRCETH, FETH) are sent as zero."},
            decoded([](CaseCtx& ctx, const RocePacketEvent& e, const IbPacket& p) {
              bool any = false;
@@ -114,7 +114,7 @@ void add_roce_transport_cases(IbCases& k) {
              RDMACONF_ROCE_JUDGE(ctx, e, !any, "0", reserved_text(p));
            }));
 
-  add_roce(k, {"ib.bth.padcnt", "IBTA Vol.1", "§9.2.4", Level::must,
+  add_roce(k, {"ib.bth.padcnt", "IBTA Vol.1", "ch. 9", Level::must,
                "The pad count is the number of octets (0-3) that brings the payload to a multiple of four."},
            decoded([](CaseCtx& ctx, const RocePacketEvent& e, const IbPacket& p) {
              // The pad count splits the octets after the headers into payload and pad;
@@ -124,7 +124,7 @@ void add_roce_transport_cases(IbCases& k) {
                                  fmt::format("{} octets after the headers with pad count {}", total, p.pad));
            }));
 
-  add_roce(k, {"ib.bth.pkey", "IBTA Vol.1", "§9.2.6, §10.9.1", Level::must,
+  add_roce(k, {"ib.bth.pkey", "IBTA Vol.1", "ch. 9; ch. 10", Level::must,
                "The P_Key names a partition: its low 15 bits are not zero (0x0000 and 0x8000 are invalid)."},
            decoded([](CaseCtx& ctx, const RocePacketEvent& e, const IbPacket& p) {
              const auto pk = p.bth.get(Bth::pkey);
@@ -132,7 +132,7 @@ void add_roce_transport_cases(IbCases& k) {
                                  fmt::format("0x{:04x}", pk));
            }));
 
-  add_roce(k, {"ib.payload.rule", "IBTA Vol.1", "§9.2.1 (Table 35), §9.4; Annex A17", Level::must,
+  add_roce(k, {"ib.payload.rule", "IBTA Vol.1", "ch. 9; Annex A17", Level::must,
                "Opcodes without a payload (RDMA READ Request, Acknowledge, ATOMIC Acknowledge, CmpSwap, FetchAdd, "
                "RESYNC, FLUSH) carry none; ATOMIC WRITE carries exactly 8 octets and a CNP exactly 16."},
            decoded([](CaseCtx& ctx, const RocePacketEvent& e, const IbPacket& p) {
@@ -144,7 +144,7 @@ void add_roce_transport_cases(IbCases& k) {
                                  fmt::format("{} octets", p.payload.size()));
            }));
 
-  add_roce(k, {"ib.cnp.format", "IBTA Vol.1", "Annex A17.9", Level::must,
+  add_roce(k, {"ib.cnp.format", "IBTA Vol.1", "Annex A17.9.3", Level::must,
                "A RoCEv2 Congestion Notification Packet carries, after its BTH, 16 reserved octets sent as zero."},
            decoded([](CaseCtx& ctx, const RocePacketEvent& e, const IbPacket& p) {
              if (p.op->transport != Transport::cnp || p.payload.size() != 16) return;
@@ -153,7 +153,7 @@ void add_roce_transport_cases(IbCases& k) {
              RDMACONF_ROCE_JUDGE(ctx, e, zero, "16 zero octets", "non-zero reserved octets");
            }));
 
-  add_roce(k, {"roce.qp0", "IBTA Vol.1", "Annex A16, A17", Level::must,
+  add_roce(k, {"roce.qp0", "IBTA Vol.1", "Annex A16; Annex A17", Level::must,
                "RoCE has no subnet manager: no packet is addressed to QP0, the subnet management QP (on native "
                "InfiniBand QP0 is legitimate; ib.lrh.vl15 judges it there)."},
            decoded([](CaseCtx& ctx, const RocePacketEvent& e, const IbPacket& p) {
@@ -161,7 +161,7 @@ void add_roce_transport_cases(IbCases& k) {
              RDMACONF_ROCE_JUDGE(ctx, e, p.bth.get(Bth::destqp) != 0, "a destination QP other than 0", "QP 0");
            }));
 
-  add_roce(k, {"roce.deth.srcqp", "IBTA Vol.1", "§9.3.2; Annex A16, A17", Level::must,
+  add_roce(k, {"roce.deth.srcqp", "IBTA Vol.1", "ch. 9; Annex A16; Annex A17", Level::must,
                "Nor is QP0 the source of a datagram on RoCE: the DETH source QP is not 0."},
            decoded([](CaseCtx& ctx, const RocePacketEvent& e, const IbPacket& p) {
              const auto& d = p.get(kExtDeth);
@@ -169,7 +169,7 @@ void add_roce_transport_cases(IbCases& k) {
              RDMACONF_ROCE_JUDGE(ctx, e, d->get(Deth::srcqp) != 0, "a source QP other than 0", "QP 0");
            }));
 
-  add_roce(k, {"ib.bth.se", "IBTA Vol.1", "§9.2.2", Level::must,
+  add_roce(k, {"ib.bth.se", "IBTA Vol.1", "ch. 9", Level::must,
                "The Solicited Event bit is set only on the Last or Only packet of a SEND, or of an RDMA WRITE with "
                "Immediate: the packets that complete a receive."},
            decoded([](CaseCtx& ctx, const RocePacketEvent& e, const IbPacket& p) {
@@ -179,7 +179,7 @@ void add_roce_transport_cases(IbCases& k) {
              RDMACONF_ROCE_JUDGE(ctx, e, allowed, "SE clear", "SE set");
            }));
 
-  add_roce(k, {"ib.ud.gsi_qkey", "IBTA Vol.1", "§13.5.1", Level::must,
+  add_roce(k, {"ib.ud.gsi_qkey", "IBTA Vol.1", "ch. 13", Level::must,
                "Datagrams to QP1, the general services QP, carry the well-known Q_Key 0x80010000."},
            decoded([](CaseCtx& ctx, const RocePacketEvent& e, const IbPacket& p) {
              const auto& d = p.get(kExtDeth);
@@ -188,7 +188,7 @@ void add_roce_transport_cases(IbCases& k) {
              RDMACONF_ROCE_JUDGE(ctx, e, q == 0x80010000, "Q_Key 0x80010000", fmt::format("0x{:08x}", q));
            }));
 
-  add_roce(k, {"ib.atomic.alignment", "IBTA Vol.1", "§9.4.5", Level::must,
+  add_roce(k, {"ib.atomic.alignment", "IBTA Vol.1", "ch. 9", Level::must,
                "The virtual address of a CmpSwap or FetchAdd is aligned to 8 octets."},
            decoded([](CaseCtx& ctx, const RocePacketEvent& e, const IbPacket& p) {
              const auto& a = p.get(kExtAtomicEth);
@@ -197,7 +197,7 @@ void add_roce_transport_cases(IbCases& k) {
              RDMACONF_ROCE_JUDGE(ctx, e, va % 8 == 0, "an address that is a multiple of 8", fmt::format("0x{:x}", va));
            }));
 
-  add_roce(k, {"ib.reth.length", "IBTA Vol.1", "§9.4.3, §9.4.4", Level::must,
+  add_roce(k, {"ib.reth.length", "IBTA Vol.1", "ch. 9", Level::must,
                "An RDMA WRITE or READ moves at most 2^31 octets: the RETH DMA length does not exceed it."},
            decoded([](CaseCtx& ctx, const RocePacketEvent& e, const IbPacket& p) {
              const auto& r = p.get(kExtReth);
@@ -206,7 +206,7 @@ void add_roce_transport_cases(IbCases& k) {
              RDMACONF_ROCE_JUDGE(ctx, e, len <= 0x80000000ull, "at most 2^31 octets", fmt::format("{} octets", len));
            }));
 
-  add_roce(k, {"ib.aeth.syndrome", "IBTA Vol.1", "§9.3.5", Level::must,
+  add_roce(k, {"ib.aeth.syndrome", "IBTA Vol.1", "ch. 9", Level::must,
                "An AETH syndrome is an ACK, an RNR NAK or a NAK with a defined code (PSN sequence error, invalid "
                "request, remote access error, remote operational error, invalid RD request), with bit 7 zero; "
                "Read Responses and ATOMIC Acknowledges carry an ACK syndrome."},

@@ -43,6 +43,7 @@ struct Tagged : CaseState {
     bool open = false;
     std::uint32_t stag = 0;
     std::uint64_t next_to = 0;
+    std::uint64_t first_to = 0;  // the tagged offset of the message's first segment
     std::uint64_t rsvd_ulp = 0;  // the RsvdULP octet of the message's first segment
   };
   T t[2];
@@ -72,8 +73,16 @@ struct Coverage {
   std::string problem;
   bool in_order = true;
 };
+// RFC 5041 §5.2: a ULP message is shorter than 2^32 octets.
+constexpr std::uint64_t kMaxMessage = (std::uint64_t{1} << 32) - 1;
+
 Coverage cover(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& arrived) {
   Coverage c;
+  for (const auto& [from, to] : arrived)
+    if (to > kMaxMessage) {
+      c.problem = fmt::format("the segment at MO {} ends at octet {} of the message: a message of 2^32 octets or more", from, to);
+      return c;
+    }
   std::uint64_t next = 0;
   for (const auto& [from, to] : arrived) {
     c.in_order &= from == next;
@@ -164,8 +173,12 @@ void tagged_step(Tagged& st, const iwarp::FpduEvent& e, const Seg& g, F f) {
   if (e.index != st.next_index[e.dir]) t.open = false;
   st.next_index[e.dir] = e.index + 1;
   if (!g.tagged()) return;
-  if (t.open) f(g, t);
-  else t.rsvd_ulp = rsvd_ulp_octet(g);
+  if (t.open) {
+    f(g, t);
+  } else {
+    t.rsvd_ulp = rsvd_ulp_octet(g);
+    t.first_to = g.to();
+  }
   t.open = !g.last();
   t.stag = g.stag();
   t.next_to = g.to() + g.ddp_payload(e);
@@ -190,19 +203,19 @@ void add_iwarp_ddp_cases(IwarpCases& k) {
       })
       .stop([](CaseCtx& ctx, const IwarpConn&, const iwarp::StopEvent& e) { inconclusive_on_gap(ctx, e); });
 
-  on_segments(add(k, {"iwarp.ddp.version", "RFC 5041", "§4.1; RFC 5044 §C.1", Level::must,
+  on_segments(add(k, {"iwarp.ddp.version", "RFC 5041", "§4.1, §5.2; RFC 5044 §C.1", Level::must,
                       "Every DDP segment carries DDP version 1 (DV = 01b)."}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
                 RDMACONF_JUDGE(ctx, e, g.get(DdpTagged::dv) == 1, "DV 1", fmt::format("DV {}", g.get(DdpTagged::dv)));
               });
 
-  on_segments(add(k, {"iwarp.ddp.reserved", "RFC 5041", "§4.1", Level::must,
+  on_segments(add(k, {"iwarp.ddp.reserved", "RFC 5041", "§4.1, §5.2", Level::must,
                       "The four reserved bits of the DDP control field are sent as zero."}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
                 RDMACONF_JUDGE(ctx, e, g.get(DdpTagged::rsvd) == 0, "0", fmt::format("0x{:x}", g.get(DdpTagged::rsvd)));
               });
 
-  on_segments(add(k, {"iwarp.ddp.qn", "RFC 5040", "§4.1", Level::must,
+  on_segments(add(k, {"iwarp.ddp.qn", "RFC 5040", "§4.1; RFC 5041 §4.3", Level::must,
                       "An untagged segment names a queue RDMAP uses: 0 (Send family, Immediate Data), 1 (RDMA Read "
                       "Request, Atomic Request), 2 (Terminate) or 3 (Atomic Response, the one queue RFC 7306 adds)."}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
@@ -230,7 +243,7 @@ void add_iwarp_ddp_cases(IwarpCases& k) {
   each_untagged<Tiles>(add(k, {"iwarp.ddp.mo", "RFC 5041", "§4.1, §4.3, §5.2, §5.3", Level::must,
                                "The message offsets of an untagged message's segments give each segment's place in the "
                                "message: together they cover it from 0 with no gap or overlap, the last segment (L) "
-                               "holding the highest."}),
+                               "holding the highest, and the message is shorter than 2^32 octets."}),
                        [](CaseCtx& ctx, const iwarp::FpduEvent& e, const Seg& g, const Queues::Q& q, Tiles& st) {
                          const auto m = complete_message(st, e, g, q);
                          if (!m) return;
@@ -291,7 +304,7 @@ void add_iwarp_ddp_cases(IwarpCases& k) {
                 });
               });
 
-  each_untagged(add(k, {"iwarp.ddp.last", "RFC 5041", "§4.1, §5.2; RFC 5040 §5.4", Level::must,
+  each_untagged(add(k, {"iwarp.ddp.last", "RFC 5041", "§4.1, §4.3, §5.2; RFC 5040 §5.4", Level::must,
                         "The L bit is set on the last segment of a message and only there: a new message on a queue "
                         "starts only after the previous one's last segment, and nothing of a message follows it."}),
                 [](CaseCtx& ctx, const iwarp::FpduEvent& e, const Seg& g, const Queues::Q& q, Queues&) {
@@ -314,11 +327,15 @@ void add_iwarp_ddp_cases(IwarpCases& k) {
 
   each_tagged(add(k, {"iwarp.ddp.tagged.to", "RFC 5041", "§5.2, §5.3", Level::must,
                       "The segments of one tagged message are contiguous: each tagged offset is the previous one "
-                      "plus the previous segment's payload."}),
+                      "plus the previous segment's payload; the message is shorter than 2^32 octets."}),
               [](CaseCtx& ctx, const iwarp::FpduEvent& e, const Seg& g, const Tagged::T& t) {
                 if (g.stag() != t.stag) return;  // iwarp.ddp.tagged.stag's finding
-                RDMACONF_JUDGE(ctx, e, g.to() == t.next_to, fmt::format("TO 0x{:x}", t.next_to), fmt::format("TO 0x{:x}", g.to()),
-                      fmt::format("STag 0x{:x}", g.stag()));
+                if (g.to() != t.next_to)
+                  return RDMACONF_JUDGE(ctx, e, false, fmt::format("TO 0x{:x}", t.next_to), fmt::format("TO 0x{:x}", g.to()),
+                                        fmt::format("STag 0x{:x}", g.stag()));
+                const std::uint64_t length = g.to() + g.ddp_payload(e) - t.first_to;
+                RDMACONF_JUDGE(ctx, e, length <= kMaxMessage, "a message shorter than 2^32 octets",
+                               fmt::format("{} octets from TO 0x{:x}", length, t.first_to), fmt::format("STag 0x{:x}", g.stag()));
               });
 }
 

@@ -155,6 +155,28 @@ void add_iwarp_mpa_fpdu_cases(IwarpCases& k) {
       })
       .stop(inconclusive_if_markers);
 
+  add(k, {"iwarp.mpa.marker.unrequested", "RFC 5044", "§7.1.1", Level::must,
+          "An endpoint whose peer sent M = 0 adds no markers: a direction without markers whose first FPDUs fail "
+          "(CRC or DDP header) where a marker sits at every 512th octet from its first FPDU added them."})
+      .close([](CaseCtx& ctx, const IwarpConn& c) {
+        for (int d = 0; d < 2; ++d) {
+          if (c.mpa->markers(d) || !c.mpa->stray_markers_judged(d)) continue;
+          const auto& m = c.mpa->stray_markers(d);
+          if (!m) {
+            ctx.tally.pass();
+            continue;
+          }
+          Evidence ev;
+          ev.frames = {m->frame};
+          ev.stream_offset = m->offset;
+          ev.side = ctx.side(d);
+          ev.expected = "no markers (the peer's M = 0)";
+          ev.actual = fmt::format("a marker at every 512th octet from stream offset {} ({} in a row)", m->offset, m->count);
+          ev.detail = "the FPDUs read without markers fail their CRC or DDP header from the first marker on";
+          ctx.tally.fail(std::move(ev));
+        }
+      });
+
   add(k, {"iwarp.mpa.marker.reserved", "RFC 5044", "§4.2", Level::must,
           "The 16 reserved bits at the front of every marker are sent as zero."})
       .fpdu([](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e) {

@@ -77,20 +77,20 @@ ReadRole track_reads(Reads& r, const iwarp::FpduEvent& e, const Seg& g, const Dd
 }  // namespace
 
 void add_iwarp_rdmap_cases(IwarpCases& k) {
-  on_segments(add(k, {"iwarp.rdmap.version", "RFC 5040", "§4.1; RFC 5044 §C.1; RFC 7306 §4.1", Level::must,
+  on_segments(add(k, {"iwarp.rdmap.version", "RFC 5040", "§4.1; RFC 5041 §5.2; RFC 5044 §C.1; RFC 7306 §4.1", Level::must,
                       "Every RDMAP message carries RDMAP version 1 (RV = 01b)."}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
                 RDMACONF_JUDGE(ctx, e, g.get(DdpTagged::rv) == 1, "RV 1", fmt::format("RV {}", g.get(DdpTagged::rv)));
               });
 
-  on_segments(add(k, {"iwarp.rdmap.reserved", "RFC 5040", "§4.1", Level::must,
+  on_segments(add(k, {"iwarp.rdmap.reserved", "RFC 5040", "§4.1; RFC 5041 §5.2", Level::must,
                       "The two reserved bits of the RDMAP control field are sent as zero."}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
                 const auto v = g.get(DdpTagged::rdmap_rsvd);
                 RDMACONF_JUDGE(ctx, e, v == 0, "0", fmt::format("0x{:x}", v));
               });
 
-  on_segments(add(k, {"iwarp.rdmap.opcode", "RFC 5040", "§4.1; RFC 7306 §4.1", Level::must,
+  on_segments(add(k, {"iwarp.rdmap.opcode", "RFC 5040", "§4.1; RFC 5041 §5.2; RFC 7306 §4.1", Level::must,
                       "The RDMAP opcode is one RFC 5040 (0x0 to 0x7) or RFC 7306 (0x8 to 0xB) defines."}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
                 RDMACONF_JUDGE(ctx, e, rdmap_op(g.opcode()).valid, "opcode 0x0 to 0xB", fmt::format("opcode 0x{:x}", g.opcode()));
