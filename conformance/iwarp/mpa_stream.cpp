@@ -66,37 +66,95 @@ bool plausible_ulpdu(std::uint16_t len, Bytes u) {
 // A phase of markers needs kInferMinRun of them at least.
 constexpr std::size_t kMarkerSpan = (kInferMinRun - 1) * kMpaMarkerInterval + kMpaMarker.size;
 
-bool markers_present(Bytes b, bool only_at_start) {
-  // Only phases with that many intervals before the end can pass.
-  constexpr std::size_t kSpan = kMarkerSpan;
-  if (b.size() < kSpan) return false;
-  for (std::size_t m = 0; m < (only_at_start ? 1 : kMpaMarkerInterval) && m + kSpan <= b.size(); ++m) {
-    std::size_t seen = 0, vouched = 0, odd = 0;
-    std::size_t pointer = 0;  // the first non-zero FPDU pointer,
-    bool pointers_differ = false;  // and whether another one differs from it
-    for (std::size_t p = m; p + kMpaMarker.size <= b.size() && odd <= 1; p += kMpaMarkerInterval) {
-      ++seen;
-      const Bytes mk = b.subspan(p, kMpaMarker.size);
-      const FieldDef& rsvd = kMpaMarker.fields[MpaMarker::rsvd];
-      const FieldDef& fpduptr = kMpaMarker.fields[MpaMarker::fpduptr];
-      const std::size_t ptr = read_bits(mk, fpduptr.bit_offset, fpduptr.bit_width);
-      if (read_bits(mk, rsvd.bit_offset, rsvd.bit_width) != 0) {
-        ++odd;  // one faulty marker is a finding, not a reason to doubt the rest
+namespace {
+
+// Octets `b` read as an MPA stream with a marker at every 512th octet from
+// `phase`: where FPDUs begin and end with the markers stepped over.
+struct MarkedStream {
+  Bytes b;
+  std::size_t phase;
+  bool at_marker(std::size_t pos) const { return pos >= phase && (pos - phase) % kMpaMarkerInterval == 0; }
+  std::size_t next_marker(std::size_t pos) const {
+    return pos <= phase ? phase : phase + (pos - phase + kMpaMarkerInterval - 1) / kMpaMarkerInterval * kMpaMarkerInterval;
+  }
+  // The position `n` octets of FPDU after `pos`, markers stepped over.
+  std::size_t advance(std::size_t pos, std::size_t n) const {
+    while (n > 0) {
+      if (at_marker(pos)) {
+        pos += kMpaMarker.size;
         continue;
       }
-      if (ptr && !pointer) pointer = ptr;
-      pointers_differ |= ptr && ptr != pointer;
-      if (ptr > p) continue;  // its FPDU began before the octets at hand
-      // The FPDU it points to, when its header is whole before the marker.
-      const std::size_t start = p - ptr, hdr = ptr == 0 ? p + kMpaMarker.size : start;
-      if ((ptr == 0 || ptr >= 2 + kDdpUntagged.size) && hdr + 2 + kDdpTagged.size <= b.size()) {
-        const std::uint16_t len = be16(b, hdr);
-        if (plausible_ulpdu(len, b.subspan(hdr + 2, std::min<std::size_t>({len, b.size() - hdr - 2, ptr == 0 ? std::size_t{len} : ptr - 2}))))
-          ++vouched;
-      }
+      const std::size_t step = std::min(n, next_marker(pos) - pos);
+      pos += step;
+      n -= step;
     }
-    // (Zero-filled data would pass the first test with pointers of 0.)
-    if (odd <= 1 && seen >= kInferMinRun + odd && (vouched >= 2 || pointers_differ)) return true;
+    return pos;
+  }
+  std::uint16_t pointer(std::size_t marker) const {
+    const FieldDef& f = kMpaMarker.fields[MpaMarker::fpduptr];
+    return static_cast<std::uint16_t>(read_bits(b.subspan(marker, kMpaMarker.size), f.bit_offset, f.bit_width));
+  }
+  bool reserved_zero(std::size_t marker) const {
+    const FieldDef& f = kMpaMarker.fields[MpaMarker::rsvd];
+    return read_bits(b.subspan(marker, kMpaMarker.size), f.bit_offset, f.bit_width) == 0;
+  }
+  // Where the FPDU a marker names begins (its length field), if in `b`.
+  std::optional<std::size_t> named_fpdu(std::size_t marker) const {
+    const std::size_t ptr = pointer(marker);
+    if (ptr == 0) return marker + kMpaMarker.size;  // the FPDU begins right after the marker
+    if (ptr > marker) return std::nullopt;           // it began before the octets at hand
+    return marker - ptr;
+  }
+  // Whether walking FPDUs from the one `first` names, by their length
+  // fields, reaches the FPDU that the next marker names: the two markers
+  // and the FPDUs between them agree. Every FPDU on the way must hold a
+  // DDP header at least.
+  bool agree(std::size_t first, std::size_t second) const {
+    const auto from = named_fpdu(first);
+    if (!from || !reserved_zero(first) || !reserved_zero(second)) return false;
+    std::size_t at = *from;
+    while (at < second) {
+      if (at_marker(at)) at += kMpaMarker.size;
+      if (at + 2 > b.size() || at_marker(at + 1)) return false;
+      const std::uint16_t len = be16(b, at);
+      if (len < kDdpTagged.size) return false;
+      const std::size_t end = advance(at, fpdu_size(len));
+      if (end > second) {
+        // The second marker sits inside this FPDU: it must point back to its start.
+        return pointer(second) == second - at;
+      }
+      at = end;
+    }
+    // An FPDU ends exactly where the second marker sits: the next begins after it.
+    return at == second && pointer(second) == 0;
+  }
+};
+
+}  // namespace
+
+namespace {
+// Whether the first FPDU of `b`, read with a marker at every 512th octet from
+// its first, carries a CRC that checks (CRCs in use).
+bool first_crc_checks(Bytes b) {
+  MpaFramer<int> framer(true, true);
+  const auto f = framer.next(b);
+  if (!f) return false;
+  const auto v = decode_fpdu(f->octets);
+  return v && v->crc_wire == f->crc;
+}
+}  // namespace
+
+bool markers_present(Bytes b, bool only_at_start) {
+  if (b.size() < kMarkerSpan) return false;
+  for (std::size_t m = 0; m < (only_at_start ? 1 : kMpaMarkerInterval) && m + kMarkerSpan <= b.size(); ++m) {
+    // Proven: kInferMinRun markers in a row, each pair of neighbours agreeing
+    // with the FPDU lengths between them.
+    const MarkedStream ms{b, m};
+    std::size_t run = 1;
+    for (std::size_t p = m; p + kMpaMarkerInterval + kMpaMarker.size <= b.size(); p += kMpaMarkerInterval) {
+      run = ms.agree(p, p + kMpaMarkerInterval) ? run + 1 : 1;
+      if (run >= kInferMinRun) return true;
+    }
   }
   return false;
 }
@@ -261,6 +319,21 @@ void MpaConnection::infer(int dir, std::uint64_t frame, bool at_end) {
   std::vector<std::byte> all;
   all.reserve(s.held_bytes);
   for (const auto& h : s.held) all.insert(all.end(), h.bytes.begin(), h.bytes.end());
+  const bool known_start = s.from_start || s.after_own_frame;
+  if (s.after_own_frame && markers_present({all.data(), all.size()}, true)) {
+    // The markers sit every 512 octets from this side's first FPDU: frame them so.
+    if (!neg_.complete()) {
+      neg_.inferred = true;
+      neg_.crc_inferred = neg_.req.crc || neg_.rep.crc || first_crc_checks({all.data(), all.size()});
+    }
+    std::vector<Held> held;
+    held.swap(s.held);
+    s.held_bytes = 0;
+    start_fpdus(dir, s.next_off, true);
+    s.held.swap(held);
+    replay_held(dir, s.next_off);
+    return;
+  }
   if (markers_present({all.data(), all.size()})) {
     // Where the markers sit depends on where the FPDUs began, which the
     // capture lacks: framing them mid-stream would mistake markers for data.
@@ -272,10 +345,12 @@ void MpaConnection::infer(int dir, std::uint64_t frame, bool at_end) {
     stop(dir, at, frame, "the stream carries MPA markers, which a capture that starts mid-stream cannot place", true);
     return;
   }
-  const auto found = infer_alignment({all.data(), all.size()}, at_end, s.from_start);
+  const auto found = infer_alignment({all.data(), all.size()}, at_end, known_start);
   if (!found) {
     // (From a known start one look is enough: the chain runs from the first octet or not at all.)
-    if (at_end || s.from_start || s.held_bytes > kInferMax) {
+    if (at_end || known_start || s.held_bytes > kInferMax) {
+      if (s.after_own_frame)
+        s.why.push_back(fmt::format("from offset {}: no run of FPDUs follows this side's MPA frame", s.next_off));
       if (!s.from_start)
         s.why.push_back(fmt::format("from offset {}: no run of FPDUs found{}", s.held.front().offset, s.resync ? " after the gap" : ""));
       s.state = State::not_mpa;
@@ -289,7 +364,7 @@ void MpaConnection::infer(int dir, std::uint64_t frame, bool at_end) {
     s.resyncs.push_back({s.held.front().offset, s.held.front().offset + found->offset});
     s.why.push_back(fmt::format("framing found again at offset {}, {} octets after the gap", s.resyncs.back().resumed,
                                 found->offset));
-  } else if (s.from_start) {
+  } else if (s.from_start && !s.after_own_frame) {
     // FPDUs where the MPA Request or Reply belongs: the connection skipped
     // the exchange. The SYN's sender is the initiator.
     if (initiator_dir_ < 0) initiator_dir_ = 0;
@@ -305,7 +380,7 @@ void MpaConnection::infer(int dir, std::uint64_t frame, bool at_end) {
   held.swap(s.held);
   s.held_bytes = 0;
   const std::uint64_t start = held.front().offset + found->offset;
-  if (!s.from_start && s.resyncs.empty()) {  // (from the start, nothing was skipped)
+  if (!known_start && s.resyncs.empty()) {  // (from the start, nothing was skipped)
     s.inferred_at = static_cast<std::int64_t>(start);
     s.why.push_back(found->offset ? fmt::format("the capture starts mid-stream: framing found {} octets in, at offset {}", found->offset, start)
                                   : std::string("the capture starts mid-stream, at an FPDU's start"));
@@ -453,6 +528,7 @@ void MpaConnection::feed(int dir, std::uint64_t offset, Bytes data, std::uint64_
           // The capture starts mid-connection (this direction's first octets
           // may be anywhere in its stream): look for FPDUs instead.
           s.state = State::infer;
+          if (peer_frame_lost(1 - dir)) without_peer_frame(1 - dir, frame);
           const std::vector<std::byte> had = std::move(s.buf);
           s.buf.clear();
           if (!had.empty()) route(dir, s.buf_off, {had.data(), had.size()}, s.buf_frame, s.buf_acked);
@@ -572,6 +648,7 @@ void MpaConnection::on_rr(int dir, Bytes b, std::uint64_t offset, std::uint64_t 
   s.state = State::wait_negotiation;
   s.next_off = offset + b.size();  // where this direction's FPDUs (and markers) start
   if (neg_.complete()) negotiation_done(last_frame);
+  else if (peer_frame_lost(dir)) without_peer_frame(dir, last_frame);
 }
 
 void MpaConnection::negotiation_done(std::uint64_t frame) {
@@ -644,7 +721,34 @@ void MpaConnection::gap(int dir, std::uint64_t offset, std::uint64_t len, std::u
   }
 }
 
+bool MpaConnection::peer_frame_lost(int dir) const {
+  // The other direction began mid-stream (no key where its start would be)
+  // and its frame was never seen: it cannot come any more.
+  const Dir& o = d_[1 - dir];
+  const MpaSide& other = from_initiator(dir) ? neg_.rep : neg_.req;
+  return !other.seen && !info_.start_known[1 - dir] && o.state != State::probe && o.state != State::rr &&
+         o.state != State::wait_negotiation;
+}
+
+void MpaConnection::without_peer_frame(int dir, std::uint64_t frame) {
+  Dir& s = d_[dir];
+  if (s.state != State::wait_negotiation || neg_.complete()) return;
+  s.state = State::infer;
+  s.after_own_frame = true;
+  s.why.push_back(fmt::format("from offset {}: the other side's MPA frame is not in the capture (its direction starts "
+                              "mid-stream); FPDUs framed from the end of this side's frame, CRC and markers found from them",
+                              s.next_off));
+  if (s.held.empty()) return;
+  std::vector<Held> held;
+  held.swap(s.held);
+  s.held_bytes = 0;
+  for (auto& h : held) route(dir, h.offset, {h.bytes.data(), h.bytes.size()}, h.frame, h.acked);
+  (void)frame;
+}
+
 void MpaConnection::close(std::uint64_t frame) {
+  for (int dir = 0; dir < 2; ++dir)
+    if (peer_frame_lost(dir)) without_peer_frame(dir, frame);
   for (int dir = 0; dir < 2; ++dir) {
     if (d_[dir].state == State::infer) infer(dir, frame, true);
     if (d_[dir].state == State::seek_marker) seek_marker(dir, frame, true);

@@ -132,10 +132,10 @@ struct InferredAlignment {
 };
 // `only_at_start`: the chain must begin at b's first octet (a stream whose start is known).
 std::optional<InferredAlignment> infer_alignment(Bytes b, bool at_end, bool only_at_start = false);
-// Whether `b` carries MPA markers (RFC 5044 §5): at one phase of the 512-octet
-// interval, every position but at most one holds zero reserved bits, and at
-// least two of them point to an FPDU header that looks right or carry
-// different non-zero FPDU pointers.
+// Whether `b` carries MPA markers (RFC 5044 §4.3, §5), proven: at one phase
+// of the 512-octet interval, three markers in a row with zero reserved bits,
+// each pointing to the FPDU whose length fields (markers stepped over) lead
+// to the FPDU the next one points to.
 bool markers_present(Bytes b, bool only_at_start = false);  // only_at_start: the first marker at b's first octet
 
 class MpaListener {
@@ -224,6 +224,10 @@ class MpaConnection {
     // from its first octet would make it iWARP without the MPA exchange.
     bool from_start = false;
     bool resync = false;  // looking for FPDU boundaries again after a gap
+    // Its own MPA frame is in the capture, the other side's never will be
+    // (that direction starts mid-stream): FPDUs from the end of this side's
+    // frame, CRC and markers found from them.
+    bool after_own_frame = false;
     std::uint64_t gap_end = 0;  // seek_marker: where the capture has octets again
     std::uint64_t captured = 0, judged = 0, missing = 0;  // octets (see coverage())
     std::vector<std::string> why;                          // what left octets unjudged
@@ -252,6 +256,10 @@ class MpaConnection {
   void feed(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame, std::uint64_t acked);
   void feed_fpdus(int dir, Bytes data, std::uint64_t frame, std::uint64_t acked);
   void probe_markers(int dir);
+  // The other side's MPA frame will not come: frame `dir`'s held octets
+  // without the negotiation (Dir::after_own_frame).
+  void without_peer_frame(int dir, std::uint64_t frame);
+  bool peer_frame_lost(int dir) const;
   static bool first_fpdu_plausible(const Dir& s);
   void infer(int dir, std::uint64_t frame, bool at_end);
   // After a gap in a direction with markers: the first marker past the gap

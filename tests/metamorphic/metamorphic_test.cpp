@@ -352,4 +352,46 @@ BOOST_AUTO_TEST_CASE(planted_faults_are_found_after_a_cut) {
   BOOST_TEST(planted > 50u);
 }
 
+// siw's rping traffic cut at any early frame: framed and judged from where
+// the capture starts (no marker hypothesis for a stream without markers; a
+// Reply whose Request was cut still starts its side's FPDUs), and a DDP
+// version planted after the cut is found.
+BOOST_AUTO_TEST_CASE(siw_rping_cut_anywhere_is_judged) {
+  Tmp tmp, tmp2;
+  tmp2.path += ".2";
+  int captures = 0, cuts = 0, planted = 0;
+  std::vector<std::string> problems;
+  for (const auto& path : all_captures()) {
+    const std::string name = fs::path(path).filename().string();
+    if (!name.starts_with("lab-siw-siw.rping")) continue;
+    ++captures;
+    const Capture orig = load(path);
+    for (std::size_t from = 1; from < std::min<std::size_t>(orig.frames.size(), 40); ++from) {
+      save(tmp.path, cut_at(orig, from));
+      std::uint64_t captured = 0, judged = 0;
+      for (const auto& sc : check(tmp.path).scopes)
+        for (const auto& c : sc.coverage)
+          if (c.unit == "octets") {
+            captured += c.captured;
+            judged += c.judged;
+          }
+      ++cuts;
+      if (captured && 10 * judged < 9 * captured)
+        problems.push_back(fmt::format("{} cut at frame {}: {} of {} octets judged", name, from + 1, judged, captured));
+      if (const auto m = plant_ddp_version(orig, from, tmp2)) {
+        save(tmp2.path, *m);
+        ++planted;
+        if (!fails_of(check(tmp2.path)).count("iwarp.ddp.version"))
+          problems.push_back(fmt::format("{} cut at frame {}: a planted DDP version 2 is not found", name, from + 1));
+      }
+    }
+  }
+  BOOST_TEST_MESSAGE(fmt::format("siw rping: {} captures, {} cuts, {} with a planted DDP version", captures, cuts, planted));
+  for (const auto& p : problems) BOOST_TEST_MESSAGE(p);
+  BOOST_TEST(problems.empty(), problems.size() << " problems");
+  BOOST_TEST(captures >= 2);
+  BOOST_TEST(cuts >= 60);
+  BOOST_TEST(planted >= cuts / 2, planted << " of " << cuts << " cuts had an FPDU to plant into");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
