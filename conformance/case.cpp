@@ -1,5 +1,7 @@
 #include "conformance/case.hpp"
 
+#include <algorithm>
+
 namespace rdmaconf::conformance {
 
 std::string_view level_name(Level l) {
@@ -52,26 +54,35 @@ void Tally::doubtful(Evidence e, unsigned dirs) {
     ++doubtful_->more[dirs];
 }
 
-void Tally::settle(const std::string (&artefacts)[2]) {
-  auto artefact_in = [&](unsigned dirs) -> const std::string* {
-    for (int d = 0; d < 2; ++d)
-      if ((dirs >> d & 1u) && !artefacts[d].empty()) return &artefacts[d];
-    return nullptr;
-  };
+const std::string* Artefacts::explaining(unsigned dirs, const std::vector<std::uint64_t>& frames) const {
+  for (int d = 0; d < 2; ++d) {
+    if (!(dirs >> d & 1u)) continue;
+    if (!whole[d].empty()) return &whole[d];
+    for (const auto& w : windows[d]) {
+      if (frames.empty()) return &w.what;
+      const auto [lo, hi] = std::minmax_element(frames.begin(), frames.end());
+      if (*lo <= w.last && w.first <= *hi) return &w.what;
+    }
+  }
+  return nullptr;
+}
+
+void Tally::settle(const Artefacts& artefacts) {
   if (!doubtful_) return;
   // Taken first: inconclusive() and fail() below add to this tally.
   const std::unique_ptr<Doubtful> d = std::move(doubtful_);
   for (auto& [dirs, ev] : d->kept) {
-    if (const std::string* a = artefact_in(dirs)) {
+    if (const std::string* a = artefacts.explaining(dirs, ev.frames)) {
       ev.detail += (ev.detail.empty() ? "" : "; ") + ("a capture artefact could explain it: " + *a);
       inconclusive(std::move(ev));
     } else {
       fail(std::move(ev));
     }
   }
+  // (Beyond the evidence kept, the frames are not known: any artefact of the directions explains them.)
   for (unsigned dirs = 0; dirs < 4; ++dirs) {
     const std::uint64_t n = d->more[dirs];
-    if (artefact_in(dirs)) {
+    if (artefacts.explaining(dirs, {})) {
       inconclusive_ += n;
     } else {
       checked_ += n;

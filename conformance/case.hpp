@@ -60,6 +60,23 @@ struct Evidence {
   std::string detail;
 };
 
+// The capture artefacts a scope's traffic showed (a frame lost, seen twice or
+// out of order), per direction: those that concern all that follows them,
+// and those that concern a window of frames only (an inverted timestamp
+// puts in doubt the order of the frames it falls among, no others).
+struct Artefacts {
+  struct Window {
+    std::uint64_t first = 0, last = 0;  // frame numbers, inclusive
+    std::string what;
+  };
+  static constexpr std::size_t kMaxWindows = 64;  // per direction; beyond, a window concerns the whole direction
+  std::string whole[2];                           // each direction's first such artefact; empty: none
+  std::vector<Window> windows[2];
+  // The artefact of a direction in `dirs` that could explain a violation
+  // shown by `frames` (every frame when empty), or null.
+  const std::string* explaining(unsigned dirs, const std::vector<std::uint64_t>& frames) const;
+};
+
 class Tally {
  public:
   static constexpr std::size_t kMaxEvidence = 8;
@@ -72,9 +89,8 @@ class Tally {
   // is settled when the scope ends (ScopeState::outcomes): FAIL when the
   // scope showed no such artefact there, otherwise INCONCLUSIVE naming it.
   void doubtful(Evidence e, unsigned dirs = 3);
-  // Settles the doubtful violations given each direction's first artefact
-  // (empty: none seen).
-  void settle(const std::string (&artefacts)[2]);
+  // Settles the doubtful violations against the scope's artefacts.
+  void settle(const Artefacts& artefacts);
   Verdict verdict() const;
   std::uint64_t checked() const { return checked_; }
   std::uint64_t failed() const { return failed_; }

@@ -35,7 +35,7 @@ struct CaseCtx {
 // starts or ends inside an exchange).
 struct ScopeState {
   std::string sides[2];
-  std::string artefacts[2];  // each direction's first artefact; empty: none seen
+  Artefacts artefacts;
   // The tallies and case states are made when a case first runs: a scope
   // no case has looked at yet (a half-open TCP connection, by the
   // thousand) takes no room for them.
@@ -52,7 +52,15 @@ struct ScopeState {
   // reordering; only the first is kept (and only it is formatted).
   template <class... A>
   void artefact(int dir, fmt::format_string<A...> what, A&&... args) {
-    if (artefacts[dir].empty()) artefacts[dir] = fmt::format(what, std::forward<A>(args)...);
+    if (artefacts.whole[dir].empty()) artefacts.whole[dir] = fmt::format(what, std::forward<A>(args)...);
+  }
+  // An artefact that concerns frames `first` to `last` of direction `dir`
+  // only (past Artefacts::kMaxWindows, the whole direction).
+  template <class... A>
+  void artefact_between(int dir, std::uint64_t first, std::uint64_t last, fmt::format_string<A...> what, A&&... args) {
+    if (!artefacts.whole[dir].empty()) return;
+    if (artefacts.windows[dir].size() >= Artefacts::kMaxWindows) return artefact(dir, what, std::forward<A>(args)...);
+    artefacts.windows[dir].push_back({first, last, fmt::format(what, std::forward<A>(args)...)});
   }
   // The verdicts, in the order of `cases` (the active ones, as the slots),
   // with the doubtful violations settled.

@@ -7,6 +7,7 @@
 #include <pcap/dlt.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -142,7 +143,13 @@ class Run final : public FamilyRun {
   struct Conv {
     ScopeState scope;
     std::uint64_t id = 0, first_frame = 0, last_frame = 0, packets = 0;
-    std::int64_t last_ts = 0;
+    // Per direction: the latest timestamp, and the latest packets' (frame,
+    // timestamp) in a ring: how far back an inverted timestamp reaches.
+    static constexpr std::size_t kTimes = 32;
+    std::int64_t last_ts = 0;  // the latest timestamp of either direction (the idle sweep's)
+    std::int64_t dir_ts[2] = {0, 0};
+    std::array<std::pair<std::uint64_t, std::int64_t>, kTimes> times[2]{};
+    std::size_t n_times[2] = {0, 0};
     // Per direction: packets seen, judged, and those the cases left out.
     std::uint64_t seen[2] = {0, 0}, copies[2] = {0, 0}, damaged[2] = {0, 0}, undecoded[2] = {0, 0};
     std::string label;
@@ -189,11 +196,35 @@ class Run final : public FamilyRun {
     }
     Conv& c = *it->second;
     recent_.touch(c.recent);
-    // Frames written out of the order they were captured in: file order
-    // says nothing about which of them was sent first.
-    if (c.packets && p.ts_us < c.last_ts)
-      for (int d = 0; d < 2; ++d)
-        c.scope.artefact(d, "frame {}: timestamped before frame {} (the file is not in capture order)", p.frame, c.last_frame);
+    // A frame stamped before an earlier frame of its own direction: the
+    // file is not in the order the frames were captured in, and says nothing
+    // about which of them was sent first. That doubt concerns the frames
+    // this one's timestamp falls among, back to the direction's first one
+    // stamped later than it (beyond the times kept, all of the conversation).
+    // Stamps are compared within a direction only: two directions may be
+    // stamped by two clocks (two capture points merged, a guest and a host),
+    // and an exchange out of file order shows in the traffic itself.
+    const int dir = forward ? 0 : 1;
+    auto& times = c.times[dir];
+    if (c.n_times[dir] && p.ts_us < c.dir_ts[dir]) {
+      std::optional<std::uint64_t> from;               // the oldest frame kept that is stamped later
+      bool bounded = c.n_times[dir] <= Conv::kTimes;  // the times kept reach the direction's start,
+      for (std::size_t k = std::min(c.n_times[dir], Conv::kTimes); k-- > 0;) {
+        const auto& [f, t] = times[(c.n_times[dir] - 1 - k) % Conv::kTimes];
+        if (t > p.ts_us && !from) from = f;
+        if (t <= p.ts_us && !from) bounded = true;  // or a frame before it is stamped no later
+      }
+      for (int d = 0; d < 2; ++d) {
+        if (from && bounded)
+          c.scope.artefact_between(d, *from, p.frame, "frame {}: timestamped before frame {} of its direction (frames {} to {} are not in capture order)",
+                                   p.frame, *from, *from, p.frame);
+        else
+          c.scope.artefact(d, "frame {}: timestamped before earlier frames of its direction (the file is not in capture order)", p.frame);
+      }
+    }
+    times[c.n_times[dir] % Conv::kTimes] = {p.frame, p.ts_us};
+    ++c.n_times[dir];
+    c.dir_ts[dir] = std::max(c.dir_ts[dir], p.ts_us);
     c.last_ts = std::max(c.last_ts, p.ts_us);
     c.last_frame = p.frame;
     ++c.packets;

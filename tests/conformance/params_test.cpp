@@ -11,6 +11,7 @@
 
 #include "conformance/case.hpp"
 
+using rdmaconf::conformance::Artefacts;
 using rdmaconf::conformance::Evidence;
 using rdmaconf::conformance::json_array;
 using rdmaconf::conformance::json_string;
@@ -103,8 +104,9 @@ BOOST_AUTO_TEST_CASE(tally_copies_keep_unsettled_violations) {
   t.doubtful(Evidence{{7}, {}, "a", "x", "y", ""}, 1u);
   Tally copy = t;
   Tally moved = std::move(t);
-  const std::string none[2] = {"", ""};
-  const std::string lost[2] = {"frame 3 lost", ""};
+  const Artefacts none;
+  Artefacts lost;
+  lost.whole[0] = "frame 3 lost";
   copy.settle(none);   // no artefact: a failure
   moved.settle(lost);  // an artefact in that direction: inconclusive
   BOOST_TEST((copy.verdict() == Verdict::fail));
@@ -116,6 +118,23 @@ BOOST_AUTO_TEST_CASE(tally_copies_keep_unsettled_violations) {
   // Settled once: settling again changes nothing.
   copy.settle(none);
   BOOST_TEST(copy.failed() == 1u);
+}
+
+// An artefact of a window of frames explains a violation among them, not
+// one elsewhere in the direction.
+BOOST_AUTO_TEST_CASE(windowed_artefacts_explain_their_frames_only) {
+  Artefacts inverted;
+  inverted.windows[0].push_back({10, 12, "frame 12: timestamped before frame 11"});
+  Tally near, far, other_side;
+  near.doubtful(Evidence{{11, 14}, {}, "a", "x", "y", ""}, 1u);
+  far.doubtful(Evidence{{40}, {}, "a", "x", "y", ""}, 1u);
+  other_side.doubtful(Evidence{{11}, {}, "a", "x", "y", ""}, 2u);
+  near.settle(inverted);
+  far.settle(inverted);
+  other_side.settle(inverted);
+  BOOST_TEST((near.verdict() == Verdict::inconclusive));
+  BOOST_TEST((far.verdict() == Verdict::fail));
+  BOOST_TEST((other_side.verdict() == Verdict::fail));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
