@@ -42,6 +42,10 @@ struct TcpReassembler::Conn {
     std::list<Held> held;
     std::size_t held_bytes = 0;
     std::uint64_t acked_by_peer = 0;  // the highest offset of this direction the peer acknowledged
+    // While the other direction shows no segment: the first acknowledgement
+    // number this one sent, against which later ones show the other's octets.
+    bool ack_base_set = false;
+    std::uint32_t ack_base = 0;
   } dir[2];
   bool synack_seen = false;
   std::uint32_t synack_ack = 0;  // the SYN-ACK's acknowledgement number: side a's first sequence number
@@ -247,6 +251,13 @@ void TcpReassembler::add(const Packet& p) {
     acked = static_cast<std::uint64_t>(std::max<std::int64_t>(0, a));
     if (o.fin) acked = std::min(acked, o.fin_off);  // the FIN takes a sequence number but is no octet
     o.acked_by_peer = std::max(o.acked_by_peer, acked);
+  } else if (p.ack_flag && !o.started) {
+    if (!s.ack_base_set) {
+      s.ack_base_set = true;
+      s.ack_base = p.ack;
+    } else if (const auto grew = static_cast<std::int32_t>(p.ack - s.ack_base); grew > 0) {
+      c.info.acked_unseen[1 - d] = std::max<std::uint64_t>(c.info.acked_unseen[1 - d], static_cast<std::uint64_t>(grew));
+    }
   }
 
   if (!p.payload.empty()) {

@@ -42,6 +42,10 @@ struct TcpStreamInfo {
   std::uint16_t mss[2] = {0, 0};  // MSS option each direction's sender put in its SYN (0: none seen)
   // At on_close: the direction's FIN was seen and every octet before it delivered.
   bool fin[2] = {false, false};
+  // A direction of which the capture holds no segment (a mirror of one
+  // side): how far the other side's acknowledgement numbers grew, a lower
+  // bound of the octets it sent and the peer received.
+  std::uint64_t acked_unseen[2] = {0, 0};
 };
 
 // on_data's `acked` when the capture cannot tell (no ACK flag, or nothing

@@ -778,7 +778,7 @@ void MpaConnection::close(std::uint64_t frame) {
     } else if (s.state == State::wait_negotiation && !s.held.empty()) {
       // The other side sent nothing at all (no malformed frame, no gap): it never answered.
       if (!d_[1 - dir].sent_any && !d_[1 - dir].gap_seen) {
-        Unanswered u{s.held[0].offset, s.held[0].frame, 0};
+        Unanswered u{s.held[0].offset, s.held[0].frame, 0, info_.acked_unseen[1 - dir]};
         for (const auto& h : s.held) u.octets += h.bytes.size();
         s.unanswered = u;
       }

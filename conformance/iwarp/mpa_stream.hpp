@@ -196,6 +196,10 @@ class MpaConnection {
   // sent nothing at all, not even a malformed MPA frame).
   struct Unanswered {
     std::uint64_t offset = 0, frame = 0, octets = 0;
+    // The capture holds no segment of the other side, but this side's ACKs
+    // grew by this many octets of it: something was sent (the Reply, it may
+    // be) that the capture lacks (a mirror of one side).
+    std::uint64_t acked_unseen = 0;
   };
   const std::optional<Unanswered>& unanswered(int dir) const { return d_[dir].unanswered; }
 

@@ -1,5 +1,6 @@
 // Metamorphic tests: captures changed the way real taps and hosts change
-// them (a frame lost, a frame seen twice, frames reordered within a direction,
+// them (one direction missing, as a mirror of one side sees it; a frame lost,
+// a frame seen twice, frames reordered within a direction,
 // a request and its answer swapped in file order, the capture started late or
 // stopped early) must not gain a FAIL the original does not have, because a
 // FAIL has to be proved by the bytes and each of these changes is a capture
@@ -193,6 +194,18 @@ BOOST_AUTO_TEST_CASE(capture_artefacts_add_no_fail) {
     const std::size_t n = orig.frames.size();
     std::vector<Flow> flows;
     for (std::size_t i = 0; i < n; ++i) flows.push_back(flow_of(orig, i));
+    // What a mirror of one side sees: each conversation's frames of one
+    // direction only (the direction of the first frame of each, then the other).
+    for (const bool first_side : {true, false}) {
+      std::map<std::string, std::string> side;  // conversation -> the direction kept
+      Capture m = orig;
+      m.frames.clear();
+      for (std::size_t i = 0; i < n; ++i) {
+        const auto [it, added] = side.emplace(flows[i].conv, flows[i].dir);
+        if ((flows[i].dir == it->second) == first_side) m.frames.push_back(orig.frames[i]);
+      }
+      judge(t, name, "one direction removed", base, m, tmp);
+    }
     for (std::size_t i : positions(n, want)) {
       Capture m = orig;
       m.frames.erase(m.frames.begin() + static_cast<std::ptrdiff_t>(i));
