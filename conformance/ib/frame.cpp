@@ -48,6 +48,10 @@ IbFrame from_udp(const captures::io::Packet& p) {
 DecodedFrame decode_roce_v1(const captures::io::Packet& in) {
   DecodedFrame d;
   const Bytes b = in.l3;
+  // (The ICRC is the frame's last four octets: a frame the snap length cut has none to judge.)
+  if (in.orig_len > in.l3_offset + b.size())
+    return fail(in, in.l3_offset, DecodeError{Errc::truncated, &kGrh, 0, in.orig_len - in.l3_offset, b.size(),
+                                              "frame cut short by the capture's snap length"});
   auto grh = Header::decode(kGrh, b);
   if (!grh) return fail(in, in.l3_offset, grh.error());
   if (grh->get(Grh::nxthdr) != kGrhNextIba) return d;

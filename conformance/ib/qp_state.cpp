@@ -95,6 +95,10 @@ const Facts& Conversation::packet(int dir, const pib::IbPacket& p, std::uint64_t
   return facts_;
 }
 
+bool ReqFlow::sent_psn(std::uint32_t q) const {
+  return std::any_of(sent.begin(), sent.end(), [&](const Sent& x) { return psn_diff(q, x.psn) >= 0 && psn_diff(q, psn_add(x.psn, x.n)) < 0; });
+}
+
 void Conversation::request(int dir, const pib::IbPacket& p, std::uint64_t frame, bool icrc_bad) {
   auto& slot = req_[{dir, static_cast<std::uint32_t>(p.bth.get(pib::Bth::destqp))}];
   const bool fresh = !slot;
@@ -407,7 +411,12 @@ void Conversation::response(int dir, const pib::IbPacket& p, std::uint64_t frame
         if (f->in_gap) {
           facts_.nak_expected = f->epsn;
           facts_.nak_count = ++f->gap_naks;
-          facts_.nak_in_hole = psn_diff(psn, f->epsn) > 0 && psn_diff(psn, f->gap_psn) < 0;
+          // Inside the capture's hole: the responder had the PSNs before it,
+          // which the capture lacks. Or past the hole, at a later hole: the
+          // responder had the whole first hole (the capture's loss) and the
+          // PSNs up to the later one, which it reports.
+          const bool later_hole = psn_diff(psn, f->gap_psn) > 0 && !f->sent_psn(psn) && f->sent_psn(psn_add(psn, -1));
+          facts_.nak_in_hole = psn_diff(psn, f->epsn) > 0 && (psn_diff(psn, f->gap_psn) < 0 || later_hole);
         } else if (f->epsn_known) {
           facts_.nak_no_gap = true;
           facts_.nak_expected = f->epsn;
@@ -473,8 +482,15 @@ void Conversation::response(int dir, const pib::IbPacket& p, std::uint64_t frame
   ++r.got_packets;
   r.got_bytes += p.payload.size();
   // Every octet asked for came, and the PSN is no other Read's (whose
-  // packet, reordered, could have made up the count).
+  // packet, reordered, could have made up the count): none the capture
+  // shows, and none it lacks. A Last past this Read's own PSNs could close
+  // a Read the capture lost whose First lies between them, unless the
+  // capture's requests cover each of those PSNs.
+  const auto past_own = f ? psn_diff(psn, psn_add(r.reading.psn, read_packets(r.reading.length, pmtu_))) : 0;
+  bool requests_cover = past_own <= 64;
+  for (std::int32_t k = 1; f && requests_cover && k <= past_own; ++k) requests_cover = f->sent_psn(psn_add(psn, -k));
   facts_.resp_psn_proved = facts_.resp_psn_expected && seq == Seq::last && r.reading.frame && r.got_bytes == r.reading.length && f &&
+                           requests_cover &&
                            std::none_of(f->sent.begin(), f->sent.end(), [&](const ReqFlow::Sent& s) {
                              return s.kind == OpKind::read_request && s.psn != r.reading.psn && psn_diff(psn, s.psn) >= 0 &&
                                     psn_diff(psn, s.psn) < static_cast<std::int32_t>(s.n);

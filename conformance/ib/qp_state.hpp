@@ -120,6 +120,8 @@ struct ReqFlow {
     std::uint32_t n;  // PSNs it takes
   };
   std::deque<Sent> sent;
+  // Whether a request packet the capture holds (among those kept) took PSN `q`.
+  bool sent_psn(std::uint32_t q) const;
   // What an answer said about the requester's stream that the capture does
   // not bear out when it is read: an acknowledge of a PSN beyond the latest
   // request, or a sequence-error NAK when every request came in sequence.

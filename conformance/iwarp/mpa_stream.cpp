@@ -172,7 +172,7 @@ std::optional<InferredAlignment> infer_alignment(Bytes b, bool at_end, bool only
   };
   const std::size_t last_k = only_at_start ? std::min<std::size_t>(b.size(), 1) : std::min<std::size_t>(b.size(), 0xffff + 8);
   for (std::size_t k = 0; k < last_k; ++k) {
-    std::size_t pos = k, n = 0, plausible = 0, crc_ok = 0, crc_zero = 0;
+    std::size_t pos = k, n = 0, plausible = 0, crc_ok = 0, crc_zero = 0, run = 0, best_run = 0;
     bool lost = false;
     while (pos + 2 <= b.size()) {
       const std::uint16_t len = be16(b, pos);
@@ -193,6 +193,8 @@ std::optional<InferredAlignment> infer_alignment(Bytes b, bool at_end, bool only
       plausible += looks || crc_right;
       crc_ok += crc_right;
       crc_zero += field == 0;
+      run = crc_right ? run + sz : 0;
+      best_run = std::max(best_run, run);
       pos += sz;
       if (3 * (n - plausible) > n + 6) {  // far too many wrong to be accepted below
         lost = true;
@@ -212,7 +214,7 @@ std::optional<InferredAlignment> infer_alignment(Bytes b, bool at_end, bool only
       // CRCs sends zeros; non-zero wrong fields are damage or a wrong CRC, which iwarp.mpa.fpdu.crc then
       // reports).
       const bool crc = crc_ok * 2 > n || (crc_zero == 0 && wrong == 0 && n >= 2 * kInferMinRun);
-      return InferredAlignment{k, n, crc};
+      return InferredAlignment{k, n, crc, best_run, pos - k, wrong == 0};
     }
   }
   return std::nullopt;
@@ -386,6 +388,8 @@ void MpaConnection::infer(int dir, std::uint64_t frame, bool at_end) {
                                   : std::string("the capture starts mid-stream, at an FPDU's start"));
   }
   start_fpdus(dir, start, false);
+  s.markers_excluded = known_start || found->crc_run > kMpaMarkerInterval + kMpaMarker.size ||
+                       (found->all_plausible && found->fpdus >= kInferMinRun && found->span >= kMarkerSpan);
   s.held.swap(held);
   replay_held(dir, start);
 }
@@ -444,6 +448,7 @@ void MpaConnection::start_fpdus(int dir, std::uint64_t at, bool markers) {
   Dir& s = d_[dir];
   s.state = State::fpdu;
   s.markers = markers;
+  s.markers_excluded = !markers;  // (infer() narrows it for a stream framed mid-way)
   s.base = at;
   s.framer.reset(markers, neg_.crc());
 }

@@ -129,6 +129,15 @@ struct InferredAlignment {
   std::size_t offset = 0;
   std::size_t fpdus = 0;
   bool crc = false;
+  // Octets of the longest run of FPDUs in a row whose CRCs check: past one
+  // marker interval, that run would hold a marker had the stream any (a
+  // marker inside an FPDU is covered by its CRC), so markers are excluded.
+  std::size_t crc_run = 0;
+  // Octets the chain covers, and whether every header in it looked right:
+  // past two marker intervals, a marker inside one of its FPDUs would have
+  // thrown the next length field off, so markers are excluded too.
+  std::size_t span = 0;
+  bool all_plausible = false;
 };
 // `only_at_start`: the chain must begin at b's first octet (a stream whose start is known).
 std::optional<InferredAlignment> infer_alignment(Bytes b, bool at_end, bool only_at_start = false);
@@ -177,6 +186,11 @@ class MpaConnection {
   };
   Coverage coverage(int dir) const { return {d_[dir].captured, d_[dir].judged, d_[dir].missing, d_[dir].why}; }
   bool markers(int dir) const { return d_[dir].markers; }
+  // Whether the direction is known to carry no markers: its start is in the
+  // capture (the negotiation says), or, framed mid-stream, a run of FPDUs
+  // whose CRCs check spans more than a marker interval, or a chain of right
+  // headers more than two.
+  bool markers_excluded(int dir) const { return d_[dir].markers_excluded; }
   // Markers in a direction whose peer asked for none (RFC 5044 §7.1.1): seen
   // when the first FPDUs of the direction, framed without markers, went wrong
   // and a marker sits at every 512th octet from its first FPDU instead.
@@ -232,6 +246,7 @@ class MpaConnection {
     // (that direction starts mid-stream): FPDUs from the end of this side's
     // frame, CRC and markers found from them.
     bool after_own_frame = false;
+    bool markers_excluded = false;  // see markers_excluded()
     std::uint64_t gap_end = 0;  // seek_marker: where the capture has octets again
     std::uint64_t captured = 0, judged = 0, missing = 0;  // octets (see coverage())
     std::vector<std::string> why;                          // what left octets unjudged

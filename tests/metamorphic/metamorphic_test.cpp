@@ -206,6 +206,15 @@ BOOST_AUTO_TEST_CASE(capture_artefacts_add_no_fail) {
       }
       judge(t, name, "one direction removed", base, m, tmp);
     }
+    // A capture taken with a short snap length: every frame cut, its length on the wire kept.
+    for (const std::size_t snap : {64u, 200u}) {
+      Capture m = orig;
+      for (auto& f : m.frames) {
+        f.orig_len = std::max<std::uint32_t>(f.orig_len, static_cast<std::uint32_t>(f.data.size()));
+        if (f.data.size() > snap) f.data.resize(snap);
+      }
+      judge(t, name, "snap length " + std::to_string(snap), base, m, tmp);
+    }
     for (std::size_t i : positions(n, want)) {
       Capture m = orig;
       m.frames.erase(m.frames.begin() + static_cast<std::ptrdiff_t>(i));
@@ -214,6 +223,27 @@ BOOST_AUTO_TEST_CASE(capture_artefacts_add_no_fail) {
       m = orig;
       m.frames.insert(m.frames.begin() + static_cast<std::ptrdiff_t>(i), orig.frames[i]);
       judge(t, name, "frame duplicated", base, m, tmp);
+
+      // A copy far from its original: at the start of the capture.
+      if (i > 0) {
+        m = orig;
+        m.frames.insert(m.frames.begin(), orig.frames[i]);
+        judge(t, name, "far duplicate, first in the file", base, m, tmp);
+      }
+
+      // A burst of 10 to 50 frames lost.
+      m = orig;
+      m.frames.erase(m.frames.begin() + static_cast<std::ptrdiff_t>(i),
+                     m.frames.begin() + static_cast<std::ptrdiff_t>(std::min(n, i + 10 + i % 41)));
+      judge(t, name, "burst of frames removed", base, m, tmp);
+
+      // One frame stamped a second before the frame before it.
+      if (i > 0) {
+        m = orig;
+        m.frames[i].sec = m.frames[i - 1].sec - 1;
+        m.frames[i].usec = m.frames[i - 1].usec;
+        judge(t, name, "timestamp inverted", base, m, tmp);
+      }
 
       // Frames i and j trade places, once with their timestamps and once with the timestamps left in order.
       auto swapped = [&](std::size_t j, const char* kind, const char* kind_in_order) {

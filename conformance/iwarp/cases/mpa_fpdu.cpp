@@ -51,11 +51,20 @@ void add_iwarp_mpa_fpdu_cases(IwarpCases& k) {
   add(k, {"iwarp.mpa.fpdu.crc", "RFC 5044", "§4.1, §4.3, §4.4, §7.1.1; RFC 5041 §3", Level::must,
           "When CRCs are in use on the connection (either side set C), every FPDU carries the CRC32c of its "
           "length field, ULPDU, pad and markers."})
-      .fpdu([](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e) {
+      .fpdu([](CaseCtx& ctx, const IwarpConn& c, const iwarp::FpduEvent& e) {
         if (!e.crc_in_use || crc_not_computed(e)) return;
-        RDMACONF_JUDGE(ctx, e, e.fpdu->crc_wire == e.crc_computed, fmt::format("0x{:08x}", e.crc_computed),
-              fmt::format("0x{:08x}", e.fpdu->crc_wire),
-              fmt::format("FPDU #{} of this direction, ULPDU length {}", e.index, e.fpdu->ulpdu_len));
+        if (e.fpdu->crc_wire == e.crc_computed) return ctx.tally.pass();
+        const auto detail = fmt::format("FPDU #{} of this direction, ULPDU length {}", e.index, e.fpdu->ulpdu_len);
+        if (!c.mpa->markers(e.dir) && !c.mpa->markers_excluded(e.dir)) {
+          // Framed mid-stream from too little to exclude markers, which the CRC would cover.
+          Evidence ev = evidence_at(e, ctx.side(e.dir));
+          ev.expected = fmt::format("0x{:08x}", e.crc_computed);
+          ev.actual = fmt::format("0x{:08x}", e.fpdu->crc_wire);
+          ev.detail = detail + "; the capture starts mid-stream, and too little of it checks to exclude MPA markers, which the "
+                               "CRC would cover";
+          return ctx.tally.inconclusive(std::move(ev));
+        }
+        fail_at(ctx, e, fmt::format("0x{:08x}", e.crc_computed), fmt::format("0x{:08x}", e.fpdu->crc_wire), detail);
       })
       .stop(inconclusive_if_crc);
 
