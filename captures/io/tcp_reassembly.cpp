@@ -106,6 +106,29 @@ void release(TcpSink& sink, TcpReassembler::Conn& c, int d, bool force) {
         moved = true;
       }
     }
+    if (moved || force) continue;
+    // Each direction waits on the other: a segment here holds octets the
+    // other side acknowledged before its waiting octets, and more that came
+    // after them (segments coalesced where the capture was taken carry
+    // their last part's acknowledgement). The acknowledged part goes first,
+    // its own acknowledgement unknown.
+    for (int k : {d, 1 - d}) {
+      auto& s = c.dir[k];
+      const auto& o = c.dir[1 - k];
+      if (s.held.empty() || o.held.empty()) continue;
+      Held& h = s.held.front();
+      const std::uint64_t need = o.held.front().acked;
+      if (h.gap_len || need <= h.off || need >= h.off + h.data.size()) continue;
+      const std::size_t n = static_cast<std::size_t>(need - h.off);
+      sink.on_data(c.info, k, h.off, {h.data.data(), n}, h.frame, kAckUnknown);
+      s.delivered = need;
+      h.data.erase(h.data.begin(), h.data.begin() + static_cast<std::ptrdiff_t>(n));
+      h.off = need;
+      s.held_bytes -= n;
+      *c.total -= n;
+      moved = true;
+      break;
+    }
   }
 }
 
@@ -127,6 +150,8 @@ void emit(TcpSink& sink, TcpReassembler::Conn& c, int d, std::uint64_t off, prot
                         ? "the connection's buffer for octets waiting on the other direction is full"
                         : kAllBuffersFull);
       release(sink, c, d, true);
+    } else if (!c.dir[1 - d].held.empty()) {
+      release(sink, c, d, false);  // both directions wait: one may hold what the other waits for
     }
     return;
   }

@@ -173,6 +173,32 @@ BOOST_AUTO_TEST_CASE(causal_order_from_ack_numbers) {
   BOOST_TEST(r.gaps[0].empty());
 }
 
+// Segments coalesced where the capture was taken: a's request and its next
+// message in one segment that carries the later part's ACK (of b's answer),
+// b's answer acknowledging the request only. Each waits on the other; the
+// part of a's segment that b acknowledged goes first, then the answer, then
+// the rest.
+BOOST_AUTO_TEST_CASE(coalesced_segment_and_its_answer_wait_on_each_other) {
+  Recorder r;
+  TcpReassembler t(r);
+  t.add(seg(99, "", true, true));
+  auto synack = seg(499, "", false, true);
+  synack.ack = 100;
+  t.add(synack);
+  auto answer = seg(500, "answer", false);
+  answer.ack = 107;  // has received the 7-octet request
+  auto merged = seg(100, "requestnext");
+  merged.ack = 506;  // the later part's: the answer had arrived
+  t.add(answer);
+  t.add(merged);
+  BOOST_TEST(r.joined[0] == "requestnext");
+  BOOST_TEST(r.joined[1] == "answer");
+  BOOST_TEST((r.order == std::vector<int>{0, 1, 0}));
+  t.finish(10);
+  BOOST_TEST(r.gaps[0].empty());
+  BOOST_TEST(r.gaps[1].empty());
+}
+
 // Octets the peer acknowledged but the capture lacks at the end of a
 // direction are a gap; the acknowledged FIN is not an octet.
 BOOST_AUTO_TEST_CASE(tail_proven_by_ack_and_fin) {
