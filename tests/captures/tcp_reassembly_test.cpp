@@ -78,6 +78,14 @@ Packet at(Packet p, std::uint16_t client_port, std::int64_t ts_s) {
   return p;
 }
 
+// a (seq 99) opens with its SYN, b (seq 499) answers with its SYN-ACK.
+void handshake(TcpReassembler& t) {
+  t.add(seg(99, "", true, true));
+  auto synack = seg(499, "", false, true);
+  synack.ack = 100;
+  t.add(synack);
+}
+
 }  // namespace
 
 
@@ -181,10 +189,7 @@ BOOST_AUTO_TEST_CASE(causal_order_from_ack_numbers) {
 BOOST_AUTO_TEST_CASE(coalesced_segment_and_its_answer_wait_on_each_other) {
   Recorder r;
   TcpReassembler t(r);
-  t.add(seg(99, "", true, true));
-  auto synack = seg(499, "", false, true);
-  synack.ack = 100;
-  t.add(synack);
+  handshake(t);
   auto answer = seg(500, "answer", false);
   answer.ack = 107;  // has received the 7-octet request
   auto merged = seg(100, "requestnext");
@@ -204,10 +209,7 @@ BOOST_AUTO_TEST_CASE(coalesced_segment_and_its_answer_wait_on_each_other) {
 BOOST_AUTO_TEST_CASE(tail_proven_by_ack_and_fin) {
   Recorder r;
   TcpReassembler t(r);
-  t.add(seg(99, "", true, true));
-  auto synack = seg(499, "", false, true);
-  synack.ack = 100;
-  t.add(synack);
+  handshake(t);
   t.add(seg(100, "abc"));
   auto ack = seg(500, "x", false);
   ack.ack = 110;  // the peer had 10 octets of a, the capture 3
