@@ -130,9 +130,7 @@ struct MarkedStream {
   }
 };
 
-}  // namespace
 
-namespace {
 // Whether the first FPDU of `b`, read with a marker at every 512th octet from
 // its first, carries a CRC that checks (CRCs in use).
 bool first_crc_checks(Bytes b) {
@@ -533,7 +531,7 @@ void MpaConnection::feed(int dir, std::uint64_t offset, Bytes data, std::uint64_
           // The capture starts mid-connection (this direction's first octets
           // may be anywhere in its stream): look for FPDUs instead.
           s.state = State::infer;
-          if (peer_frame_lost(1 - dir)) without_peer_frame(1 - dir, frame);
+          if (peer_frame_lost(1 - dir)) without_peer_frame(1 - dir);
           const std::vector<std::byte> had = std::move(s.buf);
           s.buf.clear();
           if (!had.empty()) route(dir, s.buf_off, {had.data(), had.size()}, s.buf_frame, s.buf_acked);
@@ -653,7 +651,7 @@ void MpaConnection::on_rr(int dir, Bytes b, std::uint64_t offset, std::uint64_t 
   s.state = State::wait_negotiation;
   s.next_off = offset + b.size();  // where this direction's FPDUs (and markers) start
   if (neg_.complete()) negotiation_done(last_frame);
-  else if (peer_frame_lost(dir)) without_peer_frame(dir, last_frame);
+  else if (peer_frame_lost(dir)) without_peer_frame(dir);
 }
 
 void MpaConnection::negotiation_done(std::uint64_t frame) {
@@ -735,7 +733,7 @@ bool MpaConnection::peer_frame_lost(int dir) const {
          o.state != State::wait_negotiation;
 }
 
-void MpaConnection::without_peer_frame(int dir, std::uint64_t frame) {
+void MpaConnection::without_peer_frame(int dir) {
   Dir& s = d_[dir];
   if (s.state != State::wait_negotiation || neg_.complete()) return;
   s.state = State::infer;
@@ -748,12 +746,11 @@ void MpaConnection::without_peer_frame(int dir, std::uint64_t frame) {
   held.swap(s.held);
   s.held_bytes = 0;
   for (auto& h : held) route(dir, h.offset, {h.bytes.data(), h.bytes.size()}, h.frame, h.acked);
-  (void)frame;
 }
 
 void MpaConnection::close(std::uint64_t frame) {
   for (int dir = 0; dir < 2; ++dir)
-    if (peer_frame_lost(dir)) without_peer_frame(dir, frame);
+    if (peer_frame_lost(dir)) without_peer_frame(dir);
   for (int dir = 0; dir < 2; ++dir) {
     if (d_[dir].state == State::infer) infer(dir, frame, true);
     if (d_[dir].state == State::seek_marker) seek_marker(dir, frame, true);

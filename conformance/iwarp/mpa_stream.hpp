@@ -277,7 +277,7 @@ class MpaConnection {
   void probe_markers(int dir);
   // The other side's MPA frame will not come: frame `dir`'s held octets
   // without the negotiation (Dir::after_own_frame).
-  void without_peer_frame(int dir, std::uint64_t frame);
+  void without_peer_frame(int dir);
   bool peer_frame_lost(int dir) const;
   static bool first_fpdu_plausible(const Dir& s);
   void infer(int dir, std::uint64_t frame, bool at_end);
