@@ -35,7 +35,7 @@ enum Op : std::uint8_t {
 };
 inline constexpr std::uint8_t kTransportRc = 0x00, kTransportUc = 0x20, kTransportRd = 0x40, kTransportUd = 0x60,
                               kTransportXrc = 0xA0;
-inline constexpr std::uint8_t kOpcodeCnp = 0x81;  // RoCEv2 Congestion Notification (Annex A17.9)
+inline constexpr std::uint8_t kOpcodeCnp = 0x81;  // RoCEv2 Congestion Notification (Annex A17.9.3; ledger ib-cnp-format)
 
 // PSNs are 24 bits and wrap (IBTA Vol.1 §9.7.1): the signed distance a - b
 // within half the space, and a PSN moved by n.

@@ -38,6 +38,7 @@
 #include "protocols/core/bits.hpp"
 #include "protocols/ib/packet.hpp"
 #include "protocols/iwarp/codec.hpp"
+#include "protocols/net/headers.hpp"
 #include "tests/metamorphic/capture_edit.hpp"
 
 namespace fs = std::filesystem;
@@ -147,6 +148,14 @@ std::optional<std::pair<std::size_t, std::size_t>> payload_of(const Capture& c, 
 // A TCP segment's frame rewritten to carry `payload` from sequence number
 // `seq`: IP lengths follow (checksums are not judged by the checker, and a
 // capture taken where offloads act has them wrong anyway).
+// Rewrites the header `def` lays out at `at` in `data`: `set` changes its fields.
+template <class Set>
+void rewrite(std::vector<std::byte>& data, std::size_t at, const protocols::HeaderDef& def, Set set) {
+  protocols::Header h = *protocols::Header::decode(def, {data.data() + at, data.size() - at});
+  set(h);
+  std::copy(h.bytes().begin(), h.bytes().end(), data.begin() + static_cast<std::ptrdiff_t>(at));
+}
+
 std::optional<RawFrame> tcp_frame_with(const Capture& c, std::size_t i, std::span<const std::byte> payload, std::uint32_t seq) {
   const Dissected d = dissect_raw(c, i);
   const auto pl = payload_of(c, i);
@@ -155,18 +164,21 @@ std::optional<RawFrame> tcp_frame_with(const Capture& c, std::size_t i, std::spa
   f.data.resize(pl->first);
   f.data.insert(f.data.end(), payload.begin(), payload.end());
   f.orig_len = static_cast<std::uint32_t>(f.data.size());
-  const std::size_t l3 = d.pkt.l3_offset, ip_payload = f.data.size() - l3 - (d.pkt.ip_version == 4 ? 0 : 40);
-  protocols::MutBytes b{f.data.data(), f.data.size()};
+  namespace net = protocols::net;
+  const std::size_t l3 = d.pkt.l3_offset, l3_len = f.data.size() - l3;
   if (d.pkt.ip_version == 4)
-    protocols::put_be16(b, l3 + 2, static_cast<std::uint16_t>(ip_payload));
+    rewrite(f.data, l3, net::kIpv4, [&](protocols::Header& h) { h.set(net::Ipv4::total_len, l3_len); });
   else
-    protocols::put_be16(b, l3 + 4, static_cast<std::uint16_t>(ip_payload));
-  protocols::put_be32(b, l3 + d.pkt.ip_header_len + 4, seq);
+    rewrite(f.data, l3, net::kIpv6, [&](protocols::Header& h) { h.set(net::Ipv6::payload_len, l3_len - net::kIpv6.size); });
+  rewrite(f.data, l3 + d.pkt.ip_header_len, net::kTcp, [&](protocols::Header& h) { h.set(net::Tcp::seq, seq); });
   return f;
 }
 std::uint32_t tcp_seq(const Capture& c, std::size_t i) {
   const Dissected d = dissect_raw(c, i);
-  return protocols::be32(protocols::Bytes{c.frames[i].data.data(), c.frames[i].data.size()}, d.pkt.l3_offset + d.pkt.ip_header_len + 4);
+  const auto& data = c.frames[i].data;
+  const std::size_t at = d.pkt.l3_offset + d.pkt.ip_header_len;
+  return static_cast<std::uint32_t>(
+      protocols::Header::decode(protocols::net::kTcp, {data.data() + at, data.size() - at})->get(protocols::net::Tcp::seq));
 }
 // Frame i's TCP payload split in two segments, as segmentation offload does.
 std::optional<Capture> split_segment(const Capture& c, std::size_t i) {
@@ -440,7 +452,7 @@ std::optional<Capture> plant_tver(const Capture& orig, std::size_t from) {
   return std::nullopt;
 }
 
-// The capture with `edit` applied to the BTH and what follows of the
+// The capture with `edit(frame octets, where the BTH starts)` applied to the
 // `nth` RoCEv2 packet (from 0) whose opcode is `opcode`, the ICRC made right
 // again; nullopt when there is no such packet.
 template <class Edit>
@@ -452,8 +464,9 @@ std::optional<Capture> plant_roce(const Capture& orig, std::uint8_t opcode, std:
     const auto pl = payload_of(m, i);
     if (!pl || pl->second < 12 + 4) continue;
     auto& data = m.frames[i].data;
-    if (static_cast<std::uint8_t>(data[pl->first]) != opcode || nth-- > 0) continue;
-    edit(std::span<std::byte>(data.data() + pl->first, pl->second - 4));
+    const auto op = protocols::Header::decode(protocols::ib::kBth, {data.data() + pl->first, pl->second})->get(protocols::ib::Bth::opcode);
+    if (op != opcode || nth-- > 0) continue;
+    edit(data, pl->first);
     const std::size_t l3 = d.pkt.l3_offset, l3_len = d.pkt.l3.size();
     const protocols::Bytes whole{data.data() + l3, l3_len};
     protocols::put_le32({data.data() + l3, l3_len}, l3_len - 4, protocols::ib::roce_icrc(whole, d.pkt.ip_version == 6, d.pkt.ip_header_len));
@@ -479,13 +492,15 @@ BOOST_AUTO_TEST_CASE(a_timestamp_inversion_does_not_hide_faults_elsewhere) {
       inversion |= std::make_pair(orig.frames[i].sec, orig.frames[i].usec) < std::make_pair(orig.frames[i - 1].sec, orig.frames[i - 1].usec);
     if (!inversion) continue;
     ++inverted;
-    // RC RDMA WRITE Only (0x0a) whose RETH DMA length says four octets more than it carries.
-    const auto reth = plant_roce(orig, 0x0a, 0, [](std::span<std::byte> b) {
-      const std::size_t at = 12 + 12;  // BTH, then the RETH's VA and R_Key
-      protocols::put_be32(b, at, protocols::be32(b, at) + 4);
+    namespace pib = protocols::ib;
+    // RC RDMA WRITE Only whose RETH DMA length says four octets more than it carries.
+    const auto reth = plant_roce(orig, pib::kTransportRc | pib::kWriteOnly, 0, [](std::vector<std::byte>& data, std::size_t bth) {
+      rewrite(data, bth + pib::kBth.size, pib::kReth, [](protocols::Header& h) { h.set(pib::Reth::dmalen, h.get(pib::Reth::dmalen) + 4); });
     });
-    // The second RC RDMA WRITE First (0x06), which follows the first message's Last, made a Middle (0x07).
-    const auto middle = plant_roce(orig, 0x06, 1, [](std::span<std::byte> b) { b[0] = std::byte{0x07}; });
+    // The second RC RDMA WRITE First, which follows the first message's Last, made a Middle.
+    const auto middle = plant_roce(orig, pib::kTransportRc | pib::kWriteFirst, 1, [](std::vector<std::byte>& data, std::size_t bth) {
+      rewrite(data, bth, pib::kBth, [](protocols::Header& h) { h.set(pib::Bth::opcode, pib::kTransportRc | pib::kWriteMiddle); });
+    });
     for (const auto& [m, want] : {std::pair{reth, "ib.reth.dma_length"}, std::pair{middle, "ib.opseq"}}) {
       if (!m) continue;
       ++planted;
