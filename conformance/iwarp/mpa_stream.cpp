@@ -235,10 +235,21 @@ void MpaConnection::stop(int dir, std::uint64_t offset, std::uint64_t frame, std
   l_.on_stop(StopEvent{dir, offset, frame, gap, after_reject, fpdu_after_reject, cut_by_fin, std::move(reason)});
 }
 
+void MpaConnection::note_segment(Dir& s, std::uint64_t offset, std::uint64_t size, bool at_boundary) {
+  auto& m = s.largest;
+  if (size > m.size) m = {size, offset + size, 1, false, at_boundary};
+  else if (size < m.size) return;
+  else if (offset == m.end) m = {size, offset + size, m.run + 1, m.attested || m.run + 1 >= 3 || m.at_boundary, at_boundary};
+  else m = {size, offset + size, 1, true, at_boundary};
+}
+
 void MpaConnection::data(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame, std::uint64_t acked) {
   d_[dir].captured += data.size();
   d_[dir].max_segment = std::max<std::uint64_t>(d_[dir].max_segment, data.size());
+  d_[dir].segment = data.size();
   route(dir, offset, data, frame, acked);
+  const Dir& s = d_[dir];
+  note_segment(d_[dir], offset, data.size(), s.state == State::fpdu && !s.framer.partial());
 }
 
 void MpaConnection::route(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame, std::uint64_t acked) {
@@ -268,17 +279,17 @@ void MpaConnection::route(int dir, std::uint64_t offset, Bytes data, std::uint64
         stop(dir, offset, frame, "no MPA Reply within 4 MiB of FPDU data; framing not followed", true);
         return;
       }
-      s.held.push_back(Held{offset, frame, acked, {data.begin(), data.end()}});
+      s.held.push_back(Held{offset, frame, acked, s.segment, {data.begin(), data.end()}});
       s.held_bytes += data.size();
       return;
     case State::seek_marker:
-      s.held.push_back(Held{offset, frame, acked, {data.begin(), data.end()}});
+      s.held.push_back(Held{offset, frame, acked, s.segment, {data.begin(), data.end()}});
       s.held_bytes += data.size();
       seek_marker(dir, frame, false);
       return;
     case State::infer: {
       const std::size_t before = s.held_bytes;
-      s.held.push_back(Held{offset, frame, acked, {data.begin(), data.end()}});
+      s.held.push_back(Held{offset, frame, acked, s.segment, {data.begin(), data.end()}});
       s.held_bytes += data.size();
       if (s.from_start && !first_fpdu_plausible(s)) {
         // Not FPDUs from the first octet: an ordinary TCP stream, held no longer.
@@ -401,6 +412,7 @@ void MpaConnection::replay_held(int dir, std::uint64_t from) {
     const std::uint64_t end = h.offset + h.bytes.size();
     if (end <= from) continue;
     const std::size_t skip = h.offset < from ? static_cast<std::size_t>(from - h.offset) : 0;
+    s.segment = h.segment;
     feed(dir, h.offset + skip, Bytes(h.bytes).subspan(skip), h.frame, h.acked);
   }
 }
@@ -472,7 +484,7 @@ void MpaConnection::feed_fpdus(int dir, Bytes data, std::uint64_t frame, std::ui
       s.early_frames.push_back(frame);
   }
   while (s.state == State::fpdu) {
-    const auto f = s.framer.next(data, {frame, acked});
+    const auto f = s.framer.next(data, {frame, acked, s.segment});
     if (!f) return probe_markers(dir);
     const auto v = decode_fpdu(f->octets);  // (the framer sized it: this cannot fail)
     if (!v) {
@@ -497,6 +509,7 @@ void MpaConnection::feed_fpdus(int dir, Bytes data, std::uint64_t frame, std::ui
     e.ddp = &ddp;
     e.index = s.fpdus++;
     e.max_segment = s.max_segment;
+    e.first_segment = f->tag.segment;
     s.judged += e.wire_size;
     if (s.probe == Probe::collecting && (!ddp.ok() || (e.crc_in_use && e.crc_computed != v->crc_wire))) s.early_bad = true;
     l_.on_fpdu(e);

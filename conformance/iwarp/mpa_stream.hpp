@@ -95,6 +95,8 @@ struct FpduEvent {
   // the FPDU's last octet (a segment size its sender used, or one the
   // capture merged or did not yet split: offloads).
   std::uint64_t max_segment = 0;
+  // The TCP payload of the captured segment the FPDU's first octet came in.
+  std::uint64_t first_segment = 0;
 };
 
 // Framing of one direction ended before its stream did (gap, markers not
@@ -184,6 +186,15 @@ class MpaConnection {
     std::uint64_t captured, judged, missing;
     const std::vector<std::string>& why;
   };
+  // The largest payload of this direction's captured segments when it is
+  // attested (0 when not): by two segments that do not follow one another,
+  // by three in a row, or by two in a row of which the first ended at an
+  // FPDU boundary. The sender's segment size, which one segment merged by
+  // receive coalescing, or one cut in two (whose first part ends inside an
+  // FPDU when it matters), cannot counterfeit.
+  std::uint64_t segment_size(int dir) const { return d_[dir].largest.attested ? d_[dir].largest.size : 0; }
+  // The largest payload of one captured segment of this direction.
+  std::uint64_t max_segment(int dir) const { return d_[dir].max_segment; }
   Coverage coverage(int dir) const { return {d_[dir].captured, d_[dir].judged, d_[dir].missing, d_[dir].why}; }
   bool markers(int dir) const { return d_[dir].markers; }
   // Whether the direction is known to carry no markers: its start is in the
@@ -221,7 +232,7 @@ class MpaConnection {
   enum class State { probe, infer, seek_marker, rr, wait_negotiation, fpdu, rejected, stopped, not_mpa };
   enum class Probe { off, collecting, done };
   struct Held {
-    std::uint64_t offset, frame, acked;
+    std::uint64_t offset, frame, acked, segment;
     std::vector<std::byte> bytes;
   };
   struct Dir {
@@ -256,10 +267,17 @@ class MpaConnection {
     bool sent_any = false;  // this direction carried at least one octet
     bool markers = false;
     std::uint64_t max_segment = 0;  // largest payload of one captured segment
+    std::uint64_t segment = 0;      // payload of the captured segment being fed
+    struct Largest {
+      std::uint64_t size = 0, end = 0;  // its size, and where the last segment of that size ended
+      std::uint64_t run = 0;            // segments of that size in a row, up to the last
+      bool attested = false;            // see segment_size()
+      bool at_boundary = false;         // the last of them ended at an FPDU boundary
+    } largest;
     // Framing from the direction's first FPDU, or from where it was found
     // (mid-stream, after a gap): stream offset `base` is framer position 0.
     struct Tag {
-      std::uint64_t frame = 0, acked = 0;
+      std::uint64_t frame = 0, acked = 0, segment = 0;
     };
     protocols::iwarp::MpaFramer<Tag> framer;
     std::uint64_t base = 0;
@@ -272,6 +290,7 @@ class MpaConnection {
     std::optional<StrayMarkers> stray;
     FpduEvent event;                  // reused so its marker list keeps its capacity
   };
+  static void note_segment(Dir& s, std::uint64_t offset, std::uint64_t size, bool at_boundary);
   void feed(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame, std::uint64_t acked);
   void feed_fpdus(int dir, Bytes data, std::uint64_t frame, std::uint64_t acked);
   void probe_markers(int dir);

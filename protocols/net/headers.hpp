@@ -125,6 +125,8 @@ inline constexpr FieldDef kTcpFields[] = {
     {"tcp.urgent_pointer", "Urgent pointer", 144, 16},
 };
 inline constexpr HeaderDef kTcp{"tcp", "TCP", "RFC 9293 §3.1", 20, kTcpFields};
+// The most octets of options a TCP header holds (a 4-bit data offset: 60 - 20; RFC 9293 §3.1).
+inline constexpr std::size_t kTcpOptionsMax = 40;
 
 // ---- UDP (RFC 768) ----
 struct Udp { enum : std::size_t { sport, dport, length, checksum, count_ }; };

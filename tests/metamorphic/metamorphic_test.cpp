@@ -272,7 +272,6 @@ BOOST_AUTO_TEST_SUITE(metamorphic)
 // Capture artefacts add no FAIL.
 BOOST_AUTO_TEST_CASE(capture_artefacts_add_no_fail) {
   const std::size_t want = env_size("RDMACONF_METAMORPHIC_POSITIONS", 24);
-  const bool resegment = env_size("RDMACONF_METAMORPHIC_RESEGMENT", 0) != 0;
   Tallies t;
   Tmp tmp;
   for (const auto& path : all_captures()) {
@@ -317,18 +316,13 @@ BOOST_AUTO_TEST_CASE(capture_artefacts_add_no_fail) {
         m.frames.insert(m.frames.begin() + static_cast<std::ptrdiff_t>(i), orig.frames[i]);
         mutant("frame duplicated", m);
 
-        // Segments cut and coalesced as offloads do where the capture is
-        // taken. With --strict not yet held to the invariant
-        // (RDMACONF_METAMORPHIC_RESEGMENT=1 runs them): iwarp.mpa.fpdu.alignment
-        // takes the capture's segment boundaries for the wire's.
-        if (resegment || !strict) {
-          if (const auto split = split_segment(orig, i)) mutant("TCP segment split", *split);
-          for (std::size_t j = i + 1; j < n; ++j)
-            if (flows[j].dir == flows[i].dir) {
-              if (const auto merged = merge_segments(orig, i, j)) mutant("TCP segments merged", *merged);
-              break;
-            }
-        }
+        // Segments cut and coalesced as offloads and middleboxes do where the capture is taken.
+        if (const auto split = split_segment(orig, i)) mutant("TCP segment split", *split);
+        for (std::size_t j = i + 1; j < n; ++j)
+          if (flows[j].dir == flows[i].dir) {
+            if (const auto merged = merge_segments(orig, i, j)) mutant("TCP segments merged", *merged);
+            break;
+          }
 
         // A copy far from its original: at the start of the capture.
         if (i > 0) {

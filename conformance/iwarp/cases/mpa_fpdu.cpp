@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "conformance/iwarp/case.hpp"
+#include "protocols/net/headers.hpp"
 
 namespace rdmaconf::conformance {
 
@@ -41,6 +42,25 @@ void judge_markers(CaseCtx& ctx, const iwarp::FpduEvent& e, Check check) {
 }
 
 // Which directions' framing stopped before the connection closed.
+// FPDUs that span captured segments, judged when the sender's segment size is known.
+struct Spanning : CaseState {
+  struct Fpdu {
+    std::uint64_t first_frame, last_frame, offset, wire_size, first_segment;
+  };
+  std::vector<Fpdu> v[2];
+  std::uint64_t dropped[2] = {};
+};
+constexpr std::size_t kMaxSpanning = 1 << 16;
+// Whether a segment of `size` octets is full for a sender whose segments
+// hold `fits` octets: as large, or, when the peer's MSS is what limits them,
+// short of it by no more than TCP options can take (SACK blocks), and
+// larger than half, which neither part of a segment cut in two is.
+bool full(std::uint64_t size, std::uint64_t fits, std::uint64_t mss) {
+  namespace net = protocols::net;
+  if (size == fits) return true;
+  return fits + net::kTcpOptionsMax >= mss && size < fits && size + net::kTcpOptionsMax >= fits && 2 * size > fits;
+}
+
 struct Ended : CaseState {
   bool stopped[2] = {false, false};
 };
@@ -123,35 +143,74 @@ void add_iwarp_mpa_fpdu_cases(IwarpCases& k) {
               fmt::format("{} octets", e.wire_size), fmt::format("ULPDU length {}", e.fpdu->ulpdu_len));
       });
 
-  // The capture's segment boundaries are always boundaries on the wire too:
-  // segmentation offload (TSO) and receive coalescing (GRO/LRO) only split
-  // or merge segments. So an FPDU that spans two captured segments spanned
-  // two on the wire, and the evidence stands. What the capture cannot show
-  // is the segment size the sender could use: it is taken as the peer's MSS,
-  // or less when the sender was seen to send no larger segments (a smaller
-  // path MTU). A segment larger than the peer's MSS means the capture saw
-  // segments merged or not yet split, whose sizes say nothing of the wire's.
+  // Where the capture is taken, offloads and middleboxes act: receive
+  // coalescing merges segments, segmentation offload and middleboxes split
+  // them. So neither a captured segment's size nor every captured boundary
+  // is the sender's. What stands: a sender that ignores FPDU boundaries fills
+  // its segments to its segment size and lets an FPDU that would fit run on
+  // into the next one. Its segment size is taken as the largest it sent
+  // more than once (one merged segment cannot fake it), and no more than
+  // the peer's MSS; it is known only when the stream is over, so spanning
+  // FPDUs are judged at close. A spanning FPDU whose first segment is short
+  // of that size is what a split leaves, and proves nothing; a segment larger
+  // than the peer's MSS means merged or not yet split segments, whose sizes
+  // say nothing of the wire's.
   add(k, {"iwarp.mpa.fpdu.alignment", "RFC 5044", "§5.1", Level::should,
           "A sender keeps FPDUs aligned with TCP segments: an FPDU that fits in the segments its sender uses "
           "travels in one segment, never split across two."})
       .fpdu([](CaseCtx& ctx, const IwarpConn& c, const iwarp::FpduEvent& e) {
-        const std::uint16_t mss = c.info->mss[1 - e.dir];  // advertised by the receiver
-        if (mss == 0) return;                              // the segment size the sender may use is unknown
+        if (c.info->mss[1 - e.dir] == 0) return;  // the segment size the sender may use is unknown
         if (e.first_frame == e.last_frame) return ctx.tally.pass();
-        if (e.max_segment > mss) {
-          Evidence ev = evidence_at(e, ctx.side(e.dir));
-          ev.detail = fmt::format("the FPDU ({} octets) spans two captured segments, but this sender's segments of up to {} "
-                                  "octets exceed the peer's MSS of {}: the capture was taken where segments are merged or not "
-                                  "yet split, so the segment size on the wire is unknown",
-                                  e.wire_size, e.max_segment, mss);
-          return ctx.tally.inconclusive(std::move(ev));
+        auto& spans = ctx.state<Spanning>().v[e.dir];
+        if (spans.size() < kMaxSpanning) spans.push_back({e.first_frame, e.last_frame, e.offset, e.wire_size, e.first_segment});
+        else ++ctx.state<Spanning>().dropped[e.dir];
+      })
+      .close([](CaseCtx& ctx, const IwarpConn& c) {
+        auto& st = ctx.state<Spanning>();
+        for (int d = 0; d < 2; ++d) {
+          const std::uint64_t mss = c.info->mss[1 - d], largest = c.mpa->max_segment(d);
+          const std::uint64_t fits = std::min(mss, c.mpa->segment_size(d));
+          for (const auto& f : st.v[d]) {
+            Evidence ev;
+            ev.frames = {f.first_frame, f.last_frame};
+            ev.stream_offset = f.offset;
+            ev.side = ctx.side(d);
+            if (f.wire_size > fits && fits && largest <= mss) {
+              ctx.tally.pass();
+            } else if (fits == 0) {
+              ev.detail = fmt::format("the FPDU ({} octets) spans two captured segments, but this sender sent no two segments "
+                                      "of the same size, so the segment size it uses is unknown",
+                                      f.wire_size);
+              ctx.tally.inconclusive(std::move(ev));
+            } else if (largest > mss) {
+              ev.detail = fmt::format("the FPDU ({} octets) spans two captured segments, but this sender's segments of up to {} "
+                                      "octets exceed the peer's MSS of {}: the capture was taken where segments are merged or "
+                                      "not yet split, so the segment size on the wire is unknown",
+                                      f.wire_size, largest, mss);
+              ctx.tally.inconclusive(std::move(ev));
+            } else if (!full(f.first_segment, fits, mss)) {
+              ev.detail = fmt::format("the FPDU ({} octets) spans two captured segments, but the one it begins in holds {} "
+                                      "octets where this sender's segments hold {}: a segment of another size is what a split "
+                                      "or a merge between the sender and the capture point leaves (offload, a middlebox), so "
+                                      "the capture does not show the sender's own segment boundary",
+                                      f.wire_size, f.first_segment, fits);
+              ctx.tally.inconclusive(std::move(ev));
+            } else {
+              ev.expected = fmt::format("one TCP segment (the FPDU's {} octets fit in the {}-octet segments its sender uses)",
+                                        f.wire_size, fits);
+              ev.actual = fmt::format("split between frames {} and {}, the first of them full", f.first_frame, f.last_frame);
+              ev.detail = fmt::format("peer's MSS {}; this sender's segment size {} (the largest it sent more than once)", mss, fits);
+              ctx.tally.fail(std::move(ev));
+            }
+          }
+          if (st.dropped[d]) {
+            Evidence ev;
+            ev.side = ctx.side(d);
+            ev.detail = fmt::format("{} more FPDUs spanning segments past the first {} were not kept for judging", st.dropped[d],
+                                    kMaxSpanning);
+            ctx.tally.inconclusive(std::move(ev));
+          }
         }
-        const std::uint64_t fits = std::min<std::uint64_t>(mss, e.max_segment);
-        RDMACONF_JUDGE(ctx, e, e.wire_size > fits,
-                       fmt::format("one TCP segment (the FPDU's {} octets fit in the {}-octet segments its sender uses)",
-                                   e.wire_size, fits),
-                       fmt::format("split between frames {} and {}", e.first_frame, e.last_frame),
-                       fmt::format("peer's MSS {}, largest segment seen from this sender {}", mss, e.max_segment));
       });
 
   add(k, {"iwarp.mpa.marker.fpduptr", "RFC 5044", "§4.2, §4.3, §7.1.1", Level::must,
