@@ -58,6 +58,14 @@ struct Evidence {
   std::string expected;
   std::string actual;
   std::string detail;
+  // Set on what follows from a violation reported elsewhere (octets a
+  // broken length or missing markers made unreadable): that violation's
+  // case and frame. Such evidence is never a FAIL of its own.
+  struct Cause {
+    std::string case_id;
+    std::uint64_t frame = 0;
+  };
+  std::optional<Cause> caused_by;
 };
 
 // The capture artefacts a scope's traffic showed (a frame lost, seen twice or

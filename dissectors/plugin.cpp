@@ -175,7 +175,7 @@ Registered& reg() {
 // The verdict record's own fields.
 struct VerdictFields {
   const Field *record, *case_id, *verdict, *fail, *level, *spec, *requirement, *statement, *scope, *side, *offset, *expected, *actual,
-      *detail, *frames;
+      *detail, *frames, *caused_by;
 } vf;
 gint* ett_root;
 gint* ett_unit;
@@ -290,6 +290,7 @@ void show_verdict(proto_tree* t, packet_info* pinfo, tvbuff_t* tvb, const dissec
   str(vf.expected, e.expected);
   str(vf.actual, e.actual);
   str(vf.detail, e.detail);
+  if (e.caused_by) str(vf.caused_by, fmt::format("{} at frame {}", e.caused_by->case_id, e.caused_by->frame));
   if (!e.frames.empty()) str(vf.frames, fmt::format("{}", fmt::join(e.frames, ", ")));
 
   // The expert entry, at the requirement's level.
@@ -299,6 +300,7 @@ void show_verdict(proto_tree* t, packet_info* pinfo, tvbuff_t* tvb, const dissec
   std::string msg = fmt::format("{} {}: ", verdict_word(fv.verdict), c.id);
   if (!e.expected.empty() || !e.actual.empty()) msg += fmt::format("expected {}, actual {}. ", e.expected, e.actual);
   else if (!e.detail.empty()) msg += fmt::format("{}. ", e.detail);
+  if (e.caused_by) msg += fmt::format("Consequence of {} at frame {}. ", e.caused_by->case_id, e.caused_by->frame);
   msg += fmt::format("{} {}: {}", c.spec, c.section, c.requirement);
   expert_add_info_format(pinfo, top, fv.verdict == Verdict::fail ? ce->second.first : ce->second.second, "%s", msg.c_str());
 }
@@ -417,6 +419,8 @@ void register_fields() {
   vf.actual = text("rdmaconf.actual", "Actual", nullptr);
   vf.detail = text("rdmaconf.detail", "Detail", nullptr);
   vf.frames = text("rdmaconf.frames", "Evidence frames", "Every frame the evidence names");
+  vf.caused_by = text("rdmaconf.caused_by", "Consequence of",
+                      "The violation (case and frame) this follows from: what it made unreadable is not judged on its own");
   proto_register_field_array(proto_rdmaconf, r.hf.data(), static_cast<int>(r.hf.size()));
 
   ett_root = r.ett();

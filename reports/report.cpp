@@ -82,6 +82,7 @@ std::string evidence_text(const Evidence& e) {
   if (!e.side.empty()) s += fmt::format(", from {}", e.side);
   if (!e.expected.empty() || !e.actual.empty()) s += fmt::format(": expected {}, got {}", e.expected, e.actual);
   if (!e.detail.empty()) s += fmt::format(" ({})", e.detail);
+  if (e.caused_by) s += fmt::format(" [consequence of {} at frame {}]", e.caused_by->case_id, e.caused_by->frame);
   return s;
 }
 
@@ -122,6 +123,12 @@ void put_evidence(std::string& out, const Evidence& e) {
       out += "\":";
       put_json_string(out, *value);
     }
+  if (e.caused_by) {
+    out += ",\"caused_by\":{\"case\":";
+    put_json_string(out, e.caused_by->case_id);
+    put_field(out, ",\"frame\":", e.caused_by->frame);
+    out += '}';
+  }
   out += '}';
 }
 

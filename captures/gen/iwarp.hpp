@@ -48,6 +48,7 @@ struct IwarpConfig {
   int corrupt_crc_at = -1;           // initiator FPDU index whose CRC is wrong (-2: every one)
   int short_ulpdu_at = -1;           // initiator FPDU index replaced by a 10-octet ULPDU
   int pad_fault_at = -1;             // initiator FPDU index with a non-zero pad octet (CRC still right)
+  int length_fault_at = -1;          // initiator FPDU index whose length field says 8 octets more (CRC over it as sent)
   std::size_t fin_cut = 0;           // the initiator's FIN comes this many octets before its stream's end
   bool no_mpa_exchange = false;      // both sides send FPDUs right after the TCP handshake
   bool zero_crc_from_responder = false;
@@ -62,6 +63,7 @@ struct IwarpConfig {
   std::int64_t marker_fault = -1;    // initiator marker number given a wrong pointer / reserved bits
   std::uint16_t marker_ptr_xor = 0, marker_rsvd = 0;
   bool unrequested_markers = false;  // the initiator adds markers though the Reply's M = 0
+  bool omitted_markers = false;      // the responder sends no markers though the Request's M = 1
   std::string fault;                 // the one thing this capture does wrong, in words
   std::function<void(Traffic&)> edit;  // message-level fault
 };
@@ -252,6 +254,7 @@ inline Framed frame_stream(const std::vector<Buf>& msgs, bool crc, bool markers,
     out.ends.push_back(out.bytes.size());
     MutBytes f{out.bytes.data() + start, out.bytes.size() - start};
     if (initiator && idx == c.pad_fault_at) f[2 + m.size()] = std::byte{0x01};
+    if (initiator && idx == c.length_fault_at) put_be16(f, 0, static_cast<std::uint16_t>(m.size() + 8));
     const bool zero = !initiator && c.zero_crc_from_responder;
     if (crc && !zero) put_le32(f, f.size() - 4, iwarp::fpdu_crc(f.first(f.size() - 4)));
     if (initiator && (idx == c.corrupt_crc_at || c.corrupt_crc_at == -2)) f[f.size() - 1] ^= std::byte{0x5a};
@@ -322,7 +325,7 @@ inline IwarpBuilt iwarp_conversation(const std::string& path, const IwarpConfig&
   IwarpBuilt built;
   // Markers go toward the side that asked: the Request's M asks the responder to send them.
   const Framed istream = frame_stream(m.init, crc, m.rep.markers || c.unrequested_markers, c, true, built.marker_landings);
-  Framed rstream = frame_stream(m.resp, crc, m.req.markers, c, false, built.marker_landings);
+  Framed rstream = frame_stream(m.resp, crc, m.req.markers && !c.omitted_markers, c, false, built.marker_landings);
   auto send = [&](int dir, const Framed& f, std::size_t from, std::size_t to) { built.split_fpdus += send_fpdus(t, dir, f, c, from, to); };
   auto send_all = [&](int dir, const Framed& f) { send(dir, f, 0, f.bytes.size()); };
 
@@ -359,7 +362,7 @@ inline IwarpBuilt iwarp_conversation(const std::string& path, const IwarpConfig&
     send_all(1, frame_stream({m.resp[RespAt::send]}, crc, false, c, false, ignored));
     std::vector<Buf> rest = m.resp;
     rest.erase(rest.begin() + RespAt::send);
-    rstream = frame_stream(rest, crc, m.req.markers, c, false, ignored);
+    rstream = frame_stream(rest, crc, m.req.markers && !c.omitted_markers, c, false, ignored);
   }
   if (!c.early_fpdu) {
     if (c.gap_in_initiator) {

@@ -250,6 +250,21 @@ std::vector<Scenario> scenarios() {
         {{"iwarp.mpa.crc.used", F}});
   iwarp("iwarp-fault-pad", "as iwarp-rev2-crc", faulty("the first FPDU's pad has a non-zero octet (its CRC covers it)", [](auto& c) { c.pad_fault_at = 0; }),
         {{"iwarp.mpa.fpdu.pad", F}});
+  // One root cause, one FAIL: a length field that misframes all that follows
+  // is iwarp.mpa.fpdu.crc's FAIL at that FPDU; what the misframing hides is
+  // its consequence, never a FAIL of its own (whether it is INCONCLUSIVE or
+  // not applicable is not up to the generator).
+  {
+    IwarpConfig lf = faulty("the initiator's first FPDU says 8 octets more in its length field than it carries (its CRC computed over the octets as sent)",
+                            [](auto& c) { c.length_fault_at = 0; });
+    Expect x;
+    for (const auto& [id, verdict] : iwarp_expect(lf))
+      if (verdict == "PASS" && !id.starts_with("iwarp.mpa.rr.") && !id.starts_with("iwarp.mpa.v2.") && id != "iwarp.mpa.req.key" &&
+          id != "iwarp.mpa.rep.key")
+        x[id] = "NOT_FAIL";
+    x["iwarp.mpa.fpdu.crc"] = F;
+    iwarp("iwarp-fault-fpdu-length", "as iwarp-rev2-crc", lf, x);
+  }
   iwarp("iwarp-fault-ulpdu-max", "as iwarp-rev2-crc", faulty("both SYNs advertise an MSS of 536 while FPDUs of up to 1020 octets are sent", [](auto& c) { c.advertised_mss = 536; }),
         {{"iwarp.mpa.fpdu.ulpdu_max", F}});
   iwarp("iwarp-fault-fpdu-alignment", "as iwarp-rev2-crc",
@@ -297,6 +312,23 @@ std::vector<Scenario> scenarios() {
     um.enhanced = false;
     um.req_crc = false;
     iwarp("iwarp-fault-marker-unrequested-nocrc", "MPA revision 1, no CRC, segments of up to 700 octets", um, misframed(um));
+  }
+  // RFC 5044 §4.3, §7.1.1: a peer that asked for markers (M = 1) gets them.
+  // A responder that ignores the initiator's M and sends none breaks the
+  // marker rule where its first marker belongs (the first octets of its
+  // first FPDU read as pointer and reserved bits); its FPDUs are otherwise
+  // right, so every other case keeps its verdict.
+  for (const bool crc : {true, false}) {
+    IwarpConfig om = crc ? mk : mk1;
+    om.req_markers = true;
+    om.rep_markers = false;
+    om.fault = "the responder sends no markers though the initiator's Request set M";
+    om.omitted_markers = true;
+    Expect x = iwarp_expect(om);
+    x["iwarp.mpa.marker.fpduptr"] = F;
+    x["iwarp.mpa.marker.reserved"] = F;
+    iwarp(crc ? "iwarp-fault-markers-omitted" : "iwarp-fault-markers-omitted-nocrc",
+          crc ? "as iwarp-markers-crc, markers asked of the responder only" : "as iwarp-markers-initiator-nocrc, markers asked of the responder only", om, x);
   }
   iwarp("iwarp-fault-marker-reserved", "as iwarp-markers-crc", faulty("the initiator's second marker sets reserved bits", [&mk](auto& c) {
           c = IwarpConfig{mk};

@@ -146,7 +146,12 @@ void settle_orphans(CaseCtx& ctx, const IwarpConn& c) {
       ctx.tally.fail(std::move(ev));
       continue;
     }
-    ev.detail = "the other direction is not wholly in the capture: the request may be missing";
+    if (const auto& root = c.mpa->damaged(1 - dir)) {
+      ev.detail = "the request may be in an FPDU of the other direction whose CRC failed, whose content is not used";
+      ev.caused_by = root;
+    } else {
+      ev.detail = "the other direction is not wholly in the capture: the request may be missing";
+    }
     ctx.tally.inconclusive(std::move(ev));
   }
 }

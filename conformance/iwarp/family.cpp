@@ -14,12 +14,13 @@
 namespace rdmaconf::conformance {
 
 void inconclusive_on_gap(CaseCtx& ctx, const iwarp::StopEvent& e) {
-  if (!e.gap) return;
+  if (!e.gap && !e.caused_by) return;
   Evidence ev;
   if (e.frame) ev.frames = {e.frame};
   ev.stream_offset = e.offset;
   ev.side = ctx.side(e.dir);
   ev.detail = fmt::format("not checked after this point: {}", e.reason);
+  ev.caused_by = e.caused_by;
   ctx.tally.inconclusive(std::move(ev));
 }
 

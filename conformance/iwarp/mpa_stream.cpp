@@ -221,7 +221,7 @@ std::optional<InferredAlignment> infer_alignment(Bytes b, bool at_end, bool only
 MpaConnection::MpaConnection(const captures::io::TcpStreamInfo& info, MpaListener& l) : info_(info), l_(l) {}
 
 void MpaConnection::stop(int dir, std::uint64_t offset, std::uint64_t frame, std::string reason, bool gap, bool cut_by_fin,
-                         bool fpdu_after_reject) {
+                         bool fpdu_after_reject, std::optional<Evidence::Cause> caused_by) {
   Dir& s = d_[dir];
   const bool after_reject = s.state == State::rejected;
   s.gap_seen |= gap;
@@ -232,7 +232,7 @@ void MpaConnection::stop(int dir, std::uint64_t offset, std::uint64_t frame, std
   s.state = State::stopped;
   s.buf.clear();
   s.framer.reset(false, false);
-  l_.on_stop(StopEvent{dir, offset, frame, gap, after_reject, fpdu_after_reject, cut_by_fin, std::move(reason)});
+  l_.on_stop(StopEvent{dir, offset, frame, gap, after_reject, fpdu_after_reject, cut_by_fin, std::move(caused_by), std::move(reason)});
 }
 
 void MpaConnection::note_segment(Dir& s, std::uint64_t offset, std::uint64_t size, bool at_boundary) {
@@ -306,6 +306,11 @@ void MpaConnection::route(int dir, std::uint64_t offset, Bytes data, std::uint64
     }
     case State::fpdu:
       feed_fpdus(dir, data, frame, acked);
+      return;
+    case State::check_markers:
+      s.held.push_back(Held{offset, frame, acked, s.segment, {data.begin(), data.end()}});
+      s.held_bytes += data.size();
+      check_markers(dir, false);
       return;
     default:
       feed(dir, offset, data, frame, acked);
@@ -441,6 +446,7 @@ void MpaConnection::seek_marker(int dir, std::uint64_t frame, bool at_end) {
     s.why.push_back(fmt::format("framing found again at offset {} by the marker at offset {}, {} octets after the gap",
                                 start, m, start - s.gap_end));
     s.state = State::fpdu;
+    s.unproven_resume = true;
     s.framer.resume_at(true, neg_.crc(), start - s.base);
     replay_held(dir, start);
     return;
@@ -473,6 +479,39 @@ void MpaConnection::probe_markers(int dir) {
     s.stray = StrayMarkers{s.base, s.early_frames.front(), s.early.size() / kMpaMarkerInterval + 1};
   s.early = {};
   s.early_frames = {};
+}
+
+void MpaConnection::check_markers(int dir, bool at_end) {
+  Dir& s = d_[dir];
+  if (s.held_bytes < kMpaMarker.size && !at_end) return;
+  std::vector<std::byte> all;
+  for (const auto& h : s.held) all.insert(all.end(), h.bytes.begin(), h.bytes.end());
+  const Bytes b{all.data(), all.size()};
+  const MarkedStream ms{b, 0};
+  // The first marker sits where the first FPDU begins: pointer 0, reserved
+  // bits 0. Where it does not, the first FPDU read without markers decides,
+  // as soon as it is whole (the hold stays that short: the other
+  // direction's answers to it must not be judged before it).
+  const bool suspect = !s.held.empty() && s.held.front().offset == s.base && b.size() >= kMpaMarker.size &&
+                       (ms.pointer(0) != 0 || !ms.reserved_zero(0));
+  if (suspect) {
+    const std::uint16_t len = be16(b, 0);
+    const std::size_t size = fpdu_size(len);
+    if (b.size() < size && !at_end) return;
+    const bool whole = b.size() >= size;
+    const bool crc_right = whole && neg_.crc() && le32(b, size - kMpaCrcSize) == fpdu_crc(b.first(size - kMpaCrcSize));
+    if (whole && plausible_ulpdu(len, b.subspan(2, len)) && (crc_right || !neg_.crc())) {
+      const FieldDef& r = kMpaMarker.fields[MpaMarker::rsvd];
+      s.absent = MarkersAbsent{s.base, s.held.front().frame,
+                               static_cast<std::uint16_t>(read_bits(b.first(kMpaMarker.size), r.bit_offset, r.bit_width)),
+                               ms.pointer(0), crc_right};
+      s.markers = false;
+      s.markers_excluded = true;
+      s.framer.reset(false, neg_.crc());
+    }
+  }
+  s.state = State::fpdu;
+  replay_held(dir, s.base);
 }
 
 void MpaConnection::feed_fpdus(int dir, Bytes data, std::uint64_t frame, std::uint64_t acked) {
@@ -512,6 +551,60 @@ void MpaConnection::feed_fpdus(int dir, Bytes data, std::uint64_t frame, std::ui
     e.first_segment = f->tag.segment;
     s.judged += e.wire_size;
     if (s.probe == Probe::collecting && (!ddp.ok() || (e.crc_in_use && e.crc_computed != v->crc_wire))) s.early_bad = true;
+    const bool broken = e.crc_in_use ? v->crc_wire != e.crc_computed : !plausible_ulpdu(v->ulpdu_len, v->ulpdu);
+    // Framing found again after a gap by one marker's pointer holds only if
+    // the FPDU it names is sound: else the marker was not one (the octets at
+    // its place were data: markers left out, or misplaced), and what follows
+    // the gap stays unjudged, the gap's doing.
+    if (s.unproven_resume && broken) {
+      --s.fpdus;
+      s.judged -= e.wire_size;
+      stop(dir, e.offset, e.first_frame,
+           fmt::format("the FPDU that the marker found after the gap names, at offset {}, {}: the framing found again does not hold",
+                       e.offset, e.crc_in_use ? "fails its CRC" : "holds no valid DDP header"),
+           true);
+      return;
+    }
+    s.unproven_resume = false;
+    // A marker that does not point at the start of the FPDU it sits in, in
+    // an FPDU that the markers' octets, stepped over, leave broken (its CRC
+    // fails, or it holds no valid DDP header): the markers are not where
+    // they belong (left out, or placed from another origin), so nothing
+    // after can be framed. The markers are the violation; the FPDU is not
+    // judged, and what follows is their consequence.
+    if (s.markers && !e.markers.empty()) {
+      const auto wrong = std::find_if(e.markers.begin(), e.markers.end(), [](const MarkerSeen& m) { return m.fpduptr != m.expected_ptr; });
+      if (wrong != e.markers.end() && broken) {
+        --s.fpdus;
+        s.judged -= e.wire_size;
+        s.misplaced = e.markers;
+        stop(dir, e.offset, e.first_frame,
+             fmt::format("the marker at offset {} does not point at the start of the FPDU framed at offset {}, which then {}: "
+                         "this direction's markers are not where they belong, and the octets from here cannot be framed",
+                         wrong->offset, e.offset, e.crc_in_use ? "fails its CRC" : "holds no valid DDP header"),
+             false, false, false, Evidence::Cause{"iwarp.mpa.marker.fpduptr", wrong->frame});
+        return;
+      }
+    }
+    // An FPDU whose CRC fails right after one that failed, and that does not
+    // even look like an FPDU (no valid DDP/RDMAP header): the first one's
+    // length field is the damage (a wrong length misframes all that
+    // follows), so framing stops there, reported as the consequence of the
+    // first. (A sender whose every CRC is wrong still sends good headers.)
+    const bool damaged = e.crc_in_use && v->crc_wire != 0 && v->crc_wire != e.crc_computed;
+    if (damaged && s.last_damaged && !plausible_ulpdu(v->ulpdu_len, v->ulpdu)) {
+      --s.fpdus;
+      s.judged -= e.wire_size;
+      const Evidence::Cause root = *s.damaged;
+      stop(dir, e.offset, e.first_frame,
+           fmt::format("the FPDU framed at offset {} fails its CRC as the one before it did: the length field that framed it is "
+                       "taken as damaged (what it frames holds no valid DDP header), and the octets from here cannot be framed",
+                       e.offset),
+           false, false, false, root);
+      return;
+    }
+    s.last_damaged = damaged;
+    if (damaged && !s.damaged) s.damaged = Evidence::Cause{"iwarp.mpa.fpdu.crc", e.first_frame};
     l_.on_fpdu(e);
   }
   probe_markers(dir);
@@ -520,7 +613,8 @@ void MpaConnection::feed_fpdus(int dir, Bytes data, std::uint64_t frame, std::ui
 void MpaConnection::feed(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame, std::uint64_t acked) {
   Dir& s = d_[dir];
   while (!data.empty()) {
-    if (s.state == State::wait_negotiation || s.state == State::rejected || s.state == State::fpdu) {
+    if (s.state == State::wait_negotiation || s.state == State::rejected || s.state == State::fpdu ||
+        s.state == State::check_markers) {
       route(dir, offset, data, frame, acked);
       return;
     }
@@ -684,8 +778,10 @@ void MpaConnection::negotiation_done(std::uint64_t frame) {
     }
     start_fpdus(dir, s.next_off, markers);
     // From the first FPDU of a direction after the exchange: markers there
-    // would sit at known places, so a direction without them is looked at.
+    // would sit at known places, so a direction without them is looked at
+    // for stray ones, and one with them for none at all.
     if (!markers && !partial(dir)) s.probe = Probe::collecting;
+    if (markers && !partial(dir)) s.state = State::check_markers;
     for (auto& h : held) route(dir, h.offset, {h.bytes.data(), h.bytes.size()}, h.frame, h.acked);
   }
 }
@@ -706,6 +802,7 @@ void MpaConnection::gap(int dir, std::uint64_t offset, std::uint64_t len, std::u
     s.held_bytes = 0;
     return;
   }
+  if (s.state == State::check_markers) check_markers(dir, true);  // decided on what came before the gap
   if (s.state == State::infer) {
     infer(dir, frame, true);  // judge what came before the gap on its own
     if (s.state != State::fpdu) {
@@ -765,6 +862,7 @@ void MpaConnection::close(std::uint64_t frame) {
   for (int dir = 0; dir < 2; ++dir)
     if (peer_frame_lost(dir)) without_peer_frame(dir);
   for (int dir = 0; dir < 2; ++dir) {
+    if (d_[dir].state == State::check_markers) check_markers(dir, true);
     if (d_[dir].state == State::infer) infer(dir, frame, true);
     if (d_[dir].state == State::seek_marker) seek_marker(dir, frame, true);
   }
@@ -789,7 +887,13 @@ void MpaConnection::close(std::uint64_t frame) {
       const bool fin = info_.fin[dir] && !s.gap_seen && s.state == State::fpdu;
       const std::string where = need ? fmt::format("inside a frame: {} of {} octets present", have, need)
                                      : fmt::format("inside a frame header: {} octets present", have);
-      stop(dir, *at, frame, fin ? "the sender's FIN ends its stream " + where : "stream ends " + where, !fin, fin);
+      if (s.state == State::fpdu && s.last_damaged)
+        // Framed by the length field after an FPDU whose CRC failed: that
+        // length may be the damage, so the frame's size proves nothing.
+        stop(dir, *at, frame, "stream ends " + where + ", framed after an FPDU whose CRC failed (its length field may be the damage)",
+             false, false, false, s.damaged);
+      else
+        stop(dir, *at, frame, fin ? "the sender's FIN ends its stream " + where : "stream ends " + where, !fin, fin);
     } else if (s.state == State::wait_negotiation && !s.held.empty()) {
       // The other side sent nothing at all (no malformed frame, no gap): it never answered.
       if (!d_[1 - dir].sent_any && !d_[1 - dir].gap_seen) {

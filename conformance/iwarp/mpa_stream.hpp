@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "captures/io/tcp_reassembly.hpp"
+#include "conformance/case.hpp"
 #include "protocols/iwarp/codec.hpp"
 #include "protocols/iwarp/framer.hpp"
 
@@ -112,6 +113,10 @@ struct StopEvent {
   // The sender's FIN ended its stream inside an FPDU, every octet before
   // the FIN in the capture: the sender's doing, not the capture's.
   bool cut_by_fin = false;
+  // The framing was lost to a violation already reported (an FPDU whose CRC
+  // failed and whose successor fails too: a damaged length field): what
+  // follows is its consequence, not judged on its own.
+  std::optional<Evidence::Cause> caused_by;
   std::string reason;
 };
 
@@ -197,6 +202,23 @@ class MpaConnection {
   std::uint64_t max_segment(int dir) const { return d_[dir].max_segment; }
   Coverage coverage(int dir) const { return {d_[dir].captured, d_[dir].judged, d_[dir].missing, d_[dir].why}; }
   bool markers(int dir) const { return d_[dir].markers; }
+  // A direction whose peer asked for markers (M = 1) and that sends none:
+  // where its first marker belongs there is no marker (the pointer and
+  // reserved bits read there are not 0), and read without markers its first
+  // FPDU is whole with a valid DDP header (and its CRC right, CRCs in use).
+  // Its FPDUs are then framed without markers, as sent, so the one
+  // violation does not turn into misread FPDUs.
+  struct MarkersAbsent {
+    std::uint64_t offset = 0, frame = 0;  // where the first marker belongs
+    std::uint16_t rsvd = 0, fpduptr = 0;  // what the octets there read as
+    bool crc = false;                     // the first FPDU's CRC checks without markers
+  };
+  const std::optional<MarkersAbsent>& markers_absent(int dir) const { return d_[dir].absent; }
+  // The markers of the FPDU where framing stopped because a marker did not
+  // point at its start and the FPDU, the markers stepped over, was broken
+  // (CRC or DDP header): the markers are misplaced or missing. That FPDU is
+  // not delivered; its markers are judged from here.
+  const std::vector<MarkerSeen>& misplaced_markers(int dir) const { return d_[dir].misplaced; }
   // Whether the direction is known to carry no markers: its start is in the
   // capture (the negotiation says), or, framed mid-stream, a run of FPDUs
   // whose CRCs check spans more than a marker interval, or a chain of right
@@ -215,7 +237,13 @@ class MpaConnection {
   // This direction's FPDUs are not all in view: framing found mid-stream, or
   // stopped at a capture gap. A reply with nothing to answer is then unjudgeable.
   // So is a direction whose first octets the capture may lack.
-  bool partial(int dir) const { return !info_.start_known[dir] || d_[dir].inferred_at >= 0 || d_[dir].gap_seen; }
+  // So is a direction with an FPDU whose CRC failed: its content is not used.
+  bool partial(int dir) const {
+    return !info_.start_known[dir] || d_[dir].inferred_at >= 0 || d_[dir].gap_seen || d_[dir].damaged;
+  }
+  // The first FPDU of this direction whose CRC failed, if any: where what the
+  // other direction answers may have been lost.
+  const std::optional<Evidence::Cause>& damaged(int dir) const { return d_[dir].damaged; }
   // Octets this direction sent after its own MPA frame that were still
   // waiting for the other side's when the connection closed (the other side
   // sent nothing at all, not even a malformed MPA frame).
@@ -229,7 +257,7 @@ class MpaConnection {
   const std::optional<Unanswered>& unanswered(int dir) const { return d_[dir].unanswered; }
 
  private:
-  enum class State { probe, infer, seek_marker, rr, wait_negotiation, fpdu, rejected, stopped, not_mpa };
+  enum class State { probe, infer, seek_marker, check_markers, rr, wait_negotiation, fpdu, rejected, stopped, not_mpa };
   enum class Probe { off, collecting, done };
   struct Held {
     std::uint64_t offset, frame, acked, segment;
@@ -264,6 +292,10 @@ class MpaConnection {
     std::vector<Resync> resyncs;
     std::uint64_t not_mpa_off = 0, not_mpa_frame = 0;
     bool gap_seen = false;
+    std::optional<Evidence::Cause> damaged;  // see damaged()
+    // The last FPDU framed failed its CRC (not zero: not computed); when the
+    // next fails too, the length field it was framed by is taken as damaged.
+    bool last_damaged = false;
     bool sent_any = false;  // this direction carried at least one octet
     bool markers = false;
     std::uint64_t max_segment = 0;  // largest payload of one captured segment
@@ -288,12 +320,18 @@ class MpaConnection {
     std::vector<std::byte> early;
     std::vector<std::uint64_t> early_frames;  // the frame of each 512th octet of `early`
     std::optional<StrayMarkers> stray;
+    std::optional<MarkersAbsent> absent;
+    std::vector<MarkerSeen> misplaced;  // see misplaced_markers()
+    bool unproven_resume = false;       // framing found again by a marker, its first FPDU not yet seen
     FpduEvent event;                  // reused so its marker list keeps its capacity
   };
   static void note_segment(Dir& s, std::uint64_t offset, std::uint64_t size, bool at_boundary);
   void feed(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame, std::uint64_t acked);
   void feed_fpdus(int dir, Bytes data, std::uint64_t frame, std::uint64_t acked);
   void probe_markers(int dir);
+  // A direction that must carry markers, held from its first FPDU until
+  // enough is here to tell whether it does (see markers_absent()).
+  void check_markers(int dir, bool at_end);
   // The other side's MPA frame will not come: frame `dir`'s held octets
   // without the negotiation (Dir::after_own_frame).
   void without_peer_frame(int dir);
@@ -314,7 +352,7 @@ class MpaConnection {
   // data() without counting the octets as captured (they are held ones, replayed).
   void route(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame, std::uint64_t acked);
   void stop(int dir, std::uint64_t offset, std::uint64_t frame, std::string reason, bool gap = false, bool cut_by_fin = false,
-            bool fpdu_after_reject = false);
+            bool fpdu_after_reject = false, std::optional<Evidence::Cause> caused_by = {});
   bool from_initiator(int dir) const { return dir == initiator_dir_; }
 
   const captures::io::TcpStreamInfo& info_;  // the caller's, kept up to date as the connection goes on

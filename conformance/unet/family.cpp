@@ -245,7 +245,7 @@ class Run final : public FamilyRun {
     if (Tally* t = tally(c, closed_)) {
       const auto past_close = [&](std::string actual, std::string detail) {
         return Evidence{{*c.closed_at[dir], p.frame}, {}, c.scope.sides[dir], "nothing after the close", std::move(actual),
-                        std::move(detail)};
+                        std::move(detail), {}};
       };
       if (!c.closed_at[dir] || (close && digest == c.close_digest[dir]) || repeat)
         t->pass();  // before the close, or the close or an earlier frame seen again

@@ -173,6 +173,7 @@
         h += `<br>frames ${esc((e.frames || []).join(", "))}${e.stream_offset != null ? `, stream offset ${e.stream_offset}` : ""}${e.side ? `, ${esc(e.side)}` : ""}`;
         if (e.expected || e.actual) h += `: expected ${esc(e.expected)}, got ${esc(e.actual)}`;
         if (e.detail) h += ` <span class="muted">(${esc(e.detail)})</span>`;
+        if (e.caused_by) h += ` <span class="muted">[consequence of <code>${esc(e.caused_by.case)}</code> at frame ${esc(String(e.caused_by.frame))}]</span>`;
       }
       h += "</div>";
     }

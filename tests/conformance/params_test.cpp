@@ -101,7 +101,7 @@ BOOST_AUTO_TEST_CASE(document_text_replaces_invalid_utf8) {
 BOOST_AUTO_TEST_CASE(tally_copies_keep_unsettled_violations) {
   Tally t;
   t.pass();
-  t.doubtful(Evidence{{7}, {}, "a", "x", "y", ""}, 1u);
+  t.doubtful(Evidence{{7}, {}, "a", "x", "y", "", {}}, 1u);
   Tally copy = t;
   Tally moved = std::move(t);
   const Artefacts none;
@@ -126,9 +126,9 @@ BOOST_AUTO_TEST_CASE(windowed_artefacts_explain_their_frames_only) {
   Artefacts inverted;
   inverted.windows[0].push_back({10, 12, "frame 12: timestamped before frame 11"});
   Tally near, far, other_side;
-  near.doubtful(Evidence{{11, 14}, {}, "a", "x", "y", ""}, 1u);
-  far.doubtful(Evidence{{40}, {}, "a", "x", "y", ""}, 1u);
-  other_side.doubtful(Evidence{{11}, {}, "a", "x", "y", ""}, 2u);
+  near.doubtful(Evidence{{11, 14}, {}, "a", "x", "y", "", {}}, 1u);
+  far.doubtful(Evidence{{40}, {}, "a", "x", "y", "", {}}, 1u);
+  other_side.doubtful(Evidence{{11}, {}, "a", "x", "y", "", {}}, 2u);
   near.settle(inverted);
   far.settle(inverted);
   other_side.settle(inverted);

@@ -22,21 +22,64 @@ void inconclusive_if_markers(CaseCtx& ctx, const IwarpConn& c, const iwarp::Stop
 // them (iwarp.mpa.crc.used); any other mismatch is a wrong CRC (iwarp.mpa.fpdu.crc).
 bool crc_not_computed(const iwarp::FpduEvent& e) { return e.fpdu->crc_wire == 0 && e.crc_computed != 0; }
 
-// Judges each marker of an FPDU; `check` returns {ok, expected, actual}.
+// Judges markers; `check` returns {ok, expected, actual}.
 template <class Check>
-void judge_markers(CaseCtx& ctx, const iwarp::FpduEvent& e, Check check) {
-  for (const auto& m : e.markers) {
+void judge_markers(CaseCtx& ctx, int dir, const std::vector<iwarp::MarkerSeen>& markers, Check check, std::string_view where) {
+  for (const auto& m : markers) {
     auto [ok, expected, actual] = check(m);
     if (ok) {
       ctx.tally.pass();
       continue;
     }
-    Evidence ev = evidence_at(e, ctx.side(e.dir));
+    Evidence ev;
     ev.frames = {m.frame};
     ev.stream_offset = m.offset;
+    ev.side = ctx.side(dir);
     ev.expected = std::move(expected);
     ev.actual = std::move(actual);
-    ev.detail = fmt::format("marker in FPDU #{} (which starts at stream offset {})", e.index, e.offset);
+    ev.detail = std::string(where);
+    ctx.tally.fail(std::move(ev));
+  }
+}
+template <class Check>
+void judge_markers(CaseCtx& ctx, const iwarp::FpduEvent& e, Check check) {
+  if (e.markers.empty()) return;
+  judge_markers(ctx, e.dir, e.markers, check, fmt::format("marker in FPDU #{} (which starts at stream offset {})", e.index, e.offset));
+}
+auto fpduptr_check(const iwarp::MarkerSeen& m) {
+  return std::tuple{m.fpduptr == m.expected_ptr, fmt::format("FPDU pointer {}", m.expected_ptr), fmt::format("{}", m.fpduptr)};
+}
+auto reserved_check(const iwarp::MarkerSeen& m) {
+  return std::tuple{m.rsvd == 0, std::string("0x0000"), fmt::format("0x{:04x}", m.rsvd)};
+}
+// The markers where framing stopped (MpaConnection::misplaced_markers).
+template <class Check>
+void judge_misplaced_markers(CaseCtx& ctx, const IwarpConn& c, Check check) {
+  for (int d = 0; d < 2; ++d)
+    judge_markers(ctx, d, c.mpa->misplaced_markers(d), check,
+                  "a marker of the FPDU where framing stopped: it does not point at the FPDU's start, and the FPDU, the markers "
+                  "stepped over, is broken, so the markers are not where they belong (left out or misplaced)");
+}
+
+// A direction that sends no markers though its peer asked for them
+// (MpaConnection::markers_absent): the marker rule broken where its first
+// marker belongs; `what` says what the octets there read as, for the case.
+template <class What>
+void fail_absent_markers(CaseCtx& ctx, const IwarpConn& c, What what) {
+  for (int d = 0; d < 2; ++d) {
+    const auto& a = c.mpa->markers_absent(d);
+    if (!a) continue;
+    Evidence ev;
+    ev.frames = {a->frame};
+    ev.stream_offset = a->offset;
+    ev.side = ctx.side(d);
+    auto [expected, actual] = what(*a);
+    ev.expected = std::move(expected);
+    ev.actual = std::move(actual);
+    ev.detail = fmt::format("no markers in this direction, though the peer set M: the octets where the first marker belongs are "
+                            "its first FPDU's, which read without markers is whole with a valid DDP header{}; its FPDUs are "
+                            "judged as sent, without markers",
+                            a->crc ? " and its CRC right" : "");
     ctx.tally.fail(std::move(ev));
   }
 }
@@ -217,8 +260,13 @@ void add_iwarp_mpa_fpdu_cases(IwarpCases& k) {
           "Where markers are in use, one sits at every 512th octet of the stream counted from the first FPDU, "
           "and its FPDU pointer is the distance back to the start of the FPDU it sits in (0 when it begins one)."})
       .fpdu([](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e) {
-        judge_markers(ctx, e, [](const iwarp::MarkerSeen& m) {
-          return std::tuple{m.fpduptr == m.expected_ptr, fmt::format("FPDU pointer {}", m.expected_ptr), fmt::format("{}", m.fpduptr)};
+        judge_markers(ctx, e, fpduptr_check);
+      })
+      .close([](CaseCtx& ctx, const IwarpConn& c) {
+        judge_misplaced_markers(ctx, c, fpduptr_check);
+        fail_absent_markers(ctx, c, [](const iwarp::MpaConnection::MarkersAbsent& a) {
+          return std::pair{std::string("a marker with FPDU pointer 0 (the first FPDU begins here)"),
+                           fmt::format("no marker (the octets there read as pointer {})", a.fpduptr)};
         });
       })
       .stop(inconclusive_if_markers);
@@ -248,8 +296,13 @@ void add_iwarp_mpa_fpdu_cases(IwarpCases& k) {
   add(k, {"iwarp.mpa.marker.reserved", "RFC 5044", "§4.2", Level::must,
           "The 16 reserved bits at the front of every marker are sent as zero."})
       .fpdu([](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e) {
-        judge_markers(ctx, e, [](const iwarp::MarkerSeen& m) {
-          return std::tuple{m.rsvd == 0, std::string("0x0000"), fmt::format("0x{:04x}", m.rsvd)};
+        judge_markers(ctx, e, reserved_check);
+      })
+      .close([](CaseCtx& ctx, const IwarpConn& c) {
+        judge_misplaced_markers(ctx, c, reserved_check);
+        fail_absent_markers(ctx, c, [](const iwarp::MpaConnection::MarkersAbsent& a) {
+          return std::pair{std::string("a marker whose reserved bits are 0x0000"),
+                           fmt::format("no marker (the octets there read as reserved bits 0x{:04x})", a.rsvd)};
         });
       })
       .stop(inconclusive_if_markers);
