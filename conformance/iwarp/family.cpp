@@ -274,12 +274,11 @@ class Run final : public FamilyRun, public TcpSink {
       // feeds no case but the CRC's, and what it hides (a request, a segment)
       // is a hole the cases that need it see. (A CRC field of zero is one the
       // sender did not compute, iwarp.mpa.crc.used's finding, not damage.)
-      const bool damaged = e.crc_in_use && e.fpdu->crc_wire != 0 && e.fpdu->crc_wire != e.crc_computed;
-      crc_failed[e.dir] += damaged;
-      if (damaged)
+      crc_failed[e.dir] += e.damaged;
+      if (e.damaged)
         scope.artefact(e.dir, "frame {}: the FPDU at stream offset {} failed its CRC, so its content is not used",
                                           e.first_frame, e.offset);
-      each(IwarpCase::fpdu, [&](const IwarpCase& k, CaseCtx& c) { k.on_fpdu(c, view, e); }, damaged);
+      each(IwarpCase::fpdu, [&](const IwarpCase& k, CaseCtx& c) { k.on_fpdu(c, view, e); }, e.damaged);
     }
     void on_stop(const StopEvent& e) override {
       label();

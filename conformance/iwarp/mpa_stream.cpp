@@ -484,9 +484,17 @@ void MpaConnection::probe_markers(int dir) {
 void MpaConnection::check_markers(int dir, bool at_end) {
   Dir& s = d_[dir];
   if (s.held_bytes < kMpaMarker.size && !at_end) return;
+  // Only the first FPDU's octets are read: join no more of the hold.
   std::vector<std::byte> all;
-  for (const auto& h : s.held) all.insert(all.end(), h.bytes.begin(), h.bytes.end());
-  const Bytes b{all.data(), all.size()};
+  const auto prefix = [&](std::size_t n) {
+    all.clear();
+    for (const auto& h : s.held) {
+      if (all.size() >= n) break;
+      all.insert(all.end(), h.bytes.begin(), h.bytes.begin() + static_cast<std::ptrdiff_t>(std::min(h.bytes.size(), n - all.size())));
+    }
+    return Bytes{all.data(), all.size()};
+  };
+  Bytes b = prefix(kMpaMarker.size);
   const MarkedStream ms{b, 0};
   // The first marker sits where the first FPDU begins: pointer 0, reserved
   // bits 0. Where it does not, the first FPDU read without markers decides,
@@ -495,16 +503,17 @@ void MpaConnection::check_markers(int dir, bool at_end) {
   const bool suspect = !s.held.empty() && s.held.front().offset == s.base && b.size() >= kMpaMarker.size &&
                        (ms.pointer(0) != 0 || !ms.reserved_zero(0));
   if (suspect) {
+    const FieldDef& r = kMpaMarker.fields[MpaMarker::rsvd];
+    const auto rsvd = static_cast<std::uint16_t>(read_bits(b, r.bit_offset, r.bit_width));
+    const std::uint16_t pointer = ms.pointer(0);
     const std::uint16_t len = be16(b, 0);
     const std::size_t size = fpdu_size(len);
-    if (b.size() < size && !at_end) return;
+    if (s.held_bytes < size && !at_end) return;
+    b = prefix(size);
     const bool whole = b.size() >= size;
     const bool crc_right = whole && neg_.crc() && le32(b, size - kMpaCrcSize) == fpdu_crc(b.first(size - kMpaCrcSize));
     if (whole && plausible_ulpdu(len, b.subspan(2, len)) && (crc_right || !neg_.crc())) {
-      const FieldDef& r = kMpaMarker.fields[MpaMarker::rsvd];
-      s.absent = MarkersAbsent{s.base, s.held.front().frame,
-                               static_cast<std::uint16_t>(read_bits(b.first(kMpaMarker.size), r.bit_offset, r.bit_width)),
-                               ms.pointer(0), crc_right};
+      s.absent = MarkersAbsent{s.base, s.held.front().frame, rsvd, pointer, crc_right};
       s.markers = false;
       s.markers_excluded = true;
       s.framer.reset(false, neg_.crc());
@@ -544,6 +553,7 @@ void MpaConnection::feed_fpdus(int dir, Bytes data, std::uint64_t frame, std::ui
     e.fpdu = &*v;
     e.crc_in_use = s.framer.crc();
     e.crc_computed = f->crc;
+    e.damaged = e.crc_in_use && v->crc_wire != 0 && v->crc_wire != e.crc_computed;
     const auto ddp = decode_ddp(v->ulpdu);
     e.ddp = &ddp;
     e.index = s.fpdus++;
@@ -557,12 +567,10 @@ void MpaConnection::feed_fpdus(int dir, Bytes data, std::uint64_t frame, std::ui
     // its place were data: markers left out, or misplaced), and what follows
     // the gap stays unjudged, the gap's doing.
     if (s.unproven_resume && broken) {
-      --s.fpdus;
-      s.judged -= e.wire_size;
-      stop(dir, e.offset, e.first_frame,
-           fmt::format("the FPDU that the marker found after the gap names, at offset {}, {}: the framing found again does not hold",
-                       e.offset, e.crc_in_use ? "fails its CRC" : "holds no valid DDP header"),
-           true);
+      unframe(dir,
+              fmt::format("the FPDU that the marker found after the gap names, at offset {}, {}: the framing found again does not hold",
+                          e.offset, e.crc_in_use ? "fails its CRC" : "holds no valid DDP header"),
+              true);
       return;
     }
     s.unproven_resume = false;
@@ -575,14 +583,12 @@ void MpaConnection::feed_fpdus(int dir, Bytes data, std::uint64_t frame, std::ui
     if (s.markers && !e.markers.empty()) {
       const auto wrong = std::find_if(e.markers.begin(), e.markers.end(), [](const MarkerSeen& m) { return m.fpduptr != m.expected_ptr; });
       if (wrong != e.markers.end() && broken) {
-        --s.fpdus;
-        s.judged -= e.wire_size;
         s.misplaced = e.markers;
-        stop(dir, e.offset, e.first_frame,
-             fmt::format("the marker at offset {} does not point at the start of the FPDU framed at offset {}, which then {}: "
-                         "this direction's markers are not where they belong, and the octets from here cannot be framed",
-                         wrong->offset, e.offset, e.crc_in_use ? "fails its CRC" : "holds no valid DDP header"),
-             false, false, false, Evidence::Cause{"iwarp.mpa.marker.fpduptr", wrong->frame});
+        unframe(dir,
+                fmt::format("the marker at offset {} does not point at the start of the FPDU framed at offset {}, which then {}: "
+                            "this direction's markers are not where they belong, and the octets from here cannot be framed",
+                            wrong->offset, e.offset, e.crc_in_use ? "fails its CRC" : "holds no valid DDP header"),
+                false, Evidence::Cause{"iwarp.mpa.marker.fpduptr", wrong->frame});
         return;
       }
     }
@@ -591,23 +597,26 @@ void MpaConnection::feed_fpdus(int dir, Bytes data, std::uint64_t frame, std::ui
     // length field is the damage (a wrong length misframes all that
     // follows), so framing stops there, reported as the consequence of the
     // first. (A sender whose every CRC is wrong still sends good headers.)
-    const bool damaged = e.crc_in_use && v->crc_wire != 0 && v->crc_wire != e.crc_computed;
-    if (damaged && s.last_damaged && !plausible_ulpdu(v->ulpdu_len, v->ulpdu)) {
-      --s.fpdus;
-      s.judged -= e.wire_size;
-      const Evidence::Cause root = *s.damaged;
-      stop(dir, e.offset, e.first_frame,
-           fmt::format("the FPDU framed at offset {} fails its CRC as the one before it did: the length field that framed it is "
-                       "taken as damaged (what it frames holds no valid DDP header), and the octets from here cannot be framed",
-                       e.offset),
-           false, false, false, root);
+    if (e.damaged && s.last_damaged && !plausible_ulpdu(v->ulpdu_len, v->ulpdu)) {
+      unframe(dir,
+              fmt::format("the FPDU framed at offset {} fails its CRC as the one before it did: the length field that framed it is "
+                          "taken as damaged (what it frames holds no valid DDP header), and the octets from here cannot be framed",
+                          e.offset),
+              false, *s.damaged);
       return;
     }
-    s.last_damaged = damaged;
-    if (damaged && !s.damaged) s.damaged = Evidence::Cause{"iwarp.mpa.fpdu.crc", e.first_frame};
+    s.last_damaged = e.damaged;
+    if (e.damaged && !s.damaged) s.damaged = Evidence::Cause{"iwarp.mpa.fpdu.crc", e.first_frame};
     l_.on_fpdu(e);
   }
   probe_markers(dir);
+}
+
+void MpaConnection::unframe(int dir, std::string reason, bool gap, std::optional<Evidence::Cause> caused_by) {
+  Dir& s = d_[dir];
+  --s.fpdus;
+  s.judged -= s.event.wire_size;
+  stop(dir, s.event.offset, s.event.first_frame, std::move(reason), gap, false, false, std::move(caused_by));
 }
 
 void MpaConnection::feed(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame, std::uint64_t acked) {

@@ -87,6 +87,10 @@ struct FpduEvent {
   const FpduView* fpdu = nullptr;
   bool crc_in_use = false;
   std::uint32_t crc_computed = 0;      // valid when crc_in_use
+  // CRCs in use and the sender's CRC field neither zero (one it did not
+  // compute, iwarp.mpa.crc.used's finding) nor the computed one: the FPDU
+  // may carry the link's damage.
+  bool damaged = false;
   const protocols::Result<DdpSegment>* ddp = nullptr;
   std::uint64_t index = 0;             // FPDU number in this direction, from 0
   // What its sender had received of the other direction when it sent the
@@ -353,6 +357,8 @@ class MpaConnection {
   void route(int dir, std::uint64_t offset, Bytes data, std::uint64_t frame, std::uint64_t acked);
   void stop(int dir, std::uint64_t offset, std::uint64_t frame, std::string reason, bool gap = false, bool cut_by_fin = false,
             bool fpdu_after_reject = false, std::optional<Evidence::Cause> caused_by = {});
+  // The FPDU just framed is not judged after all: framing stops at it.
+  void unframe(int dir, std::string reason, bool gap, std::optional<Evidence::Cause> caused_by = {});
   bool from_initiator(int dir) const { return dir == initiator_dir_; }
 
   const captures::io::TcpStreamInfo& info_;  // the caller's, kept up to date as the connection goes on

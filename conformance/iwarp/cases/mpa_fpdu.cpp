@@ -84,6 +84,19 @@ void fail_absent_markers(CaseCtx& ctx, const IwarpConn& c, What what) {
   }
 }
 
+// A case on one field of every marker: judged per FPDU, and at close on the
+// markers where framing stopped and on a direction that left them out.
+template <class Check, class What>
+void add_marker_case(IwarpCases& k, const CaseText& text, Check check, What absent) {
+  add(k, text)
+      .fpdu([check](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e) { judge_markers(ctx, e, check); })
+      .close([check, absent](CaseCtx& ctx, const IwarpConn& c) {
+        judge_misplaced_markers(ctx, c, check);
+        fail_absent_markers(ctx, c, absent);
+      })
+      .stop(inconclusive_if_markers);
+}
+
 // Which directions' framing stopped before the connection closed.
 // FPDUs that span captured segments, judged when the sender's segment size is known.
 struct Spanning : CaseState {
@@ -256,20 +269,14 @@ void add_iwarp_mpa_fpdu_cases(IwarpCases& k) {
         }
       });
 
-  add(k, {"iwarp.mpa.marker.fpduptr", "RFC 5044", "§4.2, §4.3, §7.1.1", Level::must,
-          "Where markers are in use, one sits at every 512th octet of the stream counted from the first FPDU, "
-          "and its FPDU pointer is the distance back to the start of the FPDU it sits in (0 when it begins one)."})
-      .fpdu([](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e) {
-        judge_markers(ctx, e, fpduptr_check);
-      })
-      .close([](CaseCtx& ctx, const IwarpConn& c) {
-        judge_misplaced_markers(ctx, c, fpduptr_check);
-        fail_absent_markers(ctx, c, [](const iwarp::MpaConnection::MarkersAbsent& a) {
-          return std::pair{std::string("a marker with FPDU pointer 0 (the first FPDU begins here)"),
-                           fmt::format("no marker (the octets there read as pointer {})", a.fpduptr)};
-        });
-      })
-      .stop(inconclusive_if_markers);
+  add_marker_case(k,
+                  {"iwarp.mpa.marker.fpduptr", "RFC 5044", "§4.2, §4.3, §7.1.1", Level::must,
+                   "Where markers are in use, one sits at every 512th octet of the stream counted from the first FPDU, "
+                   "and its FPDU pointer is the distance back to the start of the FPDU it sits in (0 when it begins one)."},
+                  fpduptr_check, [](const iwarp::MpaConnection::MarkersAbsent& a) {
+                    return std::pair{std::string("a marker with FPDU pointer 0 (the first FPDU begins here)"),
+                                     fmt::format("no marker (the octets there read as pointer {})", a.fpduptr)};
+                  });
 
   add(k, {"iwarp.mpa.marker.unrequested", "RFC 5044", "§7.1.1", Level::must,
           "An endpoint whose peer sent M = 0 adds no markers: a direction without markers whose first FPDUs fail "
@@ -293,19 +300,13 @@ void add_iwarp_mpa_fpdu_cases(IwarpCases& k) {
         }
       });
 
-  add(k, {"iwarp.mpa.marker.reserved", "RFC 5044", "§4.2", Level::must,
-          "The 16 reserved bits at the front of every marker are sent as zero."})
-      .fpdu([](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e) {
-        judge_markers(ctx, e, reserved_check);
-      })
-      .close([](CaseCtx& ctx, const IwarpConn& c) {
-        judge_misplaced_markers(ctx, c, reserved_check);
-        fail_absent_markers(ctx, c, [](const iwarp::MpaConnection::MarkersAbsent& a) {
-          return std::pair{std::string("a marker whose reserved bits are 0x0000"),
-                           fmt::format("no marker (the octets there read as reserved bits 0x{:04x})", a.rsvd)};
-        });
-      })
-      .stop(inconclusive_if_markers);
+  add_marker_case(k,
+                  {"iwarp.mpa.marker.reserved", "RFC 5044", "§4.2", Level::must,
+                   "The 16 reserved bits at the front of every marker are sent as zero."},
+                  reserved_check, [](const iwarp::MpaConnection::MarkersAbsent& a) {
+                    return std::pair{std::string("a marker whose reserved bits are 0x0000"),
+                                     fmt::format("no marker (the octets there read as reserved bits 0x{:04x})", a.rsvd)};
+                  });
 }
 
 }  // namespace rdmaconf::conformance
