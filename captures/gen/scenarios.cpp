@@ -668,7 +668,7 @@ std::vector<Scenario> scenarios() {
   // each traffic kind exercises; the rest is NOT_APPLICABLE there.
   const std::vector<std::string> roce_cases = {
       "roce.packet.headers", "roce.icrc", "ib.bth.tver", "ib.bth.opcode", "ib.bth.reserved", "ib.eth.reserved",
-      "ib.bth.padcnt", "ib.bth.pkey", "ib.payload.rule", "ib.cnp.format", "roce.qp0", "ib.ud.gsi_qkey",
+      "ib.bth.padcnt", "ib.bth.pkey", "ib.payload.rule", "ib.cnp.format", "roce.qp0", "ib.ud.gsi_qkey", "ib.gsi.transport",
       "ib.atomic.alignment", "ib.reth.length", "ib.aeth.syndrome", "ib.qp.pkey", "ib.qp.transport", "ib.payload.pmtu",
       "ib.payload.first_middle", "ib.payload.last", "ib.opseq", "ib.psn.sequential", "ib.psn.resend_after_nak",
       "ib.nak.sequence", "ib.nak.psn", "ib.ack.psn", "ib.aeth.msn", "ib.ackreq.answered", "ib.response.match",
@@ -708,7 +708,7 @@ std::vector<Scenario> scenarios() {
   };
   // The recovery traffic has no multi-packet message, no Atomic, no CNP and no datagram.
   const auto recovery_na = {"ib.payload.pmtu", "ib.payload.first_middle", "ib.payload.last", "ib.reth.dma_length",
-                            "ib.atomic.alignment", "ib.cnp.format", "ib.ud.gsi_qkey", "roce.deth.srcqp"};
+                            "ib.atomic.alignment", "ib.cnp.format", "ib.ud.gsi_qkey", "ib.gsi.transport", "roce.deth.srcqp"};
 
   roce("roce-v4", "RoCEv2 over IPv4, path MTU 1024: every RC operation (WRITE First/Middle/Last, with Immediate, zero-length; SEND "
        "Only/First/Middle/Last, with Immediate, with Invalidate; READ of 1500, 0 and 200 octets; CmpSwap; FetchAdd) with its "
@@ -735,7 +735,7 @@ std::vector<Scenario> scenarios() {
        "inconclusive, not a violation",
        RoceTraffic{false, {send_only(300, 64), send_only(302, 64, true), ack(302, 3)}, {}, {}},
        roce_expect({"ib.payload.pmtu", "ib.payload.first_middle", "ib.payload.last", "ib.reth.dma_length", "ib.read.response_psn",
-                    "ib.read.response_length", "ib.response.match", "ib.atomic.alignment", "ib.cnp.format", "ib.ud.gsi_qkey",
+                    "ib.read.response_length", "ib.response.match", "ib.atomic.alignment", "ib.cnp.format", "ib.ud.gsi_qkey", "ib.gsi.transport",
                     "ib.reth.length", "ib.psn.resend_after_nak", "ib.nak.psn", "ib.aeth.msn", "roce.deth.srcqp", "ib.nak.fatal"},
                    {{"ib.psn.sequential", INC}, {"ib.nak.sequence", INC}}));
 
@@ -765,6 +765,11 @@ std::vector<Scenario> scenarios() {
              [](RoceTraffic& t) { t.pkts[32].qp = 0; }, {{"roce.qp0", F}});
   roce_fault("roce-fault-gsi-qkey", "the datagram to QP1 carries Q_Key 0x11111111",
              [](RoceTraffic& t) { t.pkts[33].exts[0].second.set(ib::Deth::qkey, 0x11111111); }, {{"ib.ud.gsi_qkey", F}});
+  roce_fault("roce-fault-resp-psn-reused", "the Read Response Last of the 1500-octet READ carries PSN 105, its First's",
+             [](RoceTraffic& t) { t.pkts[9].psn = 105; }, {{"ib.read.response_psn", F}});
+  roce_fault("roce-fault-gsi-transport", "the capture ends with an RC SEND Only from A addressed to QP1 (A sends no datagram to QP1)",
+             [](RoceTraffic& t) { t.pkts.push_back(RocePkt{true, 0x04, 1, 600, pattern(8, 32), {}, false, 0xffff, {}, false, 0, {}, false}); },
+             {{"ib.gsi.transport", F}});
   roce_fault("roce-fault-atomic-alignment", "the CmpSwap names address 0x44",
              [](RoceTraffic& t) { t.pkts[10].exts[0].second.set(ib::AtomicEth::va, 0x44); }, {{"ib.atomic.alignment", F}});
   roce_fault("roce-fault-reth-length", "the capture ends with a UC RDMA WRITE First announcing 2^31+1 octets",
@@ -845,7 +850,7 @@ std::vector<Scenario> scenarios() {
                  },
                  // 206 may have left before the RNR NAK arrived, and the resend come after the capture ends.
                  roce_expect({"ib.payload.pmtu", "ib.payload.first_middle", "ib.payload.last", "ib.reth.dma_length", "ib.read.response_psn",
-                              "ib.read.response_length", "ib.response.match", "ib.atomic.alignment", "ib.cnp.format", "ib.ud.gsi_qkey",
+                              "ib.read.response_length", "ib.response.match", "ib.atomic.alignment", "ib.cnp.format", "ib.ud.gsi_qkey", "ib.gsi.transport",
                               "ib.reth.length", "roce.deth.srcqp", "ib.nak.fatal"},
                              {{"ib.psn.resend_after_nak", INC}}));
   recovery_fault("roce-fault-resend-psn", "after the sequence-error NAK of 202 the requester resends from 203, never 202; the capture ends",
@@ -854,7 +859,7 @@ std::vector<Scenario> scenarios() {
                    t.pkts.resize(7);
                  },
                  roce_expect({"ib.payload.pmtu", "ib.payload.first_middle", "ib.payload.last", "ib.reth.dma_length", "ib.read.response_psn",
-                              "ib.read.response_length", "ib.response.match", "ib.atomic.alignment", "ib.cnp.format", "ib.ud.gsi_qkey",
+                              "ib.read.response_length", "ib.response.match", "ib.atomic.alignment", "ib.cnp.format", "ib.ud.gsi_qkey", "ib.gsi.transport",
                               "ib.reth.length", "roce.deth.srcqp", "ib.nak.fatal"},
                              {{"ib.psn.resend_after_nak", F}, {"ib.psn.sequential", INC}, {"ib.ackreq.answered", INC}, {"ib.aeth.msn", NA},
                               {"ib.nak.sequence", NA}}));

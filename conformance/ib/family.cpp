@@ -330,7 +330,7 @@ class Run final : public FamilyRun {
     if (f.acked_before_sent)
       s.artefact(e.dir, "frame {}: request PSN {} comes after frame {} acknowledged it (file order is not the wire's)",
                                     frame, psn, *f.acked_before_sent);
-    if (f.resp_psn_expected && *f.resp_psn_expected != psn && !f.resp_psn_proved)
+    if (f.resp_psn_expected && *f.resp_psn_expected != psn && !f.resp_psn_proved && !f.resp_psn_reused)
       s.artefact(e.dir, "frame {}: response PSN {} where {} was next", frame, psn, *f.resp_psn_expected);
     if (f.match == Facts::Match::unmatched && !f.match_proved)
       s.artefact(1 - e.dir, "frame {}: answers PSN {}, whose request the capture lacks", frame, psn);

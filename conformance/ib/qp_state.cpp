@@ -471,14 +471,23 @@ void Conversation::response(int dir, const pib::IbPacket& p, std::uint64_t frame
                             (r.msg == RespFlow::Msg::none && (seq == Seq::middle || seq == Seq::last))))
     r.msg = RespFlow::Msg::unknown;
   facts_.order_error = order(r.msg, open, kind, seq);
+  const std::size_t content = content_of(p);
   if (seq == Seq::first || seq == Seq::only) {
     r.next_psn = psn;
     r.got_packets = 0;
     r.got_bytes = 0;
+    r.msg_sent.clear();
   } else if (was_open) {
     facts_.resp_psn_expected = r.next_psn;
+    if (psn_diff(psn, r.next_psn) < 0) {
+      const auto was = std::find_if(r.msg_sent.rbegin(), r.msg_sent.rend(), [&](const RespFlow::Sent& s) { return s.psn == psn; });
+      if (was != r.msg_sent.rend() && was->content != content) facts_.resp_psn_reused = was->frame;
+    }
   }
-  r.next_psn = psn_add(psn, 1);
+  constexpr std::size_t kKeepMsgSent = 1024;  // a longer response is checked for reuse in its first packets only
+  if (r.msg_sent.size() < kKeepMsgSent) r.msg_sent.push_back({psn, content, frame});
+  // A packet that took a PSN already given holds the place of the one it should have carried.
+  r.next_psn = facts_.resp_psn_reused ? psn_add(r.next_psn, 1) : psn_add(psn, 1);
   ++r.got_packets;
   r.got_bytes += p.payload.size();
   // Every octet asked for came, and the PSN is no other Read's (whose

@@ -158,6 +158,14 @@ struct RespFlow {
   Request reading;
   std::uint32_t next_psn = 0, got_packets = 0;
   std::uint64_t got_bytes = 0;
+  // The open Read Response's packets (their PSN, content and frame), to
+  // tell a PSN given again to other content from a copy.
+  struct Sent {
+    std::uint32_t psn;
+    std::size_t content;
+    std::uint64_t frame;
+  };
+  std::vector<Sent> msg_sent;
   ReqFlow* req = nullptr;
 };
 
@@ -199,6 +207,11 @@ struct Facts {
   // with other content: not a resend, and no capture artefact makes one
   // packet into another.
   std::optional<std::uint64_t> psn_reused;
+  // A Read Response Middle or Last whose PSN a packet of the same response
+  // (this frame) had with other content: the responder gave one PSN to two
+  // packets (a copy has the same octets; a response served again after a
+  // repeated request starts over with a First).
+  std::optional<std::uint64_t> resp_psn_reused;
   // A new request with a PSN that an acknowledge (this frame) had already
   // named: the file holds the answer before the request.
   std::optional<std::uint64_t> acked_before_sent;

@@ -508,6 +508,34 @@ BOOST_AUTO_TEST_CASE(a_timestamp_inversion_does_not_hide_faults_elsewhere) {
   BOOST_TEST(planted >= 2);
 }
 
+// A PSN given to two packets with other content is no copy: in rxe's Read
+// captures, the second Read Response Middle given its predecessor's PSN (and
+// one payload octet changed, so the content differs whatever the buffer
+// holds) FAILs ib.read.response_psn, and the unplanted capture does not.
+BOOST_AUTO_TEST_CASE(a_response_psn_given_twice_fails) {
+  Tmp tmp;
+  int planted = 0;
+  std::vector<std::string> missed;
+  for (const auto& path : all_captures()) {
+    const std::string name = fs::path(path).filename().string();
+    if (!name.starts_with("lab-rxe-") || name.find("ib_read_bw") == std::string::npos) continue;
+    const Capture orig = load(path);
+    if (fails_of(check(path)).count("ib.read.response_psn")) continue;
+    namespace pib = protocols::ib;
+    const auto m = plant_roce(orig, pib::kTransportRc | pib::kReadRespMiddle, 1, [](std::vector<std::byte>& data, std::size_t bth) {
+      rewrite(data, bth, pib::kBth, [](protocols::Header& h) { h.set(pib::Bth::psn, (h.get(pib::Bth::psn) - 1) & 0xffffff); });
+      data[bth + pib::kBth.size] ^= std::byte{0x5a};  // a Middle carries no AETH
+    });
+    if (!m) continue;
+    ++planted;
+    save(tmp.path, *m);
+    if (!fails_of(check(tmp.path)).count("ib.read.response_psn")) missed.push_back(name);
+  }
+  for (const auto& s : missed) BOOST_TEST_MESSAGE(s << ": a response PSN given twice is not found");
+  BOOST_TEST(missed.empty());
+  BOOST_TEST(planted >= 1);
+}
+
 // A fault planted into a capture that starts mid-connection is found.
 BOOST_AUTO_TEST_CASE(planted_faults_are_found_after_a_cut) {
   Tmp tmp, tmp2;

@@ -215,7 +215,10 @@ void add_ib_reliable_cases(IbCases& k) {
            with_facts([](CaseCtx& ctx, const RocePacketEvent& e, const Facts& f, const IbPacket& p) {
              // A jump in the response's PSNs is a lost packet unless the response turned out whole (then the
              // jump itself is no artefact, but others, a reordering, may still explain it).
-             if (f.resp_psn_expected)
+             if (f.resp_psn_reused)
+               roce_fail(ctx, e, fmt::format("PSN {}", *f.resp_psn_expected),
+                         fmt::format("PSN {} again, with other content than frame {}", psn_of(p), *f.resp_psn_reused));
+             else if (f.resp_psn_expected)
                RDMACONF_ROCE_DOUBT(ctx, e, psn_of(p) == *f.resp_psn_expected, fmt::format("PSN {}", *f.resp_psn_expected),
                                    fmt::format("PSN {}", psn_of(p)),
                                    f.resp_psn_proved ? "the response carried every octet asked for" : "");

@@ -188,6 +188,16 @@ void add_roce_transport_cases(IbCases& k) {
              RDMACONF_ROCE_JUDGE(ctx, e, q == 0x80010000, "Q_Key 0x80010000", fmt::format("0x{:08x}", q));
            }));
 
+  add_roce(k, {"ib.gsi.transport", "IBTA Vol.1", "ch. 13", Level::must,
+               "QP1, the general services QP, is a datagram QP: every packet addressed to it carries a UD opcode."},
+           decoded([](CaseCtx& ctx, const RocePacketEvent& e, const IbPacket& p) {
+             // A CNP names the QP being notified, whatever its service.
+             if (p.bth.get(Bth::destqp) != 1 || p.op->transport == Transport::cnp) return;
+             RDMACONF_ROCE_JUDGE(ctx, e, p.op->transport == Transport::ud, "a UD opcode",
+                                 fmt::format("{} ({} opcode 0x{:02x})", p.op->op_name, transport_name(p.op->transport),
+                                             p.bth.get(Bth::opcode)));
+           }));
+
   add_roce(k, {"ib.atomic.alignment", "IBTA Vol.1", "ch. 9", Level::must,
                "The virtual address of a CmpSwap or FetchAdd is aligned to 8 octets."},
            decoded([](CaseCtx& ctx, const RocePacketEvent& e, const IbPacket& p) {
