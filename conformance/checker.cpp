@@ -9,11 +9,14 @@
 #include <condition_variable>
 #include <deque>
 #include <exception>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -74,6 +77,24 @@ std::vector<const CaseInfo*> Checker::active_cases() const {
 // the merger had handed on all ended before that frame, where one thread
 // did the same.
 namespace {
+
+// Warnings in frame order, those of one frame by their text (a check split
+// over threads raises them in another order), the first kMaxInputWarnings.
+void order_warnings(InputResult& out) {
+  std::vector<std::size_t> idx(out.warnings.size());
+  std::iota(idx.begin(), idx.end(), std::size_t{0});
+  std::sort(idx.begin(), idx.end(), [&](std::size_t x, std::size_t y) {
+    return std::tie(out.warning_frames[x], out.warnings[x]) < std::tie(out.warning_frames[y], out.warnings[y]);
+  });
+  std::vector<std::string> w;
+  std::vector<std::uint64_t> f;
+  for (std::size_t i = 0; i < idx.size() && i < kMaxInputWarnings; ++i) {
+    w.push_back(std::move(out.warnings[idx[i]]));
+    f.push_back(out.warning_frames[idx[i]]);
+  }
+  out.warnings = std::move(w);
+  out.warning_frames = std::move(f);
+}
 
 constexpr std::uint64_t kEndFrame = ~std::uint64_t{0};
 
@@ -480,6 +501,7 @@ struct CheckRun::Impl {
       for (auto& s : open) sink(std::move(s));
     }
     checker.order_kept(out.scopes);
+    order_warnings(out);
   }
 };
 
@@ -726,15 +748,13 @@ InputResult Checker::check_split(const std::string& path, std::unique_ptr<PcapRe
     return check(path, PcapReader::open(path, err, opt_.hash), err, handed);
   }
 
-  struct Warning {
-    std::uint64_t frame;
-    unsigned worker;
-    std::string text;
-  };
-  std::vector<Warning> warnings;
-  for (unsigned w = 0; w < n; ++w)
-    for (std::size_t i = 0; i < workers[w]->out.warnings.size(); ++i)
-      warnings.push_back({workers[w]->out.warning_frames[i], w, std::move(workers[w]->out.warnings[i])});
+  std::vector<std::string> warnings;
+  std::vector<std::uint64_t> warning_frames;
+  for (unsigned w = 0; w < n; ++w) {
+    auto& o = workers[w]->out;
+    std::move(o.warnings.begin(), o.warnings.end(), std::back_inserter(warnings));
+    warning_frames.insert(warning_frames.end(), o.warning_frames.begin(), o.warning_frames.end());
+  }
   InputResult out = std::move(workers[0]->out);
   out.threads = n;
   out.scopes = std::move(kept);
@@ -752,14 +772,9 @@ InputResult Checker::check_split(const std::string& path, std::unique_ptr<PcapRe
       else out.stats.families.push_back(std::move(c));
     }
   }
-  std::stable_sort(warnings.begin(), warnings.end(),
-                   [](const Warning& x, const Warning& y) { return x.frame != y.frame ? x.frame < y.frame : x.worker < y.worker; });
-  out.warnings.clear();
-  out.warning_frames.clear();
-  for (std::size_t i = 0; i < warnings.size() && i < kMaxInputWarnings; ++i) {
-    out.warnings.push_back(std::move(warnings[i].text));
-    out.warning_frames.push_back(warnings[i].frame);
-  }
+  out.warnings = std::move(warnings);
+  out.warning_frames = std::move(warning_frames);
+  order_warnings(out);
   if (opt_.progress) opt_.progress(readers[0]->file_size(), readers[0]->file_size());
   return out;
 }

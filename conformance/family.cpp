@@ -60,7 +60,7 @@ std::string RunContext::state_bound(std::uint64_t max_open) const {
   return fmt::format("{} open at once, the bound of this kind's {} KiB share of --state-memory", max_open, state_memory_ >> 10);
 }
 
-void RunContext::bound_reached(std::uint64_t frame, const std::string& message) {
+void RunContext::notice(std::uint64_t frame, const std::string& message) {
   if (on_warning) on_warning(frame, false, message);
   warn(frame, message);
 }

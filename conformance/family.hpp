@@ -80,7 +80,10 @@ class RunContext {
   void anomaly(std::uint64_t frame, const std::string& message);
   // A bound of the checker's own reached at this frame (the open state's):
   // warned, and not counted as the capture's fault.
-  void bound_reached(std::uint64_t frame, const std::string& message);
+  void bound_reached(std::uint64_t frame, const std::string& message) { notice(frame, message); }
+  // Traffic the family saw and did not judge, and why: warned, not counted
+  // as the capture's fault.
+  void notice(std::uint64_t frame, const std::string& message);
   // Set by the dissector: called with every warning and its frame
   // (`undecodable` true for a frame not decoded, false for an oddity).
   std::function<void(std::uint64_t frame, bool undecodable, const std::string& message)> on_warning;

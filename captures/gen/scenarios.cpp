@@ -159,6 +159,21 @@ std::vector<Scenario> scenarios() {
       e[id] = NA;
     iwarp("iwarp-fault-no-mpa-exchange", "as iwarp-rev2-crc", c, e);
   }
+  {
+    // Another stack's FPDUs from the first octet, the first with a DDP header this catalog cannot read as one: its CRC
+    // proves the framing, and the FPDUs are judged.
+    IwarpConfig c;
+    c.fault = "after the TCP handshake both sides send their FPDUs with no MPA Request or Reply, and the initiator's first Send "
+              "carries DDP version 2";
+    c.no_mpa_exchange = true;
+    c.edit = [](Traffic& t) { set_ddp(t.init[0], iwarp::DdpUntagged::dv, 2); };
+    Expect e = {{"iwarp.mpa.req.key", F}, {"iwarp.mpa.rep.key", F}, {"iwarp.ddp.version", F}};
+    for (const char* id : {"iwarp.mpa.rr.reserved", "iwarp.mpa.rr.revision", "iwarp.mpa.rr.pd_length", "iwarp.mpa.rr.reject_flag",
+                           "iwarp.mpa.v2.enhanced", "iwarp.mpa.v2.ird_ord", "iwarp.mpa.v2.reply_enhanced", "iwarp.mpa.fpdu.before_exchange",
+                           "iwarp.mpa.responder.first_fpdu", "iwarp.rdmap.ird_ord", "iwarp.mpa.v2.p2p_echo", "iwarp.mpa.v2.rtr_flags"})
+      e[id] = NA;
+    iwarp("iwarp-fault-no-mpa-exchange-ddp-version", "as iwarp-rev2-crc", c, e);
+  }
   IwarpConfig rej;
   rej.reject = true;
   {

@@ -354,6 +354,17 @@ class Run final : public FamilyRun, public TcpSink {
       r.order = c.id;
       r.tcp_stream = c.id;
       ctx_.scope_done(std::move(r));
+    } else if (k.mpa.coverage(0).captured + k.mpa.coverage(1).captured > 0) {
+      // Nothing skipped silently: a connection with data that is not read as
+      // iWARP is named with the reason (at its close, where that is known).
+      ++not_iwarp_;
+      k.label();
+      ctx_.notice(frame, fmt::format("TCP connection {} <-> {} (data in frames {} to {}) not read as iWARP: {}",
+                                     k.endpoints[0], k.endpoints[1], k.first_frame, k.last_frame,
+                                     c.start_known[0] || c.start_known[1]
+                                         ? "neither side's first octets are an MPA Request or Reply, or an FPDU (a valid DDP "
+                                           "header, or a CRC that checks)"
+                                         : "the capture starts mid-connection and no run of FPDUs was found in it"));
     }
     conns_.erase(it);
   }
@@ -361,6 +372,7 @@ class Run final : public FamilyRun, public TcpSink {
   void finish(std::vector<ScopeResult>&, std::vector<FamilyCount>& counts) override {
     // (Every connection was closed by the reassembler's finish and handed on.)
     counts.push_back({"iwarp_connections", "iWARP connections", connections_});
+    counts.push_back({"tcp_not_iwarp", "TCP connections with data not read as iWARP", not_iwarp_});
   }
 
  private:
@@ -371,6 +383,7 @@ class Run final : public FamilyRun, public TcpSink {
   const Family::Dispatch& dispatch_;
   std::map<std::uint64_t, std::unique_ptr<Conn>> conns_;
   std::uint64_t connections_ = 0;
+  std::uint64_t not_iwarp_ = 0;
 };
 
 std::unique_ptr<FamilyRun> Family::start(RunContext& ctx) const { return std::make_unique<Run>(*this, ctx); }

@@ -131,10 +131,10 @@ struct MarkedStream {
 };
 
 
-// Whether the first FPDU of `b`, read with a marker at every 512th octet from
-// its first, carries a CRC that checks (CRCs in use).
-bool first_crc_checks(Bytes b) {
-  MpaFramer<int> framer(true, true);
+// Whether the first FPDU of `b` (with `markers`, a marker at every 512th
+// octet from its first) carries a CRC that checks (CRCs in use).
+bool first_crc_checks(Bytes b, bool markers) {
+  MpaFramer<int> framer(markers, true);
   const auto f = framer.next(b);
   if (!f) return false;
   const auto v = decode_fpdu(f->octets);
@@ -291,12 +291,16 @@ void MpaConnection::route(int dir, std::uint64_t offset, Bytes data, std::uint64
       const std::size_t before = s.held_bytes;
       s.held.push_back(Held{offset, frame, acked, s.segment, {data.begin(), data.end()}});
       s.held_bytes += data.size();
-      if (s.from_start && !first_fpdu_plausible(s)) {
-        // Not FPDUs from the first octet: an ordinary TCP stream, held no longer.
-        s.state = State::not_mpa;
-        s.held.clear();
-        s.held_bytes = 0;
-        return;
+      if (s.from_start) {
+        const auto first = first_fpdu_proof(s);
+        if (!first) return;  // not known yet
+        if (!*first) {
+          // Not FPDUs from the first octet: an ordinary TCP stream, held no longer.
+          s.state = State::not_mpa;
+          s.held.clear();
+          s.held_bytes = 0;
+          return;
+        }
       }
       // Try at 4 KiB and at each doubling up to the limit.
       for (std::size_t at = kInferFirstTry; at <= kInferMax; at *= 2)
@@ -317,13 +321,30 @@ void MpaConnection::route(int dir, std::uint64_t offset, Bytes data, std::uint64
   }
 }
 
-bool MpaConnection::first_fpdu_plausible(const Dir& s) {
+std::optional<bool> MpaConnection::first_fpdu_proof(const Dir& s) {
   std::array<std::byte, 2 + kDdpUntagged.size> head{};
   std::size_t n = 0;
   for (const auto& h : s.held)
     for (std::size_t i = 0; i < h.bytes.size() && n < head.size(); ++i) head[n++] = h.bytes[i];
-  if (n < 2) return true;  // not yet known
-  return plausible_ulpdu(be16(Bytes(head.data(), n), 0), Bytes(head.data() + 2, n - 2));
+  if (n < 2) return std::nullopt;
+  const std::uint16_t len = be16(Bytes(head.data(), n), 0);
+  if (plausible_ulpdu(len, Bytes(head.data() + 2, n - 2))) return true;
+  // No valid DDP header (another stack's versions, opcodes or queues): a CRC
+  // that checks over the FPDU its length field frames still proves MPA
+  // framing, and the FPDUs are judged. Held for an FPDU of at most a jumbo
+  // frame: an ordinary stream is let go soon.
+  constexpr std::size_t kLongestProof = 9216;
+  const std::size_t size = fpdu_size(len);
+  if (size > kLongestProof) return false;
+  if (s.held_bytes < size) return std::nullopt;
+  std::vector<std::byte> first;
+  first.reserve(size);
+  for (const auto& h : s.held) {
+    const std::size_t take = std::min(h.bytes.size(), size - first.size());
+    first.insert(first.end(), h.bytes.begin(), h.bytes.begin() + static_cast<std::ptrdiff_t>(take));
+    if (first.size() == size) break;
+  }
+  return first_crc_checks({first.data(), first.size()}, false);
 }
 
 void MpaConnection::infer(int dir, std::uint64_t frame, bool at_end) {
@@ -340,7 +361,7 @@ void MpaConnection::infer(int dir, std::uint64_t frame, bool at_end) {
     // The markers sit every 512 octets from this side's first FPDU: frame them so.
     if (!neg_.complete()) {
       neg_.inferred = true;
-      neg_.crc_inferred = neg_.req.crc || neg_.rep.crc || first_crc_checks({all.data(), all.size()});
+      neg_.crc_inferred = neg_.req.crc || neg_.rep.crc || first_crc_checks({all.data(), all.size()}, true);
     }
     std::vector<Held> held;
     held.swap(s.held);

@@ -340,7 +340,9 @@ class MpaConnection {
   // without the negotiation (Dir::after_own_frame).
   void without_peer_frame(int dir);
   bool peer_frame_lost(int dir) const;
-  static bool first_fpdu_plausible(const Dir& s);
+  // Whether the first FPDU of a direction read from its first octet is one:
+  // its DDP header valid, or its CRC right (nullopt: not yet known).
+  static std::optional<bool> first_fpdu_proof(const Dir& s);
   void infer(int dir, std::uint64_t frame, bool at_end);
   // After a gap in a direction with markers: the first marker past the gap
   // whose pointer names an FPDU that begins after it.

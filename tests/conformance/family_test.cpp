@@ -210,6 +210,38 @@ BOOST_AUTO_TEST_CASE(the_checker_gives_a_family_what_it_claims) {
   fs::remove(path);
 }
 
+// A TCP connection with data that is not iWARP is counted and named with
+// the reason, not skipped silently; a connection without data is neither.
+BOOST_AUTO_TEST_CASE(tcp_not_read_as_iwarp_is_named) {
+  const fs::path path = fs::temp_directory_path() / fmt::format("rdmaconf-not-iwarp-{}.pcap", ::getpid());
+  {
+    captures::io::PcapWriter w(path.string());
+    const auto a = captures::io::host_v4(10, 0, 0, 1, 40000), b = captures::io::host_v4(10, 0, 0, 2, 80);
+    captures::io::TcpConversation http(w, a, b);
+    http.handshake();
+    const std::string get = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    http.send(0, protocols::Bytes(reinterpret_cast<const std::byte*>(get.data()), get.size()));
+    http.close();
+    auto c = a;
+    c.port = 40001;
+    captures::io::TcpConversation empty(w, c, b);
+    empty.handshake();
+    empty.close();
+  }
+  CheckOptions o;
+  o.hash = false;
+  const auto r = Checker(o).check_file(path.string());
+  fs::remove(path);
+  BOOST_TEST_REQUIRE(r.error.empty(), r.error);
+  std::map<std::string, std::uint64_t> counts;
+  for (const auto& c : r.stats.families) counts[c.key] = c.value;
+  BOOST_TEST(counts["iwarp_connections"] == 0u);
+  BOOST_TEST(counts["tcp_not_iwarp"] == 1u);
+  BOOST_TEST_REQUIRE(r.warnings.size() == 1u);
+  BOOST_TEST(r.warnings[0].find("TCP connection 10.0.0.1:40000 <-> 10.0.0.2:80 (data in frames 4 to 4)") != std::string::npos, r.warnings[0]);
+  BOOST_TEST(r.warnings[0].find("not read as iWARP: neither side's first octets") != std::string::npos, r.warnings[0]);
+}
+
 BOOST_AUTO_TEST_CASE(reports_carry_the_family_without_knowing_it) {
   const auto path = write_toy_capture();
   CheckOptions o;
