@@ -366,7 +366,7 @@ struct CheckRun::Impl {
       std::string claimed;
       for (const auto& a : checker.families_)
         for (int t : a.claims.linktypes) claimed += ", " + linktype_name(t);
-      out.error = fmt::format("{}: link type {} is not supported (Ethernet, Linux cooked v1/v2, raw IP{} are)", path,
+      out.error = fmt::format("{}: link type {} is not supported (Ethernet, Linux cooked v1/v2, raw IP{}, and ERF records of Ethernet, InfiniBand or IP are)", path,
                               out.linktype, claimed);
       refused = true;
       return;
@@ -421,6 +421,7 @@ struct CheckRun::Impl {
       latest_frame = f.number;
     }
     out.stats.octets += f.data.size();
+    if (f.problem) capture_ctx->undecodable(f.number, fmt::format("frame {}: {}", f.number, f.problem));
   }
 
   void frame(const Frame& f) {
@@ -447,7 +448,7 @@ struct CheckRun::Impl {
       }
     }
     if (!split || split->index == 0) frame_sanity(f);
-    if (owned && !*owned) return;
+    if ((owned && !*owned) || f.problem) return;
     if (whole_link) {
       Packet p;
       p.frame = f.number;

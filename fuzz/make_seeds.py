@@ -4,9 +4,12 @@
 the captures themselves. Run by .ci/run before fuzzing; nothing is committed."""
 import os
 import struct
+import subprocess
 import sys
+import tempfile
 
 golden, out = sys.argv[1], sys.argv[2]
+to_erf = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "oracles", "to_erf.py")
 
 
 def records(path):
@@ -42,6 +45,11 @@ for cap in sorted(os.listdir(golden)):
     streams = {}
     roce = b""
     put("fuzz_capture", cap, open(path, "rb").read())
+    if cap in ("roce-v4.pcap", "roce-v1.pcap", "ib-native-global.pcap", "iwarp-rev2-crc.pcap"):
+        # the same as ERF records (LINKTYPE_ERF), which the reader unwraps
+        with tempfile.NamedTemporaryFile(suffix=".pcap") as t:
+            subprocess.run([sys.executable, to_erf, path, t.name], check=True)
+            put("fuzz_capture", cap.replace(".pcap", ".erf.pcap"), open(t.name, "rb").read())
     # fuzz_dissector: the link type's choice octet (strict), then each frame
     # with its 2-octet length, as the plugin pushes them
     linktype = struct.unpack_from("<I", open(path, "rb").read(24), 20)[0]

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -26,6 +27,31 @@
 namespace rdmaconf::captures::io {
 
 namespace {
+
+// LINKTYPE_ERF, and the ERF record types read (Wireshark wiretap/erf_record.h).
+constexpr int kLinktypeErf = 197;
+constexpr std::size_t kErfHeader = 16;
+constexpr int kErfEth = 2, kErfColorEth = 11, kErfDsmColorEth = 16, kErfColorHashEth = 20, kErfInfiniband = 21,
+              kErfIpv4 = 22, kErfIpv6 = 23, kErfInfinibandLink = 25, kErfPad = 48;
+int erf_type(protocols::Bytes b) { return static_cast<int>(static_cast<unsigned>(b[8]) & 0x7f); }
+// The link type an ERF record type's packets are read as (-1: not read).
+int erf_linktype(int type) {
+  switch (type) {
+    case kErfEth:
+    case kErfColorEth:
+    case kErfDsmColorEth:
+    case kErfColorHashEth:
+      return DLT_EN10MB;
+    case kErfInfiniband:
+    case kErfInfinibandLink:
+      return DLT_INFINIBAND;
+    case kErfIpv4:
+    case kErfIpv6:
+      return DLT_RAW;
+    default:
+      return -1;
+  }
+}
 
 std::string to_hex(const unsigned char* p, unsigned n) {
   static constexpr char kHex[] = "0123456789abcdef";
@@ -441,12 +467,65 @@ std::unique_ptr<PcapReader> PcapReader::start(const std::string& path, std::uint
     return nullptr;
   }
   r->linktype_ = pcap_datalink(im.pcap);
+  if (r->linktype_ == kLinktypeErf) {
+    // The first record's type says what the capture is read as.
+    r->peeked_ = r->next_record();
+    const int type = r->peeked_ && r->peeked_->data.size() >= kErfHeader ? erf_type(r->peeked_->data) : kErfEth;
+    if (const int inner = erf_linktype(type); inner >= 0) {
+      r->erf_type_ = type;
+      r->linktype_ = inner;
+    }
+  }
   return r;
 }
 
 PcapReader::~PcapReader() = default;
 
 std::optional<Frame> PcapReader::next() {
+  std::optional<Frame> f;
+  if (peeked_) {
+    f = std::exchange(peeked_, std::nullopt);
+  } else {
+    f = next_record();
+  }
+  if (f && erf_type_ >= 0) unwrap_erf(*f);
+  return f;
+}
+
+void PcapReader::unwrap_erf(Frame& f) const {
+  // ERF record header (Endace ERF; Wireshark wiretap/erf_record.h): a 64-bit
+  // little-endian timestamp, the type (bit 7: extension headers follow), flags,
+  // record length, loss counter or colour, wire length (16-bit big-endian
+  // each); each 8-octet extension header's first bit says whether another
+  // follows. Ethernet records put 2 octets (offset, pad) before the frame.
+  const auto fail = [&](const char* why) {
+    f.problem = why;
+    f.data = {};
+  };
+  const protocols::Bytes b = f.data;
+  if (b.size() < kErfHeader) return fail("an ERF record shorter than its 16-octet header");
+  const int type = erf_type(b);
+  if (type == kErfPad) return fail("an ERF padding record, which carries no packet");
+  if (type != erf_type_ && erf_linktype(type) != linktype_)
+    return fail("an ERF record of another type than the capture's first, whose link type the capture is read as");
+  std::size_t at = kErfHeader;
+  for (bool more = (static_cast<unsigned>(b[8]) & 0x80) != 0; more; at += 8) {
+    if (at + 8 > b.size()) return fail("an ERF record cut inside its extension headers");
+    more = (static_cast<unsigned>(b[at]) & 0x80) != 0;
+  }
+  std::uint32_t wlen = (static_cast<std::uint32_t>(b[14]) << 8) | static_cast<std::uint32_t>(b[15]);
+  if (linktype_ == DLT_EN10MB) {
+    if (at + 2 > b.size()) return fail("an ERF Ethernet record cut before its frame");
+    at += 2;
+    wlen = wlen >= 4 ? wlen - 4 : 0;  // the wire length counts the FCS, which the frame is read without
+  }
+  const std::size_t len = std::min<std::size_t>(b.size() - at, wlen);
+  f.data = b.subspan(at, len);
+  f.caplen = static_cast<std::uint32_t>(len);
+  f.orig_len = wlen;
+}
+
+std::optional<Frame> PcapReader::next_record() {
   if (!error_.empty()) return std::nullopt;
   if (impl_->records) {
     Frame f;

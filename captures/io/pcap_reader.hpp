@@ -17,6 +17,10 @@ struct Frame {
   std::uint32_t orig_len = 0;
   std::uint32_t caplen = 0;  // as the record says (data may hold fewer: the file's snapshot length)
   protocols::Bytes data;     // valid until the next call to next()
+  // Non-null: the record holds no packet of the capture's link type (an
+  // unwrapped record's, see PcapReader::linktype()), and says why; `data`
+  // is then empty.
+  const char* problem = nullptr;
 };
 
 // The SHA-256 of some octets, as 64 lower-case hex digits.
@@ -35,6 +39,10 @@ class PcapReader {
   PcapReader(const PcapReader&) = delete;
   PcapReader& operator=(const PcapReader&) = delete;
 
+  // The frames' link type. A capture of ERF records (LINKTYPE_ERF) is read
+  // as the packets inside them: Ethernet (its FCS left out), InfiniBand or
+  // raw IP, by the type of the first record; a record of another type is a
+  // frame with a `problem`.
   int linktype() const { return linktype_; }
   // Next frame, or nullopt at the end or on error (then error() is non-empty).
   std::optional<Frame> next();
@@ -53,8 +61,14 @@ class PcapReader {
   // Opens over `impl` (its source set; the rest is filled in here).
   static std::unique_ptr<PcapReader> start(const std::string& path, std::uint64_t size, std::unique_ptr<Impl> impl,
                                            const unsigned char* head, std::size_t head_len, std::string& error);
+  // The next record as the file holds it.
+  std::optional<Frame> next_record();
+  // An ERF record's packet (Frame::problem when there is none).
+  void unwrap_erf(Frame& f) const;
   std::unique_ptr<Impl> impl_;
   int linktype_ = 0;
+  int erf_type_ = -1;  // an ERF capture's record type, whose packets it is read as
+  std::optional<Frame> peeked_;  // an ERF capture's first record, read to know erf_type_
   std::uint64_t frame_no_ = 0;
   std::uint64_t file_size_ = 0;
   std::string error_;

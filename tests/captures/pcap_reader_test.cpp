@@ -278,4 +278,70 @@ BOOST_AUTO_TEST_CASE(file_level_anomalies_are_warned) {
   BOOST_TEST(clean.stats.capture_anomalies == 0u);
 }
 
+// A capture of ERF records (LINKTYPE_ERF) is read as the packets inside
+// them, by the first record's type: here Ethernet, an extension header
+// stepped over and the FCS left out; a record that holds no Ethernet frame
+// (too short, another type, padding, cut in its extension headers) is a
+// frame the checker names as undecodable, and the rest are read.
+BOOST_AUTO_TEST_CASE(erf_records) {
+  TempDir t;
+  const Read base = ours(kBase, false);
+  BOOST_REQUIRE(base.recs.size() > 2);
+  const std::string eth = base.recs[0].data;
+  // ERF header: 64-bit little-endian timestamp, type, flags, then record
+  // length, loss counter and wire length, big-endian.
+  auto erf = [](int type, const std::string& body, std::size_t wlen, const std::string& ext = {}) {
+    std::string r(16, '\0');
+    r[8] = static_cast<char>(type | (ext.empty() ? 0 : 0x80));
+    r[9] = 0x04;
+    const std::size_t rlen = 16 + ext.size() + body.size();
+    r[10] = static_cast<char>(rlen >> 8), r[11] = static_cast<char>(rlen);
+    r[14] = static_cast<char>(wlen >> 8), r[15] = static_cast<char>(wlen);
+    return r + ext + body;
+  };
+  const std::string fcs = "\x11\x22\x33\x44";
+  const std::string pad2(2, '\0');
+  const std::string ext("\x03\0\0\0\0\0\0\x01", 8);  // one extension header, no other after it
+  const std::vector<std::string> records = {
+      erf(2, pad2 + eth + fcs, eth.size() + 4, ext),                // 1: read as the Ethernet frame
+      std::string(10, '\x02'),                                      // 2: shorter than a header
+      erf(22, base.recs[1].data.substr(14), base.recs[1].data.size() - 14),  // 3: an IPv4 record
+      erf(48, std::string(8, '\0'), 0),                              // 4: padding
+      erf(2, "", 60, std::string("\x83\0\0\0", 4)),                 // 5: cut in its extension headers
+      erf(2, pad2 + eth.substr(0, 20), eth.size() + 4),             // 6: snapped at 20 octets of the frame
+  };
+  std::string file("\xd4\xc3\xb2\xa1\x02\0\x04\0\0\0\0\0\0\0\0\0\0\0\x04\0\xc5\0\0\0", 24);  // LINKTYPE_ERF 197
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    std::string h(16, '\0');
+    put32(h, 0, static_cast<std::uint32_t>(1700000000 + i));
+    put32(h, 8, static_cast<std::uint32_t>(records[i].size()));
+    put32(h, 12, static_cast<std::uint32_t>(records[i].size()));
+    file += h + records[i];
+  }
+  spit(t.dir / "erf.pcap", file);
+  const Read r = ours(t.dir / "erf.pcap", false);
+  BOOST_TEST(!r.error, r.message);
+  BOOST_TEST(r.linktype == 1);  // Ethernet, the first record's
+  BOOST_TEST_REQUIRE(r.recs.size() == records.size());
+  BOOST_TEST(r.recs[0].data == eth);
+  BOOST_TEST(r.recs[0].orig == eth.size());
+  for (std::size_t i : {1u, 2u, 3u, 4u}) BOOST_TEST(r.recs[i].data.empty(), "frame " << i + 1);
+  BOOST_TEST(r.recs[5].data == eth.substr(0, 20));
+  BOOST_TEST(r.recs[5].orig == eth.size());
+
+  rdmaconf::conformance::CheckOptions o;
+  o.hash = false;
+  const auto res = rdmaconf::conformance::Checker(o).check_file((t.dir / "erf.pcap").string());
+  BOOST_TEST(res.error.empty(), res.error);
+  BOOST_TEST(res.stats.frames == records.size());
+  std::string all;
+  for (const auto& w : res.warnings) all += w + "\n";
+  for (const char* want : {"frame 2: an ERF record shorter than its 16-octet header",
+                           "frame 3: an ERF record of another type than the capture's first",
+                           "frame 4: an ERF padding record, which carries no packet",
+                           "frame 5: an ERF record cut inside its extension headers"})
+    BOOST_TEST(all.find(want) != std::string::npos, want << " not in:\n" << all);
+  BOOST_TEST(res.stats.undecodable_frames >= 4u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -127,6 +127,39 @@ BOOST_AUTO_TEST_CASE(tshark_agrees_on_every_roce_packet) {
   BOOST_TEST(native_fields >= native * 36 * 9);
 }
 
+// ERF captures (LINKTYPE_ERF: Ethernet and InfiniBand records, as Endace
+// cards and InfiniBand capture tools write them), which tshark reads on its
+// own: the native InfiniBand, RoCEv1, RoCEv2 and one real rxe capture
+// rewritten as ERF by an independent script decode field for field as
+// tshark decodes them, the LRH, GRH and VCRC of the native records too.
+BOOST_AUTO_TEST_CASE(tshark_agrees_on_erf_records) {
+  const auto dir = temp_dir("erf");
+  std::string caps;
+  int n = 0;
+  for (const auto& [from, name] : {std::pair{kGolden, "ib-native-local"}, {kGolden, "ib-native-global"}, {kGolden, "roce-v1"},
+                                   {kGolden, "roce-v4"}, {kGolden, "roce-v6"},
+                                   {kSource + "/captures/lab", "lab-rxe-rxe.ib_read_bw"}}) {
+    const auto out = (dir / (std::string(name) + ".erf.pcap")).string();
+    const auto w = run("/usr/bin/python3 " + kSource + "/tests/oracles/to_erf.py " + from + "/" + name + ".pcap " + out + " 2>&1");
+    BOOST_TEST_REQUIRE(w.status == 0, w.out);
+    caps += " " + out;
+    ++n;
+  }
+  const auto r = run("/usr/bin/python3 " + kSource + "/tests/oracles/tshark_roce.py " + kBin + caps + " 2>&1");
+  BOOST_TEST_REQUIRE(r.status == 0, r.out);
+  const auto j = nlohmann::json::parse(r.out);
+  BOOST_TEST_REQUIRE(j["results"].size() == static_cast<std::size_t>(n));
+  for (const auto& c : j["results"]) {
+    BOOST_TEST_CONTEXT(c["capture"].get<std::string>()) {
+      BOOST_TEST(c["packets_compared"].get<int>() >= 35);
+      BOOST_TEST(c["not_compared"]["ours_rejected"].get<int>() == 0);
+      if (c["capture"].get<std::string>().starts_with("ib-native") || c["capture"].get<std::string>().starts_with("roce-v1"))
+        BOOST_TEST(c["native_fields_compared"].get<int>() >= 36 * 7);
+    }
+  }
+  fs::remove_all(dir);
+}
+
 // Native InfiniBand, RoCEv1 and RoCEv2-over-IPv6 golden captures: an oracle that shares no code with ours
 // (zlib's CRC-32, crcmod's CRC-16, the masks written from the IBTA text)
 // recomputes every ICRC and VCRC; the only mismatches are the ones the

@@ -13,7 +13,10 @@ Prints a JSON summary; exits 1 on any disagreement.
 Native InfiniBand captures (LINKTYPE_INFINIBAND, 247): tshark 4.0 reads no
 pcap of that link type, so the script hands tshark a copy whose link type is
 USER0 (147), mapped to tshark's own "infiniband" dissector; the LRH, GRH and
-VCRC fields are then compared as well.
+VCRC fields are then compared as well. ERF captures (LINKTYPE_ERF, 197) tshark
+reads itself; their Ethernet records end with the FCS (counted in the ERF
+wire length), which tshark is told with eth.fcs (its heuristic cannot tell
+for a frame with no IP length, RoCEv1's).
 """
 import ipaddress
 import json
@@ -119,6 +122,8 @@ def tshark_frames(path):
     for f in FIELDS:
         cmd += ["-e", f[0]]
     tmp = None
+    if linktype(path) == 197:
+        cmd += ["-o", "eth.fcs:Always"]
     if linktype(path) == 247:
         with open(path, "rb") as f:
             data = bytearray(f.read())
