@@ -92,8 +92,25 @@ Dissected link_frame(const Frame& f, std::uint16_t ethertype, std::size_t offset
 }
 
 void take_macs(int linktype, const Frame& f, Packet& p) {
+  if (linktype == DLT_LINUX_SLL || linktype == DLT_LINUX_SLL2) {
+    const bool v2 = linktype == DLT_LINUX_SLL2;
+    const auto h = Header::decode(v2 ? kSll2 : kSll, f.data);
+    if (!h) return;
+    const std::size_t type_field = v2 ? std::size_t{Sll2::pkttype} : std::size_t{Sll::pkttype};
+    const std::size_t len_field = v2 ? std::size_t{Sll2::halen} : std::size_t{Sll::halen};
+    const std::size_t addr_field = v2 ? std::size_t{Sll2::addr} : std::size_t{Sll::addr};
+    // Packet types 1 and 2 (Linux's PACKET_BROADCAST, PACKET_MULTICAST).
+    const auto type = h->get(type_field);
+    p.dst_group = type == 1 || type == 2;
+    if (h->get(len_field) == 6) {
+      p.has_src_mac = true;
+      std::copy_n(reinterpret_cast<const std::uint8_t*>(h->field_bytes(addr_field).data()), 6, p.mac_src.begin());
+    }
+    return;
+  }
   if (linktype != DLT_EN10MB || f.data.size() < 12) return;
   p.has_mac = true;
+  p.has_src_mac = true;
   std::copy_n(reinterpret_cast<const std::uint8_t*>(f.data.data()), 6, p.mac_dst.begin());
   std::copy_n(reinterpret_cast<const std::uint8_t*>(f.data.data()) + 6, 6, p.mac_src.begin());
 }

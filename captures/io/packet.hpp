@@ -39,6 +39,11 @@ struct Packet {
   // For DissectStatus::link on Ethernet: the frame's MAC addresses.
   bool has_mac = false;
   std::array<std::uint8_t, 6> mac_dst{}, mac_src{};
+  // For DissectStatus::link on Linux cooked (SLL, SLL2), which keep no
+  // destination address: whether the packet type says it went to a group
+  // (broadcast or multicast), and the source MAC when the header holds one.
+  std::optional<bool> dst_group;
+  bool has_src_mac = false;
 };
 
 // ok: an IP packet carrying TCP or UDP; link: another network protocol (see

@@ -220,12 +220,15 @@ class Run final : public FamilyRun {
     const std::size_t after = wire - std::min<std::size_t>(wire, p.l3_offset + pu::kHeaderSize);
     const std::size_t captured_after = p.l3.size() - pu::kHeaderSize;
     if (Tally* t = tally(c, length_)) {
-      const bool padded = wire == pu::kMinFrame && length < after;
+      // Padded to the minimum: a 60-octet frame, or (with VLAN tags added
+      // after the padding, or a Linux cooked header for the MACs) 46 octets after the link header.
+      const bool minimum = wire == pu::kMinFrame || wire - std::min(wire, p.l3_offset) == pu::kMinFrame - pu::kEthHeader;
+      const bool padded = minimum && length < after;
       if (length > max_message_)
         t->fail(evidence(fmt::format("a message of at most {} octets", max_message_), fmt::format("length {}", length)));
       else if (length != after && !padded)
         t->fail(evidence(fmt::format("length {} (the octets after the header in a {}-octet frame){}", after, wire,
-                                     wire <= pu::kMinFrame ? ", or less with padding to 60 octets" : ""),
+                                     minimum ? ", or less with padding to 60 octets" : ""),
                          fmt::format("length {}", length)));
       else if (padded && !zero_padding(p.l3.subspan(std::min(p.l3.size(), pu::kHeaderSize + length))))
         t->fail(evidence("zero padding after the message", "padding with non-zero octets"));
@@ -233,11 +236,16 @@ class Run final : public FamilyRun {
         t->pass();
     }
     c.octets[dir] += std::min(length, captured_after);
-    if (Tally* t = tally(c, unicast_); t && c.has_mac) {
-      const bool group = (p.mac_dst[0] & 1u) || (p.mac_src[0] & 1u);
+    if (Tally* t = tally(c, unicast_); t && (c.has_mac || p.dst_group)) {
+      // (A Linux cooked capture keeps no destination address: its packet type says whether it was a group's.)
+      const bool src_group = p.has_src_mac && (p.mac_src[0] & 1u);
+      const bool group = (c.has_mac ? (p.mac_dst[0] & 1u) != 0 : *p.dst_group) || src_group;
+      const std::string src = p.has_src_mac ? mac_text(p.mac_src) : std::string("not captured");
       if (group)
         t->fail(evidence("unicast destination and source MAC addresses",
-                         fmt::format("destination {}, source {}", mac_text(p.mac_dst), mac_text(p.mac_src))));
+                         c.has_mac ? fmt::format("destination {}, source {}", mac_text(p.mac_dst), src)
+                                   : fmt::format("destination {} (the Linux cooked packet type), source {}",
+                                                 *p.dst_group ? "a broadcast or multicast address" : "unicast", src)));
       else
         t->pass();
     }
