@@ -366,8 +366,10 @@ struct CheckRun::Impl {
       std::string claimed;
       for (const auto& a : checker.families_)
         for (int t : a.claims.linktypes) claimed += ", " + linktype_name(t);
-      out.error = fmt::format("{}: link type {} is not supported (Ethernet, Linux cooked v1/v2, raw IP{}, and ERF records of Ethernet, InfiniBand or IP are)", path,
-                              out.linktype, claimed);
+      out.error = fmt::format(
+          "{}: link type {} is not supported (Ethernet, Linux cooked v1/v2, raw IP{}, and ERF records of Ethernet, InfiniBand "
+          "or IP are)",
+          path, out.linktype, claimed);
       refused = true;
       return;
     }
