@@ -8,6 +8,9 @@ namespace rdmaconf::captures::io {
 
 namespace {
 
+// A segment this far behind the next expected octet is no retransmission.
+constexpr std::int32_t kFarBehind = -(std::int32_t{1} << 30);
+
 struct Pending {
   std::vector<std::byte> data;
   std::uint64_t frame;
@@ -46,6 +49,7 @@ struct TcpReassembler::Conn {
     // number this one sent, against which later ones show the other's octets.
     bool ack_base_set = false;
     std::uint32_t ack_base = 0;
+    bool far_behind = false;  // a segment came kFarBehind or more behind (on_limit said so)
   } dir[2];
   bool synack_seen = false;
   std::uint32_t synack_ack = 0;  // the SYN-ACK's acknowledgement number: side a's first sequence number
@@ -285,9 +289,15 @@ void TcpReassembler::add(const Packet& p) {
     }
   }
 
-  if (!p.payload.empty()) {
-    // Position relative to the next expected octet, in modular arithmetic.
-    const auto delta = static_cast<std::int32_t>(seq - s.next_seq);
+  // Position relative to the next expected octet, in modular arithmetic.
+  const auto delta = static_cast<std::int32_t>(seq - s.next_seq);
+  if (!p.payload.empty() && delta <= kFarBehind) {
+    // No retransmission lies that far back (a window is at most 2^30
+    // octets): a jump in the sender's sequence numbers, which the stream
+    // cannot place. Said once per direction.
+    if (!s.far_behind) sink_.on_limit(c.info, d, p.frame, kJumpBehind);
+    s.far_behind = true;
+  } else if (!p.payload.empty()) {
     const std::int64_t off = static_cast<std::int64_t>(s.next_off) + delta;
     std::int64_t end = off + static_cast<std::int64_t>(p.payload.size());
     if (end > static_cast<std::int64_t>(s.next_off) && off >= 0) {
@@ -323,8 +333,8 @@ void TcpReassembler::add(const Packet& p) {
   }
   if (p.fin && !s.fin) {
     s.fin = true;
-    const auto delta = static_cast<std::int32_t>(seq - s.next_seq);
-    s.fin_off = static_cast<std::uint64_t>(std::max<std::int64_t>(0, static_cast<std::int64_t>(s.next_off) + delta)) +
+    const auto fin_at = static_cast<std::int32_t>(seq - s.next_seq);  // (next_seq moved with what was delivered)
+    s.fin_off = static_cast<std::uint64_t>(std::max<std::int64_t>(0, static_cast<std::int64_t>(s.next_off) + fin_at)) +
                 p.payload.size();
   }
   if (p.rst) {

@@ -299,7 +299,10 @@ class Run final : public FamilyRun, public TcpSink {
   // Past a reassembly limit the octets no longer come in the order the
   // endpoints saw them: what the order could explain is no FAIL.
   void on_limit(const TcpStreamInfo& c, int dir, std::uint64_t frame, const char* why) override {
-    conns_[c.id]->scope.artefact(dir, "frame {}: {}", frame, why);
+    Conn& k = *conns_[c.id];
+    k.scope.artefact(dir, "frame {}: {}", frame, why);
+    // (A jump is the traffic's; the buffer limits are this run's, and depend on how it was split over threads.)
+    if (why == captures::io::kJumpBehind) k.mpa.note(dir, fmt::format("frame {}: {}", frame, why));
   }
   void on_gap(const TcpStreamInfo& c, int dir, std::uint64_t off, std::uint64_t len, std::uint64_t frame) override {
     conns_[c.id]->mpa.gap(dir, off, len, frame);

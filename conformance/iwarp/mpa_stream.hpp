@@ -205,6 +205,8 @@ class MpaConnection {
   // The largest payload of one captured segment of this direction.
   std::uint64_t max_segment(int dir) const { return d_[dir].max_segment; }
   Coverage coverage(int dir) const { return {d_[dir].captured, d_[dir].judged, d_[dir].missing, d_[dir].why}; }
+  // Something the capture did to this direction that coverage() names.
+  void note(int dir, std::string why) { d_[dir].why.push_back(std::move(why)); }
   bool markers(int dir) const { return d_[dir].markers; }
   // A direction whose peer asked for markers (M = 1) and that sends none:
   // where its first marker belongs there is no marker (the pointer and

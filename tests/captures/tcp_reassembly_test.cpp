@@ -120,6 +120,22 @@ BOOST_AUTO_TEST_CASE(gap_is_reported_not_invented) {
   BOOST_TEST(r.gaps[0][0].second == 6u);
 }
 
+// A sequence number 2^31 behind (a jump, not a retransmission) is not read,
+// and said once; what it would have carried shows as a gap when the peer's
+// acknowledgements or a FIN prove it.
+BOOST_AUTO_TEST_CASE(sequence_jump_behind_is_said) {
+  Log r;
+  TcpReassembler t(r);
+  t.add(seg(1, "", true, true));
+  t.add(seg(2, "ab"));
+  t.add(seg(4 + 0x80000000u, "cd"));
+  t.add(seg(6 + 0x80000000u, "ef"));
+  t.add(seg(6, "gh"));  // the stream goes on where it was
+  t.finish(6);
+  BOOST_TEST_REQUIRE(r.limits.size() == 1u);
+  BOOST_TEST(r.limits[0] == std::string("1/0: ") + rdmaconf::captures::io::kJumpBehind);
+}
+
 BOOST_AUTO_TEST_CASE(sequence_wraparound) {
   Recorder r;
   TcpReassembler t(r);

@@ -1,6 +1,6 @@
 // Metamorphic tests: captures changed the way real taps and hosts change
 // them (one direction missing, as a mirror of one side sees it; a frame lost,
-// a frame seen twice, frames reordered within a direction,
+// a burst lost, a frame seen twice, frames reordered within a direction,
 // a request and its answer swapped in file order, the capture started late or
 // stopped early) must not gain a FAIL the original does not have, because a
 // FAIL has to be proved by the bytes and each of these changes is a capture
