@@ -1,6 +1,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <string>
 
@@ -34,7 +35,8 @@ struct Recorder : TcpSink {
 };
 
 Packet seg(std::uint32_t seq, const std::string& s, bool from_a = true, bool syn = false, bool fin = false) {
-  static std::vector<std::string> keep;
+  // (A deque: earlier packets' payloads stay where they are as it grows.)
+  static std::deque<std::string> keep;
   keep.push_back(s);
   Packet p;
   p.ip_version = 4;
