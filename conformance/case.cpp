@@ -45,7 +45,7 @@ Tally& Tally::operator=(const Tally& o) {
 }
 
 void Tally::doubtful(Evidence e, unsigned dirs) {
-  dirs &= 3u;
+  dirs &= 7u;
   if (!doubtful_) doubtful_ = std::make_unique<Doubtful>();
   // The first few keep their evidence; beyond that only a count per set of directions.
   if (doubtful_->kept.size() < kMaxEvidence)
@@ -55,15 +55,27 @@ void Tally::doubtful(Evidence e, unsigned dirs) {
 }
 
 const std::string* Artefacts::explaining(unsigned dirs, const std::vector<std::uint64_t>& frames) const {
-  for (int d = 0; d < 2; ++d) {
-    if (!(dirs >> d & 1u)) continue;
-    if (!whole[d].empty()) return &whole[d];
-    for (const auto& w : windows[d]) {
+  auto within = [&](const std::vector<Window>& ws) -> const std::string* {
+    for (const auto& w : ws) {
       if (frames.empty()) return &w.what;
       const auto [lo, hi] = std::minmax_element(frames.begin(), frames.end());
       if (*lo <= w.last && w.first <= *hi) return &w.what;
     }
+    return nullptr;
+  };
+  for (int d = 0; d < 2; ++d) {
+    if (!(dirs >> d & 1u)) continue;
+    if (!(dirs & kCopiesOnly)) {
+      if (!whole[d].empty()) return &whole[d];
+      if (const std::string* w = within(windows[d])) return w;
+    }
+    if (const std::string* w = within(copies[d])) return w;
   }
+  // Copies that differ, in either direction, before the violation's last frame.
+  const std::uint64_t last = frames.empty() ? ~std::uint64_t{0} : *std::max_element(frames.begin(), frames.end());
+  for (const auto& ws : copies)
+    for (const auto& w : ws)
+      if (w.differ && w.first <= last) return &w.what;
   return nullptr;
 }
 
@@ -80,7 +92,7 @@ void Tally::settle(const Artefacts& artefacts) {
     }
   }
   // (Beyond the evidence kept, the frames are not known: any artefact of the directions explains them.)
-  for (unsigned dirs = 0; dirs < 4; ++dirs) {
+  for (unsigned dirs = 0; dirs < 8; ++dirs) {
     const std::uint64_t n = d->more[dirs];
     if (artefacts.explaining(dirs, {})) {
       inconclusive_ += n;

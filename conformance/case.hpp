@@ -76,14 +76,30 @@ struct Artefacts {
   struct Window {
     std::uint64_t first = 0, last = 0;  // frame numbers, inclusive
     std::string what;
+    // Copies only: the two copies were compared and differ, which may have
+    // changed what the receiver saw from there on (the state later octets
+    // are judged against), not only these frames.
+    bool differ = false;
   };
   static constexpr std::size_t kMaxWindows = 64;  // per direction; beyond, a window concerns the whole direction
   std::string whole[2];                           // each direction's first such artefact; empty: none
   std::vector<Window> windows[2];
+  // Frames whose octets the capture holds another copy of, with other
+  // content or not comparable (a retransmission the receiver may have taken
+  // instead): what they show may not be what the receiver saw.
+  std::vector<Window> copies[2];
   // The artefact of a direction in `dirs` that could explain a violation
-  // shown by `frames` (every frame when empty), or null.
+  // shown by `frames` (every frame when empty), or null. Copies that differ,
+  // in either direction, before its last frame do; with kCopiesOnly in
+  // `dirs`, only they and other copies of its own octets do.
   const std::string* explaining(unsigned dirs, const std::vector<std::uint64_t>& frames) const;
 };
+
+// Tally::doubtful's `dirs` flag for a violation that what the capture lost
+// or reordered cannot explain (the octets that show it are in the capture,
+// in order) but another copy of those octets can: it is settled against
+// Artefacts::copies only.
+inline constexpr unsigned kCopiesOnly = 4;
 
 class Tally {
  public:
@@ -95,13 +111,16 @@ class Tally {
   // the capture lost, saw twice or saw out of order) in the directions of
   // `dirs` (bit 0: direction 0, bit 1: direction 1) could also explain. It
   // is settled when the scope ends (ScopeState::outcomes): FAIL when the
-  // scope showed no such artefact there, otherwise INCONCLUSIVE naming it.
+  // scope showed no such artefact there, otherwise INCONCLUSIVE naming it
+  // (see kCopiesOnly).
   void doubtful(Evidence e, unsigned dirs = 3);
   // Settles the doubtful violations against the scope's artefacts.
   void settle(const Artefacts& artefacts);
   Verdict verdict() const;
   std::uint64_t checked() const { return checked_; }
   std::uint64_t failed() const { return failed_; }
+  // Violations recorded with doubtful() and not settled yet.
+  bool unsettled() const { return doubtful_ != nullptr; }
   std::uint64_t inconclusive_count() const { return inconclusive_; }
   const std::vector<Evidence>& evidence() const { return evidence_; }
 
@@ -119,7 +138,7 @@ class Tally {
   // writer's thread): kept apart, made on the first.
   struct Doubtful {
     std::vector<std::pair<unsigned, Evidence>> kept;
-    std::uint64_t more[4] = {};  // beyond kMaxEvidence, by set of directions
+    std::uint64_t more[8] = {};  // beyond kMaxEvidence, by `dirs`
   };
   std::unique_ptr<Doubtful> doubtful_;
 };

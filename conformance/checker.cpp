@@ -278,6 +278,9 @@ class StreamFanOut final : public TcpSink {
   void on_gap(const TcpStreamInfo& c, int dir, std::uint64_t off, std::uint64_t len, std::uint64_t frame) override {
     for (auto* s : sinks_) s->on_gap(c, dir, off, len, frame);
   }
+  void on_resent(const TcpStreamInfo& c, int dir, std::uint64_t off, protocols::Bytes copy, std::uint64_t frame) override {
+    for (auto* s : sinks_) s->on_resent(c, dir, off, copy, frame);
+  }
   void on_close(const TcpStreamInfo& c, bool reset, std::uint64_t frame) override {
     for (auto* s : sinks_) s->on_close(c, reset, frame);
     if (split_) split_->push(SplitEvent::close, c.id);

@@ -1,6 +1,7 @@
 #pragma once
 // What a case sees of the scope (a connection, a conversation) it judges, and
 // the tallies and per-case state the checker keeps for each scope.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <utility>
@@ -61,6 +62,22 @@ struct ScopeState {
     if (!artefacts.whole[dir].empty()) return;
     if (artefacts.windows[dir].size() >= Artefacts::kMaxWindows) return artefact(dir, what, std::forward<A>(args)...);
     artefacts.windows[dir].push_back({first, last, fmt::format(what, std::forward<A>(args)...)});
+  }
+  // Frames `first` to `last` of direction `dir` hold octets of which the
+  // capture has another copy (Artefacts::copies; `first` 0: frames not
+  // known, the whole direction).
+  // `differ`: see Artefacts::Window.
+  template <class... A>
+  void copies_between(int dir, std::uint64_t first, std::uint64_t last, bool differ, fmt::format_string<A...> what,
+                      A&&... args) {
+    auto& ws = artefacts.copies[dir];
+    if (!ws.empty() && ws.back().first == 0) return;  // the whole direction already
+    if (!first || ws.size() >= Artefacts::kMaxWindows) {
+      differ = differ || std::any_of(ws.begin(), ws.end(), [](const Artefacts::Window& w) { return w.differ; });
+      ws.clear();
+      first = 0, last = ~std::uint64_t{0};
+    }
+    ws.push_back({first, last, fmt::format(what, std::forward<A>(args)...), differ});
   }
   // The verdicts, in the order of `cases` (the active ones, as the slots),
   // with the doubtful violations settled.

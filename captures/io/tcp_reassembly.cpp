@@ -15,6 +15,7 @@ struct Pending {
   std::vector<std::byte> data;
   std::uint64_t frame;
   std::uint64_t acked;
+  std::uint64_t peer_acked;  // how much of this direction the peer had acknowledged when it came
 };
 
 // Octets (or a gap, when `gap_len` is not 0) ready in order but waiting for the
@@ -36,7 +37,9 @@ struct TcpReassembler::Conn {
     std::uint64_t next_off = 0;   // stream offset of that octet
     bool fin = false;
     std::uint64_t fin_off = 0;
-    std::map<std::uint64_t, Pending> pending;  // out-of-order, by stream offset
+    // Out-of-order, by stream offset; copies with other content at the same
+    // offset after the first (handed on as retransmissions once it is delivered).
+    std::multimap<std::uint64_t, Pending> pending;
     std::size_t pending_bytes = 0;
     std::uint64_t delivered = 0;  // octets handed to the sink (data or gap)
     // In order, waiting for the other direction. (A list: a deque takes
@@ -169,6 +172,14 @@ void emit(TcpSink& sink, TcpReassembler::Conn& c, int d, std::uint64_t off, prot
   if (!c.dir[1 - d].held.empty()) release(sink, c, 1 - d, false);
 }
 
+// Octets of direction `d` at `off` that the stream holds already: handed
+// on as another copy unless the peer had acknowledged them when it came
+// (`peer_acked`).
+void resent(TcpSink& sink, TcpReassembler::Conn& c, int d, std::uint64_t off, protocols::Bytes b, std::uint64_t frame,
+            std::uint64_t peer_acked) {
+  if (!b.empty() && peer_acked < off + b.size()) sink.on_resent(c.info, d, off, b, frame);
+}
+
 // Delivers pending segments that have become contiguous; when `force`, skips
 // holes (reporting them as gaps) until the pending map is empty.
 void drain(TcpSink& sink, int d, TcpReassembler::Conn& c, bool force, const ReassemblyLimits& lim) {
@@ -187,8 +198,9 @@ void drain(TcpSink& sink, int d, TcpReassembler::Conn& c, bool force, const Reas
     *c.total -= p.data.size();
     s.pending.erase(it);
     const std::uint64_t end = off + p.data.size();
-    if (end <= s.next_off) continue;  // covered by what was delivered already
-    const std::size_t skip = static_cast<std::size_t>(s.next_off - off);
+    const std::size_t skip = static_cast<std::size_t>(std::min(s.next_off, end) - off);
+    resent(sink, c, d, off, {p.data.data(), skip}, p.frame, p.peer_acked);  // what was delivered already
+    if (end <= s.next_off) continue;
     protocols::Bytes b{p.data.data() + skip, p.data.size() - skip};
     const std::uint64_t at = s.next_off;
     s.next_off = end;
@@ -299,10 +311,17 @@ void TcpReassembler::add(const Packet& p) {
     s.far_behind = true;
   } else if (!p.payload.empty()) {
     const std::int64_t off = static_cast<std::int64_t>(s.next_off) + delta;
-    std::int64_t end = off + static_cast<std::int64_t>(p.payload.size());
-    if (end > static_cast<std::int64_t>(s.next_off) && off >= 0) {
-      if (off <= static_cast<std::int64_t>(s.next_off)) {
-        const std::size_t skip = static_cast<std::size_t>(static_cast<std::int64_t>(s.next_off) - off);
+    const std::int64_t end = off + static_cast<std::int64_t>(p.payload.size());
+    const auto next = static_cast<std::int64_t>(s.next_off);
+    if (off < next && end > 0) {  // a copy of octets the stream holds
+      const std::int64_t from = std::max<std::int64_t>(off, 0), to = std::min(end, next);
+      resent(sink_, c, d, static_cast<std::uint64_t>(from),
+             p.payload.subspan(static_cast<std::size_t>(from - off), static_cast<std::size_t>(to - from)), p.frame,
+             s.acked_by_peer);
+    }
+    if (end > next && off >= 0) {
+      if (off <= next) {
+        const std::size_t skip = static_cast<std::size_t>(next - off);
         protocols::Bytes b = p.payload.subspan(skip);
         const std::uint64_t at = s.next_off;
         s.next_off += b.size();
@@ -312,12 +331,24 @@ void TcpReassembler::add(const Packet& p) {
       } else {
         const auto uoff = static_cast<std::uint64_t>(off);
         auto existing = s.pending.find(uoff);
-        if (existing == s.pending.end() || existing->second.data.size() < p.payload.size()) {
-          if (existing != s.pending.end()) {
-            s.pending_bytes -= existing->second.data.size();
-            buffered_ -= existing->second.data.size();
+        // A copy of a waiting segment: the longer kept when they agree; a
+        // copy with other content is kept beside the first, for comparison.
+        bool keep = true;
+        if (existing != s.pending.end()) {
+          auto& x = existing->second.data;
+          const std::size_t n = std::min(x.size(), p.payload.size());
+          if (std::equal(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(n), p.payload.begin())) {
+            keep = x.size() < p.payload.size();
+            if (keep) {
+              s.pending_bytes -= x.size();
+              buffered_ -= x.size();
+              s.pending.erase(existing);
+            }
           }
-          s.pending[uoff] = Pending{std::vector<std::byte>(p.payload.begin(), p.payload.end()), p.frame, acked};
+        }
+        if (keep) {
+          s.pending.emplace(uoff, Pending{std::vector<std::byte>(p.payload.begin(), p.payload.end()), p.frame, acked,
+                                          s.acked_by_peer});
           s.pending_bytes += p.payload.size();
           buffered_ += p.payload.size();
         }

@@ -2,7 +2,7 @@
 // TCP stream reassembly per connection (4-tuple) and per direction. Delivers
 // each direction's octets in order with the frame each came from; buffers
 // out-of-order segments up to a bound, drops retransmitted duplicates, trims
-// overlaps (first copy wins) and reports what the capture lacks as a gap,
+// overlaps (first copy wins, later copies are handed on for comparison) and reports what the capture lacks as a gap,
 // including a tail the capture never saw but the traffic proves was sent (the
 // peer acknowledged it, or the FIN's sequence number lies beyond it).
 //
@@ -72,6 +72,15 @@ class TcpSink {
   // segments, or for the other direction's octets): what follows is not read
   // in the order the endpoints saw, for `why`.
   virtual void on_limit(const TcpStreamInfo&, int /*dir*/, std::uint64_t /*frame*/, const char* /*why*/) {}
+  // Another copy of octets [offset, offset + copy.size()) of direction
+  // `dir`, which the stream already holds from an earlier segment (the first
+  // copy is the one delivered): a retransmission that came before the peer
+  // acknowledged those octets, so the capture cannot tell which copy the
+  // receiver took. Copies of octets the peer had acknowledged are not
+  // reported (the receiver had taken the first). It may come before the
+  // first copy's on_data when that copy waits for the other direction.
+  virtual void on_resent(const TcpStreamInfo&, int /*dir*/, std::uint64_t /*offset*/, protocols::Bytes /*copy*/,
+                         std::uint64_t /*frame*/) {}
 };
 
 // on_limit's `why` when the limit reached was the one of all connections

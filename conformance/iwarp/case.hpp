@@ -50,7 +50,7 @@ inline void fail_at_stop(CaseCtx& ctx, const iwarp::StopEvent& e, std::string ex
   ev.side = ctx.side(e.dir);
   ev.expected = std::move(expected);
   ev.actual = std::move(actual);
-  ctx.tally.fail(std::move(ev));
+  ctx.tally.doubtful(std::move(ev), (1u << e.dir) | kCopiesOnly);  // (see fail_shown)
 }
 // A framing stop caused by missing octets makes an FPDU-level case INCONCLUSIVE.
 void inconclusive_on_gap(CaseCtx& ctx, const iwarp::StopEvent& e);
@@ -83,14 +83,18 @@ class BuiltIwarpCase final : public IwarpCase {
   Close close_;
 };
 
-// Records a failure at an MPA frame or FPDU.
+// Records a failure that octets of direction `dir` show (in the evidence's
+// frames): a FAIL unless the capture holds another copy of those octets
+// that the receiver may have taken instead (settled when the connection ends).
+inline void fail_shown(CaseCtx& ctx, int dir, Evidence ev) { ctx.tally.doubtful(std::move(ev), (1u << dir) | kCopiesOnly); }
+// Records a failure at an MPA frame or FPDU (fail_shown).
 template <class Event>
 void fail_at(CaseCtx& ctx, const Event& e, std::string expected, std::string actual, std::string detail = {}) {
   Evidence ev = evidence_at(e, ctx.side(e.dir));
   ev.expected = std::move(expected);
   ev.actual = std::move(actual);
   ev.detail = std::move(detail);
-  ctx.tally.fail(std::move(ev));
+  fail_shown(ctx, e.dir, std::move(ev));
 }
 // Passes when `ok`, else fails with the given texts, which are only built
 // on failure (this runs for every FPDU and case, so formatting must not).
@@ -143,7 +147,7 @@ template <class State>
 void settle_orphans(CaseCtx& ctx, const IwarpConn& c) {
   for (auto& [dir, ev] : ctx.state<State>().v) {
     if (!c.mpa->partial(1 - dir)) {
-      ctx.tally.fail(std::move(ev));
+      fail_shown(ctx, dir, std::move(ev));
       continue;
     }
     if (const auto& root = c.mpa->damaged(1 - dir)) {

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "captures/io/tcp_copies.hpp"
 #include "conformance/iwarp/case.hpp"
 
 namespace rdmaconf::conformance {
@@ -243,8 +244,18 @@ class Run final : public FamilyRun, public TcpSink {
     IwarpConn view;
     std::uint64_t first_frame = 0, last_frame = 0;
     std::uint64_t crc_failed[2] = {0, 0};  // FPDUs that failed their CRC
+    // Each direction's later copies of its octets, compared with the first.
+    captures::io::TcpCopies copies[2];
+    std::vector<captures::io::TcpCopies::Finding> found;
+    std::uint64_t copied[2][2] = {};  // octets per direction with a copy that differs [1] or was not compared [0]
     std::string endpoints[2];              // info.a's and info.b's text, once made (label())
-    Conn(Run* r, const TcpStreamInfo& i) : run(r), info(i), mpa(info, *this), scope(r->cases_.size()), view{&info, &mpa} {}
+    Conn(Run* r, const TcpStreamInfo& i)
+        : run(r),
+          info(i),
+          mpa(info, *this),
+          scope(r->cases_.size()),
+          view{&info, &mpa},
+          copies{captures::io::TcpCopies(&r->copies_budget_), captures::io::TcpCopies(&r->copies_budget_)} {}
     // Calls f on every case that handles `event` (with `checksum_only`, on
     // the cases that judge the CRC alone).
     template <class F>
@@ -280,6 +291,28 @@ class Run final : public FamilyRun, public TcpSink {
                                           e.first_frame, e.offset);
       each(IwarpCase::fpdu, [&](const IwarpCase& k, CaseCtx& c) { k.on_fpdu(c, view, e); }, e.damaged);
     }
+    // Octets with another copy in the capture: what their frames show may
+    // not be what the receiver took.
+    void record_copies(int dir) {
+      for (const auto& f : found) {
+        copied[dir][f.compared] += f.len;
+        const std::string first =
+            f.first ? (f.first == f.last ? fmt::format("frame {}", f.first) : fmt::format("frames {} to {}", f.first, f.last))
+                    : std::string("a frame no longer kept");
+        if (f.compared)
+          scope.copies_between(dir, f.first, f.last, true,
+                               "frame {} retransmits stream offsets {} to {} with other octets than {}, before the peer "
+                               "acknowledged them: which copy the receiver took the capture cannot tell",
+                               f.frame, f.offset, f.offset + f.len - 1, first);
+        else
+          scope.copies_between(dir, f.first, f.last, false,
+                               "frame {} retransmits stream offsets {} to {} (first sent in {}) before the peer acknowledged "
+                               "them, too long after the first copy to be compared with it: which copy the receiver took "
+                               "the capture cannot tell",
+                               f.frame, f.offset, f.offset + f.len - 1, first);
+      }
+      found.clear();
+    }
     void on_stop(const StopEvent& e) override {
       label();
       if (e.gap) scope.artefact(e.dir, "frame {}: {}", e.frame, e.reason);
@@ -294,7 +327,14 @@ class Run final : public FamilyRun, public TcpSink {
     k.info = c;  // the SYN-ACK's MSS and the directions' starts arrive after on_open
     if (!k.first_frame) k.first_frame = frame;
     k.last_frame = frame;
+    k.copies[dir].data(off, data, frame, k.found);
+    if (!k.found.empty()) k.record_copies(dir);
     k.mpa.data(dir, off, data, frame, acked);
+  }
+  void on_resent(const TcpStreamInfo& c, int dir, std::uint64_t off, protocols::Bytes copy, std::uint64_t frame) override {
+    Conn& k = *conns_[c.id];
+    k.copies[dir].resent(off, copy, frame, k.found);
+    if (!k.found.empty()) k.record_copies(dir);
   }
   // Past a reassembly limit the octets no longer come in the order the
   // endpoints saw them: what the order could explain is no FAIL.
@@ -305,13 +345,20 @@ class Run final : public FamilyRun, public TcpSink {
     if (why == captures::io::kJumpBehind) k.mpa.note(dir, fmt::format("frame {}: {}", frame, why));
   }
   void on_gap(const TcpStreamInfo& c, int dir, std::uint64_t off, std::uint64_t len, std::uint64_t frame) override {
-    conns_[c.id]->mpa.gap(dir, off, len, frame);
+    Conn& k = *conns_[c.id];
+    k.copies[dir].gap(off, len, k.found);
+    if (!k.found.empty()) k.record_copies(dir);
+    k.mpa.gap(dir, off, len, frame);
   }
   void on_close(const TcpStreamInfo& c, bool reset, std::uint64_t frame) override {
     auto it = conns_.find(c.id);
     Conn& k = *it->second;
     k.info = c;  // which directions ended with a FIN
     k.view.reset = reset;
+    for (int d = 0; d < 2; ++d) {
+      k.copies[d].finish(k.found);
+      if (!k.found.empty()) k.record_copies(d);
+    }
     k.mpa.close(frame);
     if (k.mpa.is_mpa()) {
       ++connections_;
@@ -350,6 +397,14 @@ class Run final : public FamilyRun, public TcpSink {
         const auto cov = k.mpa.coverage(d);
         r.coverage.push_back({k.scope.sides[d], "octets", cov.captured, cov.judged, cov.missing, cov.why});
         if (k.crc_failed[d]) r.coverage.back().why.push_back(fmt::format("{} FPDU(s) failed their CRC: only the CRC judged", k.crc_failed[d]));
+        if (k.copied[d][1])
+          r.coverage.back().why.push_back(fmt::format(
+              "{} octet(s) retransmitted with other content before the peer acknowledged them: FAILs they show are "
+              "INCONCLUSIVE", k.copied[d][1]));
+        if (k.copied[d][0])
+          r.coverage.back().why.push_back(fmt::format(
+              "{} octet(s) retransmitted before the peer acknowledged them, too long after the first copy to compare: "
+              "FAILs they show are INCONCLUSIVE", k.copied[d][0]));
       }
       r.first_frame = k.first_frame;
       r.last_frame = k.last_frame;
@@ -384,6 +439,9 @@ class Run final : public FamilyRun, public TcpSink {
   std::vector<const CaseInfo*> infos_;
   Family::Dispatch own_dispatch_;  // (used when not every case runs)
   const Family::Dispatch& dispatch_;
+  // What the connections keep to compare retransmitted octets with their
+  // first copies, all together (declared before conns_, which give it back).
+  captures::io::TcpCopies::Budget copies_budget_{32u << 20, 0};
   std::map<std::uint64_t, std::unique_ptr<Conn>> conns_;
   std::uint64_t connections_ = 0;
   std::uint64_t not_iwarp_ = 0;

@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "captures/io/tcp_copies.hpp"
 #include "captures/io/tcp_reassembly.hpp"
 
 using namespace rdmaconf::captures::io;
@@ -31,6 +32,12 @@ struct Recorder : TcpSink {
     joined[d].append(len, '?');
   }
   void on_close(const TcpStreamInfo&, bool, std::uint64_t) override { ++closed; }
+  // Later copies: "offset:octets@frame".
+  std::vector<std::string> resent[2];
+  void on_resent(const TcpStreamInfo&, int d, std::uint64_t off, Bytes b, std::uint64_t frame) override {
+    resent[d].push_back(std::to_string(off) + ":" + std::string(reinterpret_cast<const char*>(b.data()), b.size()) + "@" +
+                        std::to_string(frame));
+  }
   std::uint64_t joined_len[2] = {};
 };
 
@@ -136,6 +143,106 @@ BOOST_AUTO_TEST_CASE(sequence_jump_behind_is_said) {
   t.finish(6);
   BOOST_TEST_REQUIRE(r.limits.size() == 1u);
   BOOST_TEST(r.limits[0] == std::string("1/0: ") + rdmaconf::captures::io::kJumpBehind);
+}
+
+// Octets the stream already holds, sent again before the peer acknowledged
+// them, are handed on as copies (the first copy stays the one delivered);
+// once acknowledged, a copy is not (the receiver had taken the first).
+BOOST_AUTO_TEST_CASE(copies_before_the_peers_ack_are_handed_on) {
+  Recorder r;
+  TcpReassembler t(r);
+  auto framed = [](Packet p, std::uint64_t frame) {
+    p.frame = frame;
+    return p;
+  };
+  t.add(framed(seg(1, "", true, true), 1));
+  t.add(framed(seg(2, "abcdef"), 2));
+  t.add(framed(seg(4, "cdXf"), 3));    // a copy of offsets 2..5, one octet other
+  t.add(framed(seg(10, "kl"), 4));     // ahead: waits
+  t.add(framed(seg(10, "kX"), 5));     // a copy of the waiting one with other content: kept beside it
+  t.add(framed(seg(10, "kl"), 6));     // the same content again: dropped
+  t.add(framed(seg(8, "gh"), 7));      // fills the hole: "kl" then its copy "kX"
+  Packet ack = framed(seg(100, "", false), 8);
+  ack.ack = 12;  // the peer acknowledges all ten octets
+  t.add(ack);
+  t.add(framed(seg(2, "ZZ"), 9));      // after the acknowledgement: not handed on
+  t.finish(10);
+  BOOST_TEST(r.joined[0] == "abcdefghkl");
+  const std::vector<std::string> want{"2:cdXf@3", "8:kX@5"};
+  BOOST_TEST(r.resent[0] == want, boost::test_tools::per_element());
+}
+
+// Copies compared with the octets kept: equal ones say nothing; differing
+// ones name where and the frames of both; copies of octets no longer kept,
+// or that come before their first copy, are compared when they can be.
+BOOST_AUTO_TEST_CASE(copies_compared_with_the_first) {
+  auto b = [](const std::string& s) { return Bytes(reinterpret_cast<const std::byte*>(s.data()), s.size()); };
+  std::vector<TcpCopies::Finding> f;
+  TcpCopies c;
+  const std::string one = "abcdef", two = "ghij";
+  c.data(0, b(one), 1, f);
+  c.data(6, b(two), 2, f);
+  const std::string same = "cdef", other = "eXgX";
+  c.resent(2, b(same), 3, f);
+  BOOST_TEST(f.empty());
+  c.resent(4, b(other), 4, f);  // differs at offsets 5 and 7: frames 1 and 2
+  BOOST_TEST_REQUIRE(f.size() == 1u);
+  BOOST_TEST(f[0].compared);
+  BOOST_TEST(f[0].offset == 5u);
+  BOOST_TEST(f[0].len == 3u);
+  BOOST_TEST(f[0].first == 1u);
+  BOOST_TEST(f[0].last == 2u);
+  BOOST_TEST(f[0].frame == 4u);
+  f.clear();
+  // A copy ahead of what is here waits for its first copy.
+  const std::string ahead = "klmn", first_ahead = "klmm";
+  c.resent(10, b(ahead), 5, f);
+  BOOST_TEST(f.empty());
+  c.data(10, b(first_ahead), 6, f);
+  BOOST_TEST_REQUIRE(f.size() == 1u);
+  BOOST_TEST(f[0].offset == 13u);
+  BOOST_TEST(f[0].first == 6u);
+  f.clear();
+  // Past kBytes more, the first octets are no longer kept: not compared,
+  // the frame of their first copy still named.
+  const std::string big(TcpCopies::kBytes, 'x');
+  c.data(14, b(big), 7, f);
+  c.resent(0, b(one), 8, f);
+  BOOST_TEST_REQUIRE(f.size() == 1u);
+  BOOST_TEST(!f[0].compared);
+  BOOST_TEST(f[0].first == 1u);
+  BOOST_TEST(f[0].len == 6u);
+  f.clear();
+  // A copy waiting when a gap comes: compared as far as its first copy came.
+  const std::string tail = "xxQQ";
+  c.resent(14 + TcpCopies::kBytes - 2, b(tail), 9, f);
+  BOOST_TEST(f.empty());
+  c.gap(14 + TcpCopies::kBytes, 10, f);
+  BOOST_TEST(f.empty());  // (the part here is equal; the rest has no first copy)
+}
+
+// The memory kept is drawn from a shared budget and given back; past it a
+// direction keeps nothing, and its copies are named as not compared.
+BOOST_AUTO_TEST_CASE(copies_within_a_budget) {
+  const std::string chunk(1000, 'y');
+  const Bytes b(reinterpret_cast<const std::byte*>(chunk.data()), chunk.size());
+  std::vector<TcpCopies::Finding> f;
+  TcpCopies::Budget budget{3000, 0};
+  {
+    TcpCopies c(&budget);
+    c.data(0, b, 1, f);
+    BOOST_TEST(budget.used > 0u);
+    BOOST_TEST(budget.used <= budget.limit);
+    c.resent(0, b, 2, f);
+    BOOST_TEST(f.empty());
+    for (std::uint64_t k = 1; k < 10; ++k) c.data(k * 1000, b, 2 + k, f);  // grows past the budget
+    BOOST_TEST(budget.used <= budget.limit);
+    c.resent(9000, b, 20, f);
+    BOOST_TEST_REQUIRE(f.size() == 1u);
+    BOOST_TEST(!f[0].compared);
+    BOOST_TEST(f[0].first == 0u);
+  }
+  BOOST_TEST(budget.used == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(sequence_wraparound) {

@@ -409,6 +409,16 @@ BOOST_AUTO_TEST_CASE(capture_artefacts_add_no_fail) {
             break;
           }
 
+        // A retransmission right after its segment, the two copies one octet
+        // apart: in the copy, or in the first (the receiver may have taken the copy).
+        if (const auto pl = payload_of(orig, i); pl && pl->second > 0 && dissect_raw(orig, i).pkt.protocol == 6)
+          for (const bool in_first : {false, true}) {
+            m = orig;
+            m.frames.insert(m.frames.begin() + static_cast<std::ptrdiff_t>(i) + 1, orig.frames[i]);
+            m.frames[i + (in_first ? 0 : 1)].data[pl->first + pl->second / 2] ^= std::byte{0x5a};
+            mutant(in_first ? "retransmitted, the first copy differs" : "retransmitted, the copy differs", m);
+          }
+
         // A copy far from its original: at the start of the capture.
         if (i > 0) {
           m = orig;

@@ -149,7 +149,7 @@ void add_iwarp_mpa_enhanced_cases(IwarpCases& k) {
         Evidence ev = evidence_at(e, ctx.side(e.dir));
         ev.expected = fmt::format("at least one RTR type (offered: {})", rtr_names(o.types));
         ev.actual = "none";
-        if (o.types == 0) return ctx.tally.fail(std::move(ev));
+        if (o.types == 0) return fail_shown(ctx, e.dir, std::move(ev));
         ev.detail = "a MUST of RFC 6581 §9.2 is broken unless the responder supports exactly one offered type, whose flag §9.2 "
                     "then asks it (SHOULD) to set";
         ctx.tally.inconclusive(std::move(ev));

@@ -38,7 +38,7 @@ void judge_markers(CaseCtx& ctx, int dir, const std::vector<iwarp::MarkerSeen>& 
     ev.expected = std::move(expected);
     ev.actual = std::move(actual);
     ev.detail = std::string(where);
-    ctx.tally.fail(std::move(ev));
+    fail_shown(ctx, dir, std::move(ev));
   }
 }
 template <class Check>
@@ -80,7 +80,7 @@ void fail_absent_markers(CaseCtx& ctx, const IwarpConn& c, What what) {
                             "its first FPDU's, which read without markers is whole with a valid DDP header{}; its FPDUs are "
                             "judged as sent, without markers",
                             a->crc ? " and its CRC right" : "");
-    ctx.tally.fail(std::move(ev));
+    fail_shown(ctx, d, std::move(ev));
   }
 }
 
@@ -296,7 +296,7 @@ void add_iwarp_mpa_fpdu_cases(IwarpCases& k) {
           ev.expected = "no markers (the peer's M = 0)";
           ev.actual = fmt::format("a marker at every 512th octet from stream offset {} ({} in a row)", m->offset, m->count);
           ev.detail = "the FPDUs read without markers fail their CRC or DDP header from the first marker on";
-          ctx.tally.fail(std::move(ev));
+          fail_shown(ctx, d, std::move(ev));
         }
       });
 

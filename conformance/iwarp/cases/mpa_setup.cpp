@@ -25,7 +25,7 @@ void check_key(CaseCtx& ctx, const iwarp::RrEvent& e, MpaFrameKind want) {
   Evidence ev = evidence_at(e, ctx.side(e.dir));
   ev.expected = std::string(key);
   ev.actual = printable(e.head.first(std::min<std::size_t>(e.head.size(), key.size())));
-  ctx.tally.fail(std::move(ev));
+  fail_shown(ctx, e.dir, std::move(ev));
 }
 
 }  // namespace
@@ -58,7 +58,7 @@ void add_iwarp_mpa_setup_cases(IwarpCases& k) {
         ev.expected = "reserved flag bits 0";
         ev.actual = fmt::format("flags octet 0x{:02x}", protocols::u8(h.bytes(), 16));
         if (enh_reserved) ev.detail = "enhanced bit set in a revision 1 frame";
-        ctx.tally.fail(std::move(ev));
+        fail_shown(ctx, e.dir, std::move(ev));
       });
 
   add(k, {"iwarp.mpa.rr.revision", "RFC 5044", "§7.1.1, §7.1.2", Level::must,
@@ -71,7 +71,7 @@ void add_iwarp_mpa_setup_cases(IwarpCases& k) {
         Evidence ev = evidence_at(e, ctx.side(e.dir));
         ev.expected = "1 or 2";
         ev.actual = fmt::format("{}", rev);
-        if (rev == 0) return ctx.tally.fail(std::move(ev));
+        if (rev == 0) return fail_shown(ctx, e.dir, std::move(ev));
         // RFC 6581 §6 asks for "two or higher" to use enhanced setup: a later revision is not excluded.
         ev.detail = "RFC 6581 §6 allows revision two or higher; this suite knows no revision above 2";
         ctx.tally.inconclusive(std::move(ev));
@@ -86,7 +86,7 @@ void add_iwarp_mpa_setup_cases(IwarpCases& k) {
         Evidence ev = evidence_at(e, ctx.side(e.dir));
         ev.expected = fmt::format("at most {}", kMpaMaxPrivateData);
         ev.actual = fmt::format("{}", n);
-        ctx.tally.fail(std::move(ev));
+        fail_shown(ctx, e.dir, std::move(ev));
       });
 
   add(k, {"iwarp.mpa.rr.reject_flag", "RFC 5044", "§7.1.2", Level::must,

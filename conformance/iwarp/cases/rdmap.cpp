@@ -200,7 +200,7 @@ void add_iwarp_rdmap_cases(IwarpCases& k) {
                   ev.detail = "the other direction is not wholly in the capture: responses may be missing";
                   return ctx.tally.inconclusive(std::move(ev));
                 }
-                ctx.tally.fail(std::move(ev));
+                fail_shown(ctx, d, std::move(ev));
               });
 
   // (Send with Invalidate carries the STag to invalidate there: any value
