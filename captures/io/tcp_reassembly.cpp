@@ -52,7 +52,9 @@ struct TcpReassembler::Conn {
     // number this one sent, against which later ones show the other's octets.
     bool ack_base_set = false;
     std::uint32_t ack_base = 0;
-    bool far_behind = false;  // a segment came kFarBehind or more behind (on_limit said so)
+    bool far_behind = false;  // a jump of 2^30 or more came (on_limit said so)
+    bool jumped = false;        // the stream went on after a jump
+    std::uint32_t left_seq = 0; // the next sequence number the space left behind expected
   } dir[2];
   bool synack_seen = false;
   std::uint32_t synack_ack = 0;  // the SYN-ACK's acknowledgement number: side a's first sequence number
@@ -302,14 +304,28 @@ void TcpReassembler::add(const Packet& p) {
   }
 
   // Position relative to the next expected octet, in modular arithmetic.
-  const auto delta = static_cast<std::int32_t>(seq - s.next_seq);
-  if (!p.payload.empty() && delta <= kFarBehind) {
-    // No retransmission lies that far back (a window is at most 2^30
-    // octets): a jump in the sender's sequence numbers, which the stream
-    // cannot place. Said once per direction.
-    if (!s.far_behind) sink_.on_limit(c.info, d, p.frame, kJumpBehind);
-    s.far_behind = true;
-  } else if (!p.payload.empty()) {
+  auto delta = static_cast<std::int32_t>(seq - s.next_seq);
+  if ((!p.payload.empty() || p.fin) && (delta <= kFarBehind || delta >= -kFarBehind)) {
+    // No retransmission or window reaches 2^30 octets (RFC 7323 §2.3 caps
+    // the window below that): a jump in the sender's sequence numbers.
+    // Read as the stream going on from there, what lies between a gap of
+    // unknown length (taken as the distance forward, which keeps the
+    // 512-octet phase of markers for a jump of 2^31); a segment of the
+    // space left behind is not read.
+    if (s.jumped && static_cast<std::int32_t>(seq - s.left_seq) > kFarBehind &&
+        static_cast<std::int32_t>(seq - s.left_seq) <= 0)
+      return;
+    if (!s.far_behind) sink_.on_limit(c.info, d, p.frame, kSequenceJump);
+    s.far_behind = s.jumped = true;
+    s.left_seq = s.next_seq;
+    drain(sink_, d, c, true, limits_);
+    const std::uint64_t forward = static_cast<std::uint32_t>(seq - s.next_seq);
+    emit(sink_, c, d, s.next_off, {}, forward, p.frame, kAckUnknown, limits_);
+    s.next_off += forward;
+    s.next_seq = seq;
+    delta = 0;
+  }
+  if (!p.payload.empty()) {
     const std::int64_t off = static_cast<std::int64_t>(s.next_off) + delta;
     const std::int64_t end = off + static_cast<std::int64_t>(p.payload.size());
     const auto next = static_cast<std::int64_t>(s.next_off);

@@ -92,11 +92,12 @@ inline constexpr const char* kOpenStateFull =
     "the open connections reached the --state-memory bound: closed early as the least recently active (what follows is "
     "judged as a new connection)";
 
-// on_limit's `why` (once per direction) for segments whose sequence number
-// lies 2^30 octets or more behind the stream's: not read.
-inline constexpr const char* kJumpBehind =
-    "a segment whose sequence number lies 2^30 octets or more behind this direction's (a jump that no retransmission "
-    "makes): it and the segments like it are not read, and what they carried is a gap";
+// on_limit's `why` (once per direction) for a segment whose sequence number
+// lies 2^30 octets or more from the stream's, behind or ahead.
+inline constexpr const char* kSequenceJump =
+    "the sender's sequence numbers jump by 2^30 or more (no retransmission or window reaches that far): the stream "
+    "is read as going on from the new ones, what lies between a gap of unknown length, and segments of the space "
+    "left behind are not read";
 
 struct ReassemblyLimits {
   std::size_t max_pending_bytes = 4u << 20;   // per direction, out-of-order data held

@@ -342,7 +342,7 @@ class Run final : public FamilyRun, public TcpSink {
     Conn& k = *conns_[c.id];
     k.scope.artefact(dir, "frame {}: {}", frame, why);
     // (A jump is the traffic's; the buffer limits are this run's, and depend on how it was split over threads.)
-    if (why == captures::io::kJumpBehind) k.mpa.note(dir, fmt::format("frame {}: {}", frame, why));
+    if (why == captures::io::kSequenceJump) k.mpa.note(dir, fmt::format("frame {}: {}", frame, why));
   }
   void on_gap(const TcpStreamInfo& c, int dir, std::uint64_t off, std::uint64_t len, std::uint64_t frame) override {
     Conn& k = *conns_[c.id];

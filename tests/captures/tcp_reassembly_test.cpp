@@ -129,20 +129,33 @@ BOOST_AUTO_TEST_CASE(gap_is_reported_not_invented) {
   BOOST_TEST(r.gaps[0][0].second == 6u);
 }
 
-// A sequence number 2^31 behind (a jump, not a retransmission) is not read,
-// and said once; what it would have carried shows as a gap when the peer's
-// acknowledgements or a FIN prove it.
-BOOST_AUTO_TEST_CASE(sequence_jump_behind_is_said) {
-  Log r;
+// A sequence number 2^31 away (a jump: no retransmission or window reaches
+// that far) is said once; the stream goes on from it after a gap (its length
+// the distance forward), the peer's acknowledgements and the FIN read in the
+// new space, and a segment of the space left behind is not read.
+BOOST_AUTO_TEST_CASE(sequence_jump_goes_on_after_a_gap) {
+  struct Sink : Log {
+    std::vector<std::string> got;
+    void on_data(const TcpStreamInfo&, int, std::uint64_t off, Bytes b, std::uint64_t, std::uint64_t) override {
+      got.push_back(std::to_string(off) + ":" + std::string(reinterpret_cast<const char*>(b.data()), b.size()));
+    }
+  } r;
   TcpReassembler t(r);
+  constexpr std::uint32_t kJump = 0x80000000u;
   t.add(seg(1, "", true, true));
   t.add(seg(2, "ab"));
-  t.add(seg(4 + 0x80000000u, "cd"));
-  t.add(seg(6 + 0x80000000u, "ef"));
-  t.add(seg(6, "gh"));  // the stream goes on where it was
-  t.finish(6);
+  t.add(seg(4 + kJump, "cd"));
+  t.add(seg(2, "ab"));  // the space left behind: not read
+  t.add(seg(6 + kJump, "ef", true, false, true));
+  Packet fin = seg(500, "", false, false, true);
+  fin.ack = 9 + kJump;  // the peer acknowledges the data and the FIN in the new space
+  t.add(fin);
   BOOST_TEST_REQUIRE(r.limits.size() == 1u);
-  BOOST_TEST(r.limits[0] == std::string("1/0: ") + rdmaconf::captures::io::kJumpBehind);
+  BOOST_TEST(r.limits[0] == std::string("1/0: ") + rdmaconf::captures::io::kSequenceJump);
+  const std::vector<std::string> data{"0:ab", "2147483650:cd", "2147483652:ef"};
+  BOOST_TEST(r.got == data, boost::test_tools::per_element());
+  const std::vector<std::string> events{"open 1", "gap 1/0 2+2147483648", "close 1"};
+  BOOST_TEST(r.events == events, boost::test_tools::per_element());  // (both FINs in place: closed, no more gap)
 }
 
 // Octets the stream already holds, sent again before the peer acknowledged

@@ -213,6 +213,29 @@ std::optional<Capture> merge_segments(const Capture& c, std::size_t i, std::size
   return m;
 }
 
+// From frame i on, the sequence numbers of frame i's direction 2^31 further
+// on, and the other direction's acknowledgement numbers with them: the
+// sender's sequence space jumps where no retransmission reaches.
+std::optional<Capture> sequence_jump(const Capture& c, std::size_t i, const std::vector<Flow>& flows) {
+  const auto pl = payload_of(c, i);
+  if (!pl || pl->second == 0 || dissect_raw(c, i).pkt.protocol != 6) return std::nullopt;
+  namespace net = protocols::net;
+  constexpr std::uint64_t kJump = std::uint64_t{1} << 31;
+  Capture m = c;
+  for (std::size_t j = i; j < c.frames.size(); ++j) {
+    if (flows[j].conv != flows[i].conv) continue;
+    const Dissected d = dissect_raw(c, j);
+    const bool same = flows[j].dir == flows[i].dir;
+    rewrite(m.frames[j].data, d.pkt.l3_offset + d.pkt.ip_header_len, net::kTcp, [&](protocols::Header& h) {
+      if (same)
+        h.set(net::Tcp::seq, (h.get(net::Tcp::seq) + kJump) & 0xffffffffu);
+      else if (h.get(net::Tcp::ackf))
+        h.set(net::Tcp::ack, (h.get(net::Tcp::ack) + kJump) & 0xffffffffu);
+    });
+  }
+  return m;
+}
+
 // The capture without its first `from` frames: it starts late.
 Capture cut_at(const Capture& orig, std::size_t from) {
   Capture c = orig;
@@ -408,6 +431,8 @@ BOOST_AUTO_TEST_CASE(capture_artefacts_add_no_fail) {
             if (const auto merged = merge_segments(orig, i, j)) mutant("TCP segments merged", *merged);
             break;
           }
+
+        if (const auto jumped = sequence_jump(orig, i, flows)) mutant("TCP sequence jump of 2^31", *jumped);
 
         // A retransmission right after its segment, the two copies one octet
         // apart: in the copy, or in the first (the receiver may have taken the copy).
