@@ -17,8 +17,6 @@
 
 #include <fmt/format.h>
 
-#include "captures/io/pcap_writer.hpp"
-
 namespace rdmaconf::engine::ib {
 
 namespace pib = protocols::ib;
@@ -64,15 +62,6 @@ void set_flow(pib::RoceFlow& f, const sockaddr_storage& src, const sockaddr_stor
   std::copy(d.begin(), d.end(), f.dst.begin());
   f.sport = port_of(src);
   f.dport = port_of(dst);
-}
-
-captures::io::Host host_of(const sockaddr_storage& a) {
-  captures::io::Host h;
-  h.ipv6 = is_v6(a);
-  const auto b = addr_of(a);
-  std::memcpy(h.addr.data(), b.data(), b.size());
-  h.port = port_of(a);
-  return h;
 }
 
 }  // namespace
@@ -232,17 +221,12 @@ std::uint16_t UdpLink::port() const { return port_of(local_); }
 
 std::string UdpLink::local_name() const { return endpoint_name(local_); }
 
-bool UdpLink::record(const std::string& path, std::string& err) {
-  try {
-    pcap_ = std::make_unique<captures::io::PcapWriter>(path);
-  } catch (const std::exception& e) {
-    err = fmt::format("{}: {}", path, e.what());
-    return false;
-  }
-  return true;
+bool UdpLink::record(const std::shared_ptr<engine::FrameTap>& tap) {
+  tap_ = tap;
+  return tap_ != nullptr;
 }
 
-void UdpLink::stop_recording() { pcap_.reset(); }
+void UdpLink::stop_recording() { tap_.reset(); }
 
 void UdpLink::close() {
   fd_ = Fd();
@@ -252,13 +236,7 @@ void UdpLink::close() {
 }
 
 void UdpLink::tap(bool outbound, protocols::Bytes pkt) {
-  if (!pcap_) return;
-  pcap_->set_time_us(std::chrono::duration_cast<std::chrono::microseconds>(
-                         std::chrono::system_clock::now().time_since_epoch()).count());
-  const auto us = host_of(local_), them = host_of(peer_);
-  const auto& from = outbound ? us : them;
-  const auto& to = outbound ? them : us;
-  pcap_->ip_packet(from, to, protocols::Bytes(captures::io::ip_udp(from, to, pkt, from.ipv6)));  // IPv6 requires the UDP checksum
+  if (tap_) tap_->datagram(outbound ? local_ : peer_, outbound ? peer_ : local_, pkt);
 }
 
 bool UdpLink::flush(QueuePair& qp) {

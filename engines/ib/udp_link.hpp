@@ -7,7 +7,7 @@
 //   UdpLink link;
 //   link.open("127.0.0.1:4791", err);
 //   link.set_peer("127.0.0.2:4791", err);
-//   link.record("run.pcap", err);                          // optional
+//   link.record(captures::io::pcap_tap("run.pcap", err));  // optional
 //   link.run_until(qp, [&] { return done; }, 5000);
 //
 // The ICRC of every packet sent is computed from the socket's addresses
@@ -27,11 +27,8 @@
 #include <vector>
 
 #include "engines/common/socket.hpp"
+#include "engines/common/tap.hpp"
 #include "engines/ib/qp.hpp"
-
-namespace rdmaconf::captures::io {
-class PcapWriter;
-}
 
 namespace rdmaconf::engine::ib {
 
@@ -101,8 +98,9 @@ class UdpLink {
   // datagrams (rxe sets IPv4 identification) needs it. The UDP socket's own
   // copies are then read and discarded.
   bool raw_receive(std::string& err);
-  // Records every packet sent and received as IPv4 or IPv6 UDP frames.
-  bool record(const std::string& path, std::string& err);
+  // Hands every packet sent and received to `tap` as a UDP datagram (false
+  // when there is none: a recorder that could not be made).
+  bool record(const std::shared_ptr<engine::FrameTap>& tap);
   void stop_recording();
   // Receives from `box` instead of a socket of its own, and sends through
   // `send_fd`, a socket bound to `local` that a dispatcher reads (dispatch).
@@ -172,7 +170,7 @@ class UdpLink {
   protocols::ib::RoceFlow out_flow_, in_flow_;
   std::vector<OutPacket> batch_;
   std::vector<std::vector<std::byte>> rx_;
-  std::unique_ptr<captures::io::PcapWriter> pcap_;
+  std::shared_ptr<engine::FrameTap> tap_;
   std::string error_;
   std::uint64_t sent_ = 0, received_ = 0, icrc_bad_ = 0, foreign_ = 0;
 };

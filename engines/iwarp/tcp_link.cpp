@@ -14,7 +14,6 @@
 
 #include <fmt/format.h>
 
-#include "captures/io/pcap_writer.hpp"
 
 namespace rdmaconf::engine::iwarp {
 
@@ -23,21 +22,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr std::size_t kMaxIov = 1024;  // pieces per sendmsg (IOV_MAX)
 
-captures::io::Host host_of(const sockaddr_storage& a) {
-  captures::io::Host h;
-  if (a.ss_family == AF_INET6) {
-    const auto& s = reinterpret_cast<const sockaddr_in6&>(a);
-    h.ipv6 = true;
-    std::memcpy(h.addr.data(), &s.sin6_addr, 16);
-    h.port = ntohs(s.sin6_port);
-  } else {
-    const auto& s = reinterpret_cast<const sockaddr_in&>(a);
-    std::memcpy(h.addr.data(), &s.sin_addr, 4);
-    h.port = ntohs(s.sin_port);
-  }
-  h.mac = {0x02, 0x00, h.addr[0], h.addr[1], static_cast<std::uint8_t>(h.port >> 8), static_cast<std::uint8_t>(h.port)};
-  return h;
-}
 
 }  // namespace
 
@@ -61,37 +45,22 @@ TcpLink::TcpLink(Fd fd, QueuePair& qp, WaitMode wait)
 }
 
 TcpLink::~TcpLink() {
-  if (conv_) conv_->close();
+  if (stream_) stream_->close();
 }
 
-bool TcpLink::record(const std::string& path, std::string& err) {
+bool TcpLink::record(const std::shared_ptr<FrameTap>& tap) {
+  if (!tap) return false;
   sockaddr_storage local{}, peer{};
   socklen_t l1 = sizeof local, l2 = sizeof peer;
   ::getsockname(fd_.get(), reinterpret_cast<sockaddr*>(&local), &l1);
   ::getpeername(fd_.get(), reinterpret_cast<sockaddr*>(&peer), &l2);
-  try {
-    pcap_ = std::make_unique<captures::io::PcapWriter>(path);
-  } catch (const std::exception& e) {
-    err = fmt::format("{}: {}", path, e.what());
-    return false;
-  }
   our_dir_ = qp_.config().initiator ? 0 : 1;
-  const captures::io::Host us = host_of(local), them = host_of(peer);
-  conv_ = std::make_unique<captures::io::TcpConversation>(*pcap_, our_dir_ == 0 ? us : them, our_dir_ == 0 ? them : us);
-  pcap_->set_time_us(std::chrono::duration_cast<std::chrono::microseconds>(
-                         std::chrono::system_clock::now().time_since_epoch()).count());
-  // No MSS option: the recording's segments are the engine's writes and
-  // reads, not the wire's, so the cases of segment sizes (ulpdu_max,
-  // alignment) have nothing to judge in it.
-  conv_->handshake(0);
+  stream_ = our_dir_ == 0 ? tap->stream(local, peer) : tap->stream(peer, local);
   return true;
 }
 
 void TcpLink::tap(int dir, protocols::Bytes b) {
-  if (!conv_ || b.empty()) return;
-  pcap_->set_time_us(std::chrono::duration_cast<std::chrono::microseconds>(
-                         std::chrono::system_clock::now().time_since_epoch()).count());
-  conv_->send(dir, b, 32768);
+  if (stream_ && !b.empty()) stream_->data(dir, b);
 }
 
 void TcpLink::finish(std::string why) {
@@ -120,7 +89,7 @@ bool TcpLink::flush() {
       finish(errno_text("send"));
       return false;
     }
-    if (conv_) tap(our_dir_, out.copy_out(static_cast<std::size_t>(n)));  // as written: one segment per call
+    if (stream_) tap(our_dir_, out.copy_out(static_cast<std::size_t>(n)));  // as written: one segment per call
     sent_ += static_cast<std::uint64_t>(n);
     qp_.consume(static_cast<std::size_t>(n));
   }

@@ -6,7 +6,7 @@
 //   auto fd = tcp_connect("127.0.0.1:4791", 5000, err);   // or tcp_listen + tcp_accept
 //   QueuePair qp(pd, scq, rcq, cfg);
 //   TcpLink link(std::move(fd), qp);
-//   link.record("run.pcap");                              // optional
+//   link.record(captures::io::pcap_tap("run.pcap", err));  // optional
 //   qp.connect();
 //   link.run_until([&] { return qp.state() == QpState::connected; }, 5000);
 //
@@ -27,17 +27,14 @@
 #include <vector>
 
 #include "engines/common/socket.hpp"
+#include "engines/common/tap.hpp"
 #include "engines/iwarp/qp.hpp"
-
-namespace rdmaconf::captures::io {
-class PcapWriter;
-class TcpConversation;
-}  // namespace rdmaconf::captures::io
 
 namespace rdmaconf::engine::iwarp {
 
 // Sockets: Fd, endpoints, TCP listen/accept/connect (shared with the
 // InfiniBand engine's adapters).
+using engine::FrameTap, engine::StreamTap;
 using engine::Fd, engine::parse_endpoint, engine::endpoint_name, engine::tcp_listen, engine::local_port,
     engine::tcp_accept, engine::tcp_connect;
 
@@ -50,9 +47,10 @@ class TcpLink {
   TcpLink(const TcpLink&) = delete;
   TcpLink& operator=(const TcpLink&) = delete;
 
-  // Records every octet sent and received as a TCP conversation in a pcap
-  // (the initiator as the first host); call before any traffic.
-  bool record(const std::string& pcap_path, std::string& err);
+  // Hands every octet sent and received to `tap` as one TCP connection
+  // (the initiator as its opener); call before any traffic. False when
+  // there is no tap (a recorder that could not be made).
+  bool record(const std::shared_ptr<FrameTap>& tap);
 
   // True when done() held; false on timeout, connection end or socket error
   // (see ended(), error()).
@@ -87,8 +85,7 @@ class TcpLink {
   std::uint64_t sent_ = 0, received_ = 0;
   std::chrono::steady_clock::time_point t0_;
   // recording
-  std::unique_ptr<captures::io::PcapWriter> pcap_;
-  std::unique_ptr<captures::io::TcpConversation> conv_;
+  std::unique_ptr<StreamTap> stream_;
   int our_dir_ = 0;
 };
 

@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "captures/io/pcap_tap.hpp"
 #include "engines/common/socket.hpp"
 #include "engines/ib/udp_link.hpp"
 #include "interop/control.hpp"
@@ -179,7 +180,7 @@ RunResult run_initiator(std::string_view control_peer, const RunOptions& o) {
     return r;
   }
   UdpLink link;
-  if (!link.open(o.udp_local, err) || (!o.pcap.empty() && !link.record(o.pcap, err)) ||
+  if (!link.open(o.udp_local, err) || (!o.pcap.empty() && !link.record(captures::io::pcap_tap(o.pcap, err))) ||
       (o.raw_receive && !link.raw_receive(err))) {
     r.message = err;
     return r;
@@ -508,7 +509,7 @@ json serve_one(int cfd, const PeerOptions& o, std::uint64_t index, std::stop_tok
     return refuse_held(fmt::format("hello: {} octets of buffers are beyond the peer's memory budget ({} of {} in use)",
                               h->buffer + recvs * size + 8, shared.budget.used(), shared.budget.limit()));
   if (!o.pcap_dir.empty() &&
-      !link.record((std::filesystem::path(o.pcap_dir) / fmt::format("peer-roce-{}.pcap", index)).string(), err))
+      !link.record(captures::io::pcap_tap((std::filesystem::path(o.pcap_dir) / fmt::format("peer-roce-{}.pcap", index)).string(), err)))
     return refuse_held(err);
 
   ProtectionDomain pd;
@@ -831,7 +832,7 @@ RunResult run_perftest_client(std::string_view server, std::string_view program,
   std::string err;
   Fd tcp = tcp_connect(server, o.timeout_ms, err);
   UdpLink link;
-  if (!tcp || !link.open(o.udp_local, err) || (!o.pcap.empty() && !link.record(o.pcap, err)) ||
+  if (!tcp || !link.open(o.udp_local, err) || (!o.pcap.empty() && !link.record(captures::io::pcap_tap(o.pcap, err))) ||
       (o.raw_receive && !link.raw_receive(err))) {
     r.message = err;
     return r;
@@ -979,7 +980,7 @@ json serve_perftest_one(int cfd, const PeerOptions& o, PerftestVerb verb, std::u
   std::string version;
   PerftestRun run;
   if (!o.pcap_dir.empty())
-    link.record((std::filesystem::path(o.pcap_dir) / fmt::format("peer-perftest-{}.pcap", index)).string(), err);
+    link.record(captures::io::pcap_tap((std::filesystem::path(o.pcap_dir) / fmt::format("peer-perftest-{}.pcap", index)).string(), err));
   if (!ses.setup(cfg.pmtu, version) || !perftest_connect(run, ses, link, cfg, buffer, err)) {
     rep["error"] = err.empty() ? ses.error() : err;
     return rep;

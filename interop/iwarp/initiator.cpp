@@ -1,4 +1,5 @@
 // Our engine as the initiator of a scenario, against our own peer or rping -s.
+#include "captures/io/pcap_tap.hpp"
 #include "interop/iwarp/session.hpp"
 
 namespace rdmaconf::interop::iwarp {
@@ -432,7 +433,7 @@ RunResult run_initiator(std::string_view peer, const RunOptions& o) {
     return r;
   }
   Session s(cfg, std::move(fd), o.wait, o.timeout_ms);
-  if (!o.pcap.empty() && !s.link->record(o.pcap, err)) {
+  if (!o.pcap.empty() && !s.link->record(captures::io::pcap_tap(o.pcap, err))) {
     r.message = err;
     return r;
   }

@@ -1,4 +1,5 @@
 // Our engine against perftest started with -R (rdma_cm over iWARP), as its client and as its server.
+#include "captures/io/pcap_tap.hpp"
 #include "interop/iwarp/session.hpp"
 
 #include <condition_variable>
@@ -120,7 +121,7 @@ RunResult run_perftest_client(std::string_view peer, std::string_view program, c
       return nullptr;
     }
     auto s = std::make_unique<Session>(cfg, std::move(fd), o.wait, o.timeout_ms);
-    if (!pcap.empty() && !s->link->record(pcap, err)) {
+    if (!pcap.empty() && !s->link->record(captures::io::pcap_tap(pcap, err))) {
       r.message = err;
       return nullptr;
     }
@@ -297,7 +298,7 @@ nlohmann::json serve_perftest_one(Fd fa, const PeerOptions& o, std::string_view 
   auto start = [&](Fd fd, const std::string& pcap, unsigned slots) {
     auto ses = std::make_unique<Session>(cfg, std::move(fd), o.wait, o.idle_timeout_ms);
     std::string e;
-    if (!pcap.empty() && !ses->link->record(pcap, e)) rep["pcap_error"] = e;
+    if (!pcap.empty() && !ses->link->record(captures::io::pcap_tap(pcap, e))) rep["pcap_error"] = e;
     ses->setup_slots(kMinSlot, slots);
     ses->qp.connect();
     return ses;

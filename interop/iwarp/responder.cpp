@@ -2,6 +2,7 @@
 // scenario named by the initiator's hello.
 #include <mutex>
 
+#include "captures/io/pcap_tap.hpp"
 #include "interop/iwarp/session.hpp"
 
 namespace rdmaconf::interop::iwarp {
@@ -235,7 +236,7 @@ nlohmann::json serve_one(Fd fd, const PeerOptions& o, const std::string& pcap, M
   ::getpeername(s.link->fd(), reinterpret_cast<sockaddr*>(&peer), &pl);
   rep["peer"] = endpoint_name(peer);
   std::string err;
-  if (!pcap.empty() && !s.link->record(pcap, err)) rep["pcap_error"] = err;
+  if (!pcap.empty() && !s.link->record(captures::io::pcap_tap(pcap, err))) rep["pcap_error"] = err;
   if (!pcap.empty()) rep["pcap"] = pcap;
   s.setup_slots(kMinSlot, 1);
   s.qp.connect();

@@ -345,3 +345,57 @@ BOOST_AUTO_TEST_CASE(erf_records) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// The engines' frame tap written to a pcap: a TCP connection from its
+// handshake to its FINs with the octets each side handed over, and UDP
+// datagrams, read back by our reader and its dissector.
+#include <arpa/inet.h>
+
+#include "captures/io/packet.hpp"
+#include "captures/io/pcap_tap.hpp"
+
+BOOST_AUTO_TEST_SUITE(pcap_tap)
+
+BOOST_AUTO_TEST_CASE(what_the_engines_hand_over_is_read_back) {
+  namespace io = rdmaconf::captures::io;
+  auto ep = [](const char* ip, std::uint16_t port) {
+    sockaddr_storage s{};
+    auto& in = reinterpret_cast<sockaddr_in&>(s);
+    in.sin_family = AF_INET;
+    in.sin_port = htons(port);
+    ::inet_pton(AF_INET, ip, &in.sin_addr);
+    return s;
+  };
+  const auto a = ep("192.0.2.1", 40001), b = ep("192.0.2.2", 7174);
+  const std::string path = (std::filesystem::temp_directory_path() / fmt::format("rdmaconf-tap-{}.pcap", ::getpid())).string();
+  std::string err;
+  BOOST_TEST(!io::pcap_tap("/nonexistent-dir/x.pcap", err));
+  BOOST_TEST(!err.empty());
+  {
+    auto tap = io::pcap_tap(path, err);
+    BOOST_TEST_REQUIRE(!!tap, err);
+    auto s = tap->stream(a, b);
+    const std::string req = "request", rep = "reply!";
+    s->data(0, std::as_bytes(std::span(req)));
+    s->data(1, std::as_bytes(std::span(rep)));
+    const std::string dg = "datagram";
+    tap->datagram(b, a, std::as_bytes(std::span(dg)));
+    s->close();
+  }
+  auto r = PcapReader::open(path, err, false);
+  BOOST_TEST_REQUIRE(!!r, err);
+  std::vector<std::string> got;
+  while (auto f = r->next()) {
+    const auto d = io::dissect(r->linktype(), *f);
+    const auto& p = d.pkt;
+    got.push_back(fmt::format("{}:{}>{}{}{} {}", p.protocol, p.sport, p.dport, p.syn ? " S" : "", p.fin ? " F" : "",
+                              std::string(reinterpret_cast<const char*>(p.payload.data()), p.payload.size())));
+  }
+  std::filesystem::remove(path);
+  const std::vector<std::string> want{"6:40001>7174 S ",       "6:7174>40001 S ",       "6:40001>7174 ",
+                                      "6:40001>7174 request",  "6:7174>40001 reply!",   "17:7174>40001 datagram",
+                                      "6:40001>7174 F ",       "6:7174>40001 F ",       "6:40001>7174 "};
+  BOOST_TEST(got == want, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_SUITE_END()

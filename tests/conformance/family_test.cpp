@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -529,6 +530,21 @@ BOOST_AUTO_TEST_CASE(open_state_beyond_its_bound_closes_early_and_never_fails) {
 
 // A family option given as text (the Wireshark plugin's preferences): lists,
 // limits and allowed values, each refusal naming the option and the value.
+// Engines hand their frames to a tap (engines/common/tap.hpp) and know
+// nothing of capture files: no engine source includes from captures/.
+BOOST_AUTO_TEST_CASE(engines_include_nothing_from_captures) {
+  std::size_t read = 0;
+  for (const auto& e : fs::recursive_directory_iterator(fs::path(RDMACONF_SOURCE_DIR) / "engines")) {
+    if (e.path().extension() != ".cpp" && e.path().extension() != ".hpp" && e.path().extension() != ".h") continue;
+    std::ifstream in(e.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    ++read;
+    BOOST_TEST(text.str().find("#include \"captures/") == std::string::npos, e.path().string());
+  }
+  BOOST_TEST(read > 10u);
+}
+
 BOOST_AUTO_TEST_CASE(options_parse_from_text) {
   const OptionSpec ports{"--roce-port", "", true, {}, 65535};
   const OptionSpec mtu{"--roce-mtu", "", false, {256, 1024}};
