@@ -22,7 +22,11 @@ bool TcpCopies::take(std::size_t n) {
 }
 
 void TcpCopies::data(std::uint64_t offset, protocols::Bytes b, std::uint64_t frame, std::vector<Finding>& out) {
-  if (b.empty() || off_) return;
+  if (b.empty()) return;
+  if (off_) {  // nothing kept: only where the stream is, for the copies waiting
+    end_ = offset + b.size();
+    return settle_waiting(out);
+  }
   if (!started_ || offset != end_) {  // the first octets, or after a gap the caller did not report
     started_ = true;
     base_ = end_ = offset;
@@ -31,12 +35,12 @@ void TcpCopies::data(std::uint64_t offset, protocols::Bytes b, std::uint64_t fra
   const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(kBytes, end_ - base_ + b.size()));
   if (bytes_.capacity() < want) {
     const std::size_t to = std::min(kBytes, std::max(want, 2 * bytes_.capacity()));
-    if (!take(to - bytes_.capacity())) return;
+    if (!take(to - bytes_.capacity())) return data(offset, b, frame, out);
     bytes_.reserve(to);
   }
   if (segs_.size() == segs_.capacity() && segs_.size() < kSegments) {
     const std::size_t to = std::min(kSegments, std::max<std::size_t>(16, 2 * segs_.capacity()));
-    if (!take((to - segs_.capacity()) * sizeof(segs_[0]))) return;
+    if (!take((to - segs_.capacity()) * sizeof(segs_[0]))) return data(offset, b, frame, out);
     segs_.reserve(to);
   }
   // Segments: appended until kSegments, then the oldest overwritten.
@@ -58,7 +62,10 @@ void TcpCopies::data(std::uint64_t offset, protocols::Bytes b, std::uint64_t fra
     at += n;
   }
   end_ = offset + b.size();
-  if (waiting_.empty()) return;
+  settle_waiting(out);
+}
+
+void TcpCopies::settle_waiting(std::vector<Finding>& out) {
   // Copies whose first copy is now whole here.
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     if (it->offset + it->bytes.size() > end_) {
@@ -107,6 +114,10 @@ std::pair<std::uint64_t, std::uint64_t> TcpCopies::frames_of(std::uint64_t from,
 }
 
 void TcpCopies::compare(std::uint64_t offset, protocols::Bytes copy, std::uint64_t frame, std::vector<Finding>& out) const {
+  if (off_) {  // nothing kept (the budget ran out): not compared, the first copy's frames unknown
+    out.push_back({offset, copy.size(), 0, 0, frame, false});
+    return;
+  }
   const std::uint64_t end = offset + copy.size(), kept = kept_from();
   // Octets older than those kept cannot be compared.
   if (offset < kept) {
@@ -131,10 +142,7 @@ void TcpCopies::compare(std::uint64_t offset, protocols::Bytes copy, std::uint64
 
 void TcpCopies::resent(std::uint64_t offset, protocols::Bytes copy, std::uint64_t frame, std::vector<Finding>& out) {
   if (copy.empty()) return;
-  if (off_) {  // nothing kept: not compared, the first copy's frames unknown
-    out.push_back({offset, copy.size(), 0, 0, frame, false});
-    return;
-  }
+  if (off_) return compare(offset, copy, frame, out);
   const std::uint64_t end = offset + copy.size();
   if (started_ && end <= end_) return compare(offset, copy, frame, out);
   // Its first copy is not (all) here yet: held until it is, within a bound.

@@ -66,6 +66,8 @@ class TcpCopies {
   // Compares the kept octets [offset, offset + copy.size()) with the copy.
   void compare(std::uint64_t offset, protocols::Bytes copy, std::uint64_t frame, std::vector<Finding>& out) const;
   void flush_waiting(std::vector<Finding>& out);
+  // Compares the waiting copies whose first copy is whole here now.
+  void settle_waiting(std::vector<Finding>& out);
 
   std::vector<std::byte> bytes_;  // circular by (offset - base_) % kBytes; grows up to kBytes
   std::uint64_t base_ = 0, end_ = 0;  // octets [kept_from(), end_) are kept

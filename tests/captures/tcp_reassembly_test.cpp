@@ -248,12 +248,17 @@ BOOST_AUTO_TEST_CASE(copies_within_a_budget) {
     BOOST_TEST(budget.used <= budget.limit);
     c.resent(0, b, 2, f);
     BOOST_TEST(f.empty());
-    for (std::uint64_t k = 1; k < 10; ++k) c.data(k * 1000, b, 2 + k, f);  // grows past the budget
+    c.resent(5000, b, 3, f);  // ahead: waits for its first copy
+    for (std::uint64_t k = 1; k < 10; ++k) c.data(k * 1000, b, 3 + k, f);  // grows past the budget
     BOOST_TEST(budget.used <= budget.limit);
-    c.resent(9000, b, 20, f);
+    // The waiting copy, once its first copy came: nothing kept to compare it with.
     BOOST_TEST_REQUIRE(f.size() == 1u);
     BOOST_TEST(!f[0].compared);
-    BOOST_TEST(f[0].first == 0u);
+    BOOST_TEST(f[0].offset == 5000u);
+    c.resent(9000, b, 20, f);
+    BOOST_TEST_REQUIRE(f.size() == 2u);
+    BOOST_TEST(!f[1].compared);
+    BOOST_TEST(f[1].first == 0u);
   }
   BOOST_TEST(budget.used == 0u);
 }
