@@ -1,10 +1,14 @@
 #include "interop/netns.hpp"
 
+#include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/mount.h>
+#include <sys/wait.h>
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -93,6 +97,79 @@ RunNamespaces::~RunNamespaces() {
     remove_path(path.c_str());
   }
   for (auto& c : g_children) c = 0;
+}
+
+std::string run_command(const std::vector<std::string>& argv, int timeout_ms) {
+  const std::string what = fmt::format("{}", fmt::join(argv, " "));
+  int err[2];
+  if (pipe2(err, O_CLOEXEC) != 0) return fmt::format("{}: pipe: {}", what, std::strerror(errno));
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, err[1], STDERR_FILENO);
+  posix_spawnattr_t at;
+  posix_spawnattr_init(&at);
+  posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);  // its own process group, killed as one
+  posix_spawnattr_setpgroup(&at, 0);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = posix_spawnp(&pid, args[0], &fa, &at, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&at);
+  close(err[1]);
+  if (rc != 0) {
+    close(err[0]);
+    return fmt::format("{}: {}", what, std::strerror(rc));
+  }
+  std::string text;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  bool timed_out = false;
+  for (;;) {  // standard error until it closes, within the deadline
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    if (left <= 0) {
+      timed_out = true;
+      kill(-pid, SIGKILL);
+      break;
+    }
+    pollfd p{err[0], POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left)) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = read(err[0], buf, sizeof buf);
+    if (n <= 0) break;
+    if (text.size() < 4096) text.append(buf, static_cast<std::size_t>(n));
+  }
+  close(err[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  if (timed_out) return fmt::format("{}: no end within {} ms (killed)", what, timeout_ms);
+  if (WIFSIGNALED(status)) return fmt::format("{}: killed by signal {}{}{}", what, WTERMSIG(status), text.empty() ? "" : ": ", text);
+  if (WEXITSTATUS(status) != 0) return fmt::format("{}: exit status {}{}{}", what, WEXITSTATUS(status), text.empty() ? "" : ": ", text);
+  return {};
+}
+
+std::string make_veth_pair(const VethEnd& a, const VethEnd& b, bool tx_checksum_off) {
+  std::vector<std::vector<std::string>> steps = {
+      {"ip", "netns", "add", a.ns},
+      {"ip", "netns", "add", b.ns},
+      {"ip", "-n", a.ns, "link", "add", a.ifname, "address", a.mac, "type", "veth", "peer", "name", b.ifname, "address", b.mac,
+       "netns", b.ns}};
+  for (const VethEnd* e : {&a, &b}) {
+    steps.push_back({"ip", "netns", "exec", e->ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"});
+    for (const auto& addr : e->addresses) steps.push_back({"ip", "-n", e->ns, "addr", "add", addr, "dev", e->ifname});
+    steps.push_back({"ip", "-n", e->ns, "link", "set", "lo", "up"});
+    steps.push_back({"ip", "-n", e->ns, "link", "set", e->ifname, "up"});
+    for (const auto& n : e->neighbours)
+      steps.push_back({"ip", "-n", e->ns, "neigh", "replace", n.ip, "lladdr", n.mac, "dev", e->ifname, "nud", "permanent"});
+    if (tx_checksum_off) steps.push_back({"ip", "netns", "exec", e->ns, "ethtool", "-K", e->ifname, "tx", "off"});
+  }
+  for (const auto& s : steps)
+    if (std::string e = run_command(s); !e.empty()) return e;
+  return {};
 }
 
 }  // namespace rdmaconf::interop

@@ -45,6 +45,30 @@ class InNetns {
 // handler then ends the process by the same signal. What a run killed with
 // SIGKILL left, the next run of any tool (or `rdmaconf unet cleanup`)
 // removes: namespaces whose process no longer runs.
+class RunNamespaces;
+
+// Runs a program with `argv` (no shell), its standard output discarded and
+// its standard error kept, for at most `timeout_ms` (then killed with its
+// process group). Empty on success, else the command and what went wrong
+// (exit status or signal, and what it wrote to standard error).
+std::string run_command(const std::vector<std::string>& argv, int timeout_ms = 10000);
+
+// One end of a veth pair, in a namespace of its own.
+struct VethEnd {
+  std::string ns, ifname, mac;
+  std::vector<std::string> addresses;  // with prefix length, e.g. "10.77.0.1/24"
+  struct Neighbour {
+    std::string ip, mac;
+  };
+  std::vector<Neighbour> neighbours;  // permanent neighbour entries
+};
+// Makes both namespaces and the pair between them: the ends' MACs and
+// addresses, loopback and both ends up, IPv6 off in both namespaces, the
+// neighbour entries; with `tx_checksum_off`, each end's transmit checksum
+// offload off (veth would leave checksums to a NIC that is not there).
+// Empty on success, else the first command that failed and why.
+std::string make_veth_pair(const VethEnd& a, const VethEnd& b, bool tx_checksum_off = false);
+
 class RunNamespaces {
  public:
   // Removes namespaces rdmaconf-*-<pid>-* whose process is gone; their names.

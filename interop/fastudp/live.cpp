@@ -85,25 +85,19 @@ struct Lab {
   std::string kernel_ns, nic_ns;
   const std::string nic_if = "fudpn", kernel_if = "fudpk";
   RunNamespaces namespaces;  // removed with their veth ends, also after a signal or by the next run
-  // Makes the pair; false when a command failed.
+  std::string error;         // what failed, when make() did
+  // Makes the pair; false when a command failed (see error).
   bool make() {
     (void)RunNamespaces::remove_stale();
     kernel_ns = namespaces.add("fudp", "kernel");
     nic_ns = namespaces.add("fudp", "nic");
-    const std::string setup = fmt::format(
-        "set -e; ip netns add {0}; ip netns add {1}; "
-        "ip -n {1} link add {3} address 02:00:0a:4d:00:02 type veth peer name {2} address 02:00:0a:4d:00:01 netns {0}; "
-        "ip -n {0} addr add 10.77.0.1/24 dev {2}; ip -n {0} link set lo up; ip -n {0} link set {2} up; "
-        // 10.77.0.3 is the kernel's own address on the NIC's end (the benchmark's baseline socket).
-        "ip -n {1} addr add 10.77.0.3/24 dev {3}; ip -n {1} link set lo up; ip -n {1} link set {3} up; "
-        "ip -n {0} neigh replace 10.77.0.2 lladdr 02:00:0a:4d:00:02 dev {2} nud permanent; "
-        "ip -n {0} neigh replace 10.77.0.3 lladdr 02:00:0a:4d:00:02 dev {2} nud permanent; "
-        "ip -n {1} neigh replace 10.77.0.1 lladdr 02:00:0a:4d:00:01 dev {3} nud permanent; "
-        // The kernel computes its checksums itself (veth would leave them to a NIC that is not there).
-        "ip netns exec {0} ethtool -K {2} tx off >/dev/null; ip netns exec {1} ethtool -K {3} tx off >/dev/null; "
-        "ip netns exec {0} sysctl -qw net.ipv6.conf.all.disable_ipv6=1; ip netns exec {1} sysctl -qw net.ipv6.conf.all.disable_ipv6=1",
-        kernel_ns, nic_ns, kernel_if, nic_if);
-    return std::system(setup.c_str()) == 0;
+    // 10.77.0.3 is the kernel's own address on the NIC's end (the
+    // benchmark's baseline socket); the kernel computes its checksums itself.
+    const VethEnd kernel{kernel_ns, kernel_if, "02:00:0a:4d:00:01", {"10.77.0.1/24"},
+                         {{"10.77.0.2", "02:00:0a:4d:00:02"}, {"10.77.0.3", "02:00:0a:4d:00:02"}}};
+    const VethEnd nic{nic_ns, nic_if, "02:00:0a:4d:00:02", {"10.77.0.3/24"}, {{"10.77.0.1", "02:00:0a:4d:00:01"}}};
+    error = make_veth_pair(kernel, nic, true);
+    return error.empty();
   }
 };
 
@@ -277,7 +271,7 @@ std::unique_ptr<eng::Plugin> prepare(const std::string& path, Lab& lab, std::str
   }
   auto plugin = eng::Plugin::open(path, error);
   if (plugin && !lab.make()) {
-    error = "setting up the namespaces and veth pair failed (ip, ethtool)";
+    error = "setting up the namespaces and veth pair failed: " + lab.error;
     return nullptr;
   }
   return plugin;

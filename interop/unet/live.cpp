@@ -382,14 +382,10 @@ class WireTransport final : public Transport {
     for (const auto& n : RunNamespaces::remove_stale()) notice += fmt::format("removed {}, left by a run that died; ", n);
     ns_a_ = namespaces_.add("unet", "a");
     ns_b_ = namespaces_.add("unet", "b");
-    const std::string setup = fmt::format(
-        "set -e; ip netns add {0}; ip netns add {1}; "
-        "ip -n {0} link add unetA address 02:00:0a:4e:00:01 type veth peer name unetB address 02:00:0a:4e:00:02 netns {1}; "
-        "ip netns exec {0} sysctl -qw net.ipv6.conf.all.disable_ipv6=1; ip netns exec {1} sysctl -qw net.ipv6.conf.all.disable_ipv6=1; "
-        "ip -n {0} addr add 10.78.0.1/24 dev unetA; ip -n {1} addr add 10.78.0.2/24 dev unetB; "
-        "ip -n {0} link set lo up; ip -n {1} link set lo up; ip -n {0} link set unetA up; ip -n {1} link set unetB up",
-        ns_a_, ns_b_);
-    if (std::system(setup.c_str()) != 0) return "setting up the namespaces and veth pair failed (ip)";
+    if (std::string e = make_veth_pair({ns_a_, "unetA", "02:00:0a:4e:00:01", {"10.78.0.1/24"}, {}},
+                                       {ns_b_, "unetB", "02:00:0a:4e:00:02", {"10.78.0.2/24"}, {}});
+        !e.empty())
+      return "setting up the namespaces and veth pair failed: " + e;
     std::string err;
     {
       InNetns in(ns_a_);

@@ -536,3 +536,25 @@ BOOST_AUTO_TEST_CASE(stag_keys_unpredictable) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// The command runner the namespace fixture uses: no shell, standard error
+// kept for the message, a deadline that kills the command's process group.
+#include "interop/netns.hpp"
+
+BOOST_AUTO_TEST_SUITE(interop_process)
+
+BOOST_AUTO_TEST_CASE(commands_end_with_a_clear_message) {
+  using rdmaconf::interop::run_command;
+  BOOST_TEST(run_command({"true"}).empty());
+  const std::string failed = run_command({"sh", "-c", "echo 'no such device' >&2; exit 3"});
+  BOOST_TEST(failed.find("sh -c") == 0u, failed);
+  BOOST_TEST(failed.find("exit status 3: no such device") != std::string::npos, failed);
+  const std::string missing = run_command({"/nonexistent/rdmaconf-tool", "x"});
+  BOOST_TEST(missing.find("/nonexistent/rdmaconf-tool x: ") == 0u, missing);
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string slow = run_command({"sh", "-c", "sleep 30 & sleep 30"}, 300);  // (a child of its own too)
+  BOOST_TEST(slow.find("no end within 300 ms") != std::string::npos, slow);
+  BOOST_TEST((std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5)));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
