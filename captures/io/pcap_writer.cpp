@@ -33,7 +33,13 @@ Host host_v6(std::uint16_t last, std::uint16_t port) {
 PcapWriter::PcapWriter(const std::string& path, int linktype) : linktype_(linktype) {
   dead_ = pcap_open_dead(linktype, 262144);
   dump_ = pcap_dump_open(dead_, path.c_str());
-  if (!dump_) throw std::runtime_error(path + ": " + pcap_geterr(dead_));
+  if (!dump_) {
+    // (The destructor does not run for a constructor that throws.)
+    const std::string why = path + ": " + pcap_geterr(dead_);
+    pcap_close(dead_);
+    dead_ = nullptr;
+    throw std::runtime_error(why);
+  }
 }
 
 PcapWriter::~PcapWriter() {
