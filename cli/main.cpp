@@ -2,10 +2,8 @@
 //   rdmaconf check PATH... [--json FILE] [--junit FILE] [--cases PATTERN] [--strict] [--quiet] [--verbose]
 //   rdmaconf cases [--json]
 //   rdmaconf fpdus PATH | packets PATH   (each family's decoded listing)
-//   rdmaconf interop --peer tcp://ADDR:PORT --scenario NAME [options]   (cli/live.cpp)
-//   rdmaconf peer --listen ADDR:PORT [options]
-//   rdmaconf nic check --plugin PATH.so [--json FILE]   (cli/nic_cmd.cpp)
-//   rdmaconf unet live [--path memory|packet]           (cli/unet_cmd.cpp)
+//   rdmaconf live FAMILY [--scenario NAME]... [options]   (cli/live.cpp; each family's live suite)
+//   rdmaconf serve FAMILY --listen ADDR:PORT [options]
 //   rdmaconf lab run [--peer siw] [--scenario NAME]... [--sweep] [--out DIR]   (interop/lab)
 // Exit status: 0 no case FAILed, 1 some case FAILed, 2 usage error or unreadable input.
 #include <unistd.h>
@@ -26,11 +24,10 @@
 #include "cli/check_inputs.hpp"
 #include "cli/ledger_cmd.hpp"
 #include "cli/live.hpp"
-#include "cli/nic_cmd.hpp"
-#include "cli/unet_cmd.hpp"
 #include "cli/report_cmd.hpp"
 #include "conformance/checker.hpp"
 #include "interop/lab/lab.hpp"
+#include "interop/live_suite.hpp"
 #include "reports/report.hpp"
 #include "reports/report_file.hpp"
 
@@ -125,7 +122,7 @@ int main(int argc, char** argv) {
   std::string about = "rdmaconf: conformance checks for";
   for (std::size_t i = 0; i < families.size(); ++i)
     about += fmt::format("{} {}", i == 0 ? "" : i + 1 == families.size() ? " and" : ",", families[i]->title());
-  CLI::App app{about};
+  CLI::App app{about, "rdmaconf"};
   app.set_version_flag("--version", RDMACONF_VERSION);
   app.require_subcommand(1);
 
@@ -194,9 +191,7 @@ int main(int argc, char** argv) {
       listings.back().cmd->add_option("path", listings.back().path, "capture file")->required();
     }
 
-  cli::LiveCommands live(app);
-  const cli::NicCommands nic_cmd(app);
-  const cli::UnetCommands unet_cmd(app);
+  const cli::LiveCommands live_cmds(app);
   const cli::ReportCommands reports_cmd(app, default_lab_dir());
   const cli::LedgerCommands ledger_cmd(app, default_lab_dir());
 
@@ -215,23 +210,33 @@ int main(int argc, char** argv) {
   lab_run->add_option("--lab-dir", lab_opt.lab_dir, "the lab scripts (default: $RDMACONF_LAB_DIR, else share/rdmaconf/lab beside the installed binary, else interop/lab of the source tree)");
   lab_run->add_option("--cells", lab_opt.cells_file, "the table of cells (default: cells.json in the lab scripts' folder; format in docs/lab.md)");
   lab_run->add_flag("--list", lab_list, "list the cells (of the shard) and exit");
+  bool lab_plan = false;
+  lab_run->add_flag("--plan", lab_plan, "print the plan the guest would run for the cells (of the shard), and exit");
   std::string lab_shard;
   lab_run->add_option("--shard", lab_shard, "run shard I of N (from 0) of the cells (default: from the environment, as check)");
   lab_run->add_option("--export", lab_opt.export_dir, "copy the captures of the --export-cell cells here, with manifests");
   lab_run->add_option("--export-cell", lab_opt.export_cells, "a cell whose capture --export copies (repeatable)");
 
+  // The live commands of earlier releases (`interop`, `peer`, `nic check`,
+  // ...) are rewritten to `live FAMILY` and `serve FAMILY`.
+  std::string alias_error;
+  const std::vector<std::string> arguments(argv + 1, argv + argc);
+  std::vector<std::string> args = cli::rewrite_live_aliases(arguments, alias_error);
+  if (!alias_error.empty()) {
+    std::cerr << alias_error << "\n";
+    return kExitUsage;
+  }
+  std::reverse(args.begin(), args.end());  // CLI11 takes the arguments last first
   try {
-    app.parse(argc, argv);
+    app.parse(args);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : kExitUsage;
   }
 
-  if (live.selected()) return live.run();
+  if (live_cmds.selected()) return live_cmds.run(arguments);
   if (reports_cmd.selected()) return reports_cmd.run();
   if (ledger_cmd.selected()) return ledger_cmd.run();
-  if (nic_cmd.selected()) return nic_cmd.run(std::vector<std::string>(argv + 1, argv + argc));
-  if (unet_cmd.selected()) return unet_cmd.run(std::vector<std::string>(argv + 1, argv + argc));
 
   if (*lab_run) {
     std::string err;
@@ -240,10 +245,13 @@ int main(int argc, char** argv) {
       std::cerr << "rdmaconf lab: " << err << "\n";
       return kExitUsage;
     }
-    if (lab_list) {
+    if (lab_list || lab_plan) {
       try {
-        for (const auto& c : interop::lab::cells_to_run(lab_opt))
-          std::cout << fmt::format("{:<64} expect {:<9} {}\n", c.id, interop::lab::expect_name(c.expect), c.why);
+        const auto cells = interop::lab::cells_to_run(lab_opt);
+        if (lab_plan) std::cout << interop::lab::guest_plan(cells);
+        else
+          for (const auto& c : cells)
+            std::cout << fmt::format("{:<64} expect {:<9} {}\n", c.id, interop::lab::expect_name(c.expect), c.why);
       } catch (const interop::lab::CellsError& e) {
         std::cerr << "rdmaconf lab: " << e.what() << "\n";
         return kExitUsage;
@@ -270,15 +278,26 @@ int main(int argc, char** argv) {
   }
 
   if (*cases) {
-    const auto all = conformance::Registry::get().all_cases();
+    // The capture cases (judged by `rdmaconf check`), then each live
+    // suite's own (judged by `rdmaconf live FAMILY`).
+    std::vector<std::pair<const conformance::CaseInfo*, std::string_view>> all;
+    for (const auto* c : conformance::Registry::get().all_cases()) all.emplace_back(c, std::string_view());
+    for (const auto& s : interop::LiveSuites::get().all())
+      for (const auto* c : s->cases()) all.emplace_back(c, s->family());
     std::size_t w = 0;
-    for (const auto* c : all) w = std::max(w, c->id.size());
+    for (const auto& [c, live] : all) w = std::max(w, c->id.size());
     if (cases_json) {
       nlohmann::json j = nlohmann::json::array();
-      for (const auto* c : all) j.push_back(reports::case_json(*c));
+      for (const auto& [c, live] : all) {
+        j.push_back(reports::case_json(*c));
+        if (!live.empty()) j.back()["live"] = live;
+      }
       std::cout << j.dump(2) << "\n";
     } else {
-      for (const auto* c : all) {
+      std::string_view shown;
+      for (const auto& [c, live] : all) {
+        if (live != shown) std::cout << fmt::format("\nLive cases of rdmaconf live {}:\n", live);
+        shown = live;
         std::cout << fmt::format("{:<{}} {:<6} {:<10} {:<22} {}\n", c->id, w, conformance::level_name(c->level), c->spec,
                                  c->section, c->requirement);
         std::vector<std::string> ids;

@@ -15,6 +15,7 @@
 #include "interop/lab/lab.hpp"
 #include "reports/compare.hpp"
 #include "reports/coverage.hpp"
+#include "interop/live_suite.hpp"
 #include "reports/dashboard.hpp"
 #include "reports/findings.hpp"
 #include "reports/report.hpp"
@@ -162,6 +163,11 @@ int ReportCommands::coverage() const {
   } catch (const interop::lab::CellsError& e) {
     std::cerr << "rdmaconf report coverage: " << e.what() << "\n";
     return kExitUsage;
+  }
+  for (const auto& s : interop::LiveSuites::get().all()) {
+    reports::CoverageLiveSuite l{std::string(s->family()), s->cases(), {}};
+    for (const auto& sc : s->scenarios()) l.scenarios.emplace_back(sc.name, sc.cases);
+    in.live.push_back(std::move(l));
   }
   const auto cov = reports::requirement_coverage(in);
   if (!out_.empty()) {

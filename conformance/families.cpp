@@ -1,19 +1,19 @@
-// The built-in protocol families, one line each. A family lives in its own
-// folders (protocols/<f>/, engines/<f>/, conformance/<f>/, interop/<f>/) and
-// is known to the rest of the suite through this list only.
+// The registry's families: those of conformance/families.def, in its order.
 #include "conformance/family.hpp"
-#include "conformance/ib/family.hpp"
-#include "conformance/iwarp/family.hpp"
-#include "conformance/udp/family.hpp"
-#include "conformance/unet/family.hpp"
 
 namespace rdmaconf::conformance {
 
+#define RDMACONF_FAMILY(f) \
+  namespace f {            \
+  const ProtocolFamily& family(); \
+  }
+#include "conformance/families.def"
+#undef RDMACONF_FAMILY
+
 Registry::Registry() {
-  add(iwarp::family());
-  add(ib::family());
-  add(udp::family());
-  add(unet::family());
+#define RDMACONF_FAMILY(f) add(f::family());
+#include "conformance/families.def"
+#undef RDMACONF_FAMILY
 }
 
 }  // namespace rdmaconf::conformance

@@ -136,7 +136,27 @@ json requirement_coverage(const CoverageInputs& in) {
       if (std::count(cell.must_fail.begin(), cell.must_fail.end(), std::string(c->id))) counts.fail_cells.push_back(cell.id);
     }
 
-  json out = {{"statements", statement_coverage(in.cells)}, {"cases", json::array()}};
+  // The live scenarios that judge each case (capture cases and live cases alike).
+  std::map<std::string, std::vector<std::string>> scenarios_of;
+  for (const auto& l : in.live)
+    for (const auto& [name, ids] : l.scenarios)
+      for (const auto& id : ids) scenarios_of[id].push_back(fmt::format("{} {}", l.family, name));
+
+  json out = {{"statements", statement_coverage(in.cells)}, {"cases", json::array()}, {"live", json::array()}};
+  std::uint64_t live_cases = 0, live_scenarios = 0;
+  for (const auto& l : in.live) {
+    json cases = json::array(), scenarios = json::array();
+    for (const auto* c : l.cases) {
+      json statements = json::array();
+      for (const auto* e : conformance::statements_of(*c)) statements.push_back(e->id);
+      cases.push_back({{"id", c->id}, {"level", level_name(c->level)}, {"cites", fmt::format("{} {}", c->spec, c->section)},
+                       {"statements", statements}, {"live_scenarios", scenarios_of[std::string(c->id)]}});
+    }
+    for (const auto& [name, ids] : l.scenarios) scenarios.push_back({{"name", name}, {"cases", ids}});
+    live_cases += l.cases.size();
+    live_scenarios += l.scenarios.size();
+    out["live"].push_back({{"family", l.family}, {"cases", cases}, {"scenarios", scenarios}});
+  }
   std::uint64_t with_fail_capture = 0, with_live_cell = 0, with_live_fail = 0;
   json no_fail_capture = json::array(), no_live_cell = json::array(), no_live_fail = json::array();
   for (const auto* c : in.catalog) {
@@ -152,6 +172,7 @@ json requirement_coverage(const CoverageInputs& in) {
                             {"golden_fail", k.golden_fail},
                             {"lab_captures", k.lab_captures},
                             {"lab_captures_fail", k.lab_fail},
+                            {"live_scenarios", scenarios_of[std::string(c->id)]},
                             {"live_cells", k.cells.size()},
                             {"live_cells_fail", k.fail_cells}});
     const bool fail_capture = k.golden_fail + k.lab_fail > 0;
@@ -167,6 +188,8 @@ json requirement_coverage(const CoverageInputs& in) {
                    {"cases_with_a_fail_capture", with_fail_capture},
                    {"cases_with_a_live_cell", with_live_cell},
                    {"cases_with_a_live_cell_that_fails_it", with_live_fail},
+                   {"live_cases", live_cases},
+                   {"live_scenarios", live_scenarios},
                    {"captures", in.manifests.size()},
                    {"cells", in.cells.size()}};
   out["lacking"] = {{"a_fail_capture", no_fail_capture}, {"a_live_cell", no_live_cell}, {"a_live_cell_that_fails_it", no_live_fail}};
@@ -195,6 +218,13 @@ void write_coverage_text(std::ostream& os, const json& c) {
   fmt::print(os, "  with a capture that FAILs it      {}\n", t["cases_with_a_fail_capture"].get<int>());
   fmt::print(os, "  with a live lab cell              {}\n", t["cases_with_a_live_cell"].get<int>());
   fmt::print(os, "  with a live cell that FAILs it    {}\n", t["cases_with_a_live_cell_that_fails_it"].get<int>());
+  if (t.contains("live_cases")) {
+    fmt::print(os, "\n{} live scenarios, and {} cases of their own judged by rdmaconf live:\n", t["live_scenarios"].get<int>(),
+               t["live_cases"].get<int>());
+    for (const auto& l : c["live"])
+      fmt::print(os, "  {:<10} {:>3} scenarios {:>3} cases\n", l["family"].get<std::string>(), l["scenarios"].size(),
+                 l["cases"].size());
+  }
   for (const auto& [what, title] : {std::pair{"a_fail_capture", "cases no capture FAILs"}, std::pair{"a_live_cell", "cases no live cell runs"},
                                     std::pair{"a_live_cell_that_fails_it", "cases no live cell FAILs"}}) {
     const auto& list = c["lacking"][what];

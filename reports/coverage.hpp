@@ -25,12 +25,21 @@ struct CoverageCell {
   std::string kernel;                  // the kernel peer ("siw", "rxe")
 };
 
+// A family's live suite (interop/live_suite.hpp) as coverage counts it: its
+// own cases and its scenarios with the cases each judges.
+struct CoverageLiveSuite {
+  std::string family;
+  std::vector<const conformance::CaseInfo*> cases;
+  std::vector<std::pair<std::string, std::vector<std::string>>> scenarios;  // name, case IDs
+};
+
 struct CoverageInputs {
   std::vector<const conformance::CaseInfo*> catalog;
   // Capture manifests: golden ones carry "expected" (case -> verdict), lab
   // ones "must_fail" (case -> why) and "others" (no other case FAILs).
   std::vector<nlohmann::json> manifests;
   std::vector<CoverageCell> cells;
+  std::vector<CoverageLiveSuite> live;
 };
 
 nlohmann::json requirement_coverage(const CoverageInputs& in);

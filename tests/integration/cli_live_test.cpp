@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "tests/integration/support.hpp"
 
@@ -31,17 +32,19 @@ int free_port() {
 
 BOOST_AUTO_TEST_SUITE(live_cli)
 
-BOOST_AUTO_TEST_CASE(peer_and_interop_commands) {
+// `rdmaconf serve iwarp` and `rdmaconf live iwarp` (the present shape; the
+// signal test below uses the earlier spelling, `peer --transport`).
+BOOST_AUTO_TEST_CASE(serve_and_live_commands) {
   const auto d = temp_dir("live-cli");
   const int port = free_port();
   const std::string peer = fmt::format("tcp://127.0.0.1:{}", port);
   const std::vector<std::string> scenarios = {"rping", "write-bw", "terminate-stag"};
   std::string script = fmt::format(
-      "{0} peer --listen 127.0.0.1:{1} --connections {2} --markers --pcap-dir {3}/peer > {3}/peer.jsonl 2> {3}/peer.err &\n"
+      "{0} serve iwarp --listen 127.0.0.1:{1} --connections {2} --markers --pcap-dir {3}/peer > {3}/peer.jsonl 2> {3}/peer.err &\n"
       "for i in $(seq 100); do grep -q listening {3}/peer.err 2>/dev/null && break; sleep 0.05; done\n",
       kBin, port, scenarios.size(), d.string());
   for (const auto& s : scenarios)
-    script += fmt::format("timeout 60 {0} interop --peer {1} --scenario {2} --iterations 20 --pcap {3}/{2}.pcap "
+    script += fmt::format("timeout 60 {0} live iwarp --peer {1} --scenario {2} --iterations 20 --pcap {3}/{2}.pcap "
                           "--json {3}/{2}.json > {3}/{2}.out 2>&1; echo \"{2} $?\"\n",
                           kBin, peer, s, d.string());
   script += "wait\n";
@@ -136,6 +139,61 @@ BOOST_AUTO_TEST_CASE(live_usage_errors) {
                       free_port()));
   BOOST_TEST(r.out.find("refused") != std::string::npos, r.out);
   BOOST_TEST(r.out.find("rc=1") != std::string::npos, r.out);
+}
+
+// One command shape for every family with a live suite: each family under
+// its one name and the spellings of earlier releases, the same scenarios
+// listed either way, and usage errors that name the command.
+BOOST_AUTO_TEST_CASE(one_command_shape_and_old_spellings) {
+  const auto ib = run(kBin + " live ib --list");
+  BOOST_TEST(ib.out.find("fault-psn-gap") != std::string::npos, ib.out);
+  BOOST_TEST(run(kBin + " live roce --list").out == ib.out);
+  BOOST_TEST(run(kBin + " interop --transport roce --list").out == ib.out);
+  BOOST_TEST(run(kBin + " interop --transport=roce --list").out == ib.out);
+  const auto iw = run(kBin + " live iwarp --list");
+  BOOST_TEST(iw.out.find("terminate-crc") != std::string::npos, iw.out);
+  BOOST_TEST(iw.out != ib.out);
+  BOOST_TEST(run(kBin + " interop --list").out == iw.out);
+  const auto fu = run(kBin + " live fastudp --list");
+  BOOST_TEST(fu.out.find("fastudp.nic.match") != std::string::npos, fu.out);
+  BOOST_TEST(fu.out.find("veth") != std::string::npos, fu.out);
+  for (const char* old : {" nic check --list", " live nic --list", " live udp --list"}) BOOST_TEST(run(kBin + old).out == fu.out, old);
+  BOOST_TEST(run(kBin + " unet live --list").out == run(kBin + " live unet --list").out);
+  BOOST_TEST(run(kBin + " live unet --list").out.find("unet.live.spoof") != std::string::npos);
+
+  auto r = run(kBin + " interop --transport tcp --list 2>&1; echo rc=$?");
+  BOOST_TEST(r.out.find("--transport: expected iwarp or roce, got 'tcp'") != std::string::npos, r.out);
+  BOOST_TEST(r.out.find("rc=2") != std::string::npos, r.out);
+  r = run(kBin + " live nosuch --list 2>&1; echo rc=$?");
+  BOOST_TEST(r.out.find("rc=2") != std::string::npos, r.out);
+  r = run(kBin + " live iwarp --peer tcp://127.0.0.1:1 --scenario rping --scenario write-bw 2>&1; echo rc=$?");
+  BOOST_TEST(r.out.find("rdmaconf live iwarp: this family runs one scenario at a time") != std::string::npos, r.out);
+  BOOST_TEST(r.out.find("rc=2") != std::string::npos, r.out);
+  r = run(kBin + " live fastudp --plugin /nonexistent.so --scenario veth --scenario basic 2>&1; echo rc=$?");
+  BOOST_TEST(r.out.find("the veth scenario runs alone") != std::string::npos, r.out);
+  BOOST_TEST(r.out.find("rc=2") != std::string::npos, r.out);
+  // A family's options belong to its own command.
+  r = run(kBin + " live ib --peer 127.0.0.1:1 --scenario write --markers 2>&1; echo rc=$?");
+  BOOST_TEST(r.out.find("rc=2") != std::string::npos, r.out);
+  // serve exists only for the families that answer a peer.
+  r = run(kBin + " serve unet --listen 127.0.0.1:1 2>&1; echo rc=$?");
+  BOOST_TEST(r.out.find("rc=2") != std::string::npos, r.out);
+}
+
+// `rdmaconf cases` lists the live suites' cases beside the capture cases,
+// each with the family whose live command judges it.
+BOOST_AUTO_TEST_CASE(cases_lists_live_cases) {
+  const auto text = run(kBin + " cases").out;
+  for (const char* id : {"unet.live.spoof", "fastudp.nic.match", "iwarp.mpa.fpdu.crc"})
+    BOOST_TEST(text.find(id) != std::string::npos, id);
+  const auto j = nlohmann::json::parse(run(kBin + " cases --json").out);
+  std::size_t live = 0;
+  for (const auto& c : j)
+    if (c.contains("live")) {
+      ++live;
+      BOOST_TEST((c["live"] == "unet" || c["live"] == "fastudp"), c.dump());
+    }
+  BOOST_TEST(live >= 20u);  // 8 U-Net live cases, 18 Fast UDP plug-in cases
 }
 
 BOOST_AUTO_TEST_SUITE_END()

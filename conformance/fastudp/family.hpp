@@ -5,8 +5,8 @@
 // super-datagrams), which it names as INCONCLUSIVE and never FAILs.
 #include "conformance/family.hpp"
 
-namespace rdmaconf::conformance::udp {
+namespace rdmaconf::conformance::fastudp {
 
 const ProtocolFamily& family();
 
-}  // namespace rdmaconf::conformance::udp
+}  // namespace rdmaconf::conformance::fastudp

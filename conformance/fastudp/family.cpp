@@ -2,7 +2,8 @@
 // endpoints, both ways. Every datagram is judged on its own, so that no
 // capture artefact (a lost, repeated or reordered frame) can change a
 // verdict; what offload can explain is INCONCLUSIVE with the reason.
-#include "conformance/udp/family.hpp"
+#include "conformance/fastudp/family.hpp"
+#include "conformance/fastudp/nic_cases.hpp"
 
 #include <algorithm>
 #include <array>
@@ -16,14 +17,13 @@
 #include "protocols/core/bits.hpp"
 #include "protocols/net/checksum.hpp"
 
-namespace rdmaconf::conformance::udp {
+namespace rdmaconf::conformance::fastudp {
 
 namespace {
 
 using captures::io::Address;
 using captures::io::format_address;
 
-constexpr std::string_view kFamily = "udp";
 constexpr std::string_view kChecksum = "udp.checksum";
 constexpr std::string_view kZeroIpv6 = "udp.checksum.zero_ipv6";
 constexpr std::string_view kLength = "udp.length";
@@ -272,4 +272,4 @@ const ProtocolFamily& family() {
   return f;
 }
 
-}  // namespace rdmaconf::conformance::udp
+}  // namespace rdmaconf::conformance::fastudp
