@@ -1,8 +1,10 @@
 #include "cli/live.hpp"
 
+#include <algorithm>
 #include <iostream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/suite_report.hpp"
 #include "conformance/checker.hpp"
@@ -37,31 +39,34 @@ std::string take_transport(std::vector<std::string>& args) {
 }  // namespace
 
 std::vector<std::string> rewrite_live_aliases(std::vector<std::string> args, std::string& error) {
-  if (args.empty()) return args;
-  const std::string first = args[0];
-  const std::string second = args.size() > 1 ? args[1] : "";
-  auto replace = [&](std::size_t n, std::vector<std::string> with) {
-    args.erase(args.begin(), args.begin() + static_cast<std::ptrdiff_t>(n));
-    args.insert(args.begin(), with.begin(), with.end());
-  };
-  if (first == "interop" || first == "peer") {
-    args.erase(args.begin());
+  // The spellings whose words begin the command line, the longest first.
+  std::vector<interop::OldSpelling> match;
+  for (const auto& s : interop::LiveSuites::get().all())
+    for (auto& o : s->old_spellings())
+      if (o.words.size() <= args.size() && std::equal(o.words.begin(), o.words.end(), args.begin())) {
+        if (!match.empty() && o.words.size() > match.front().words.size()) match.clear();
+        if (match.empty() || o.words.size() == match.front().words.size()) match.push_back(std::move(o));
+      }
+  if (match.empty()) return args;
+  const std::size_t n = match.front().words.size();
+  const interop::OldSpelling* chosen = &match.front();
+  if (!match.front().transport.empty()) {
     const std::string t = take_transport(args);
-    if (!t.empty() && t != "iwarp" && t != "roce") {
-      error = fmt::format("rdmaconf {}: --transport: expected iwarp or roce, got '{}'", first, t);
+    chosen = nullptr;
+    std::vector<std::string> values;
+    for (const auto& o : match) {
+      values.push_back(o.transport);
+      if (t.empty() ? o.transport_default : o.transport == t) chosen = &o;
+    }
+    if (!chosen) {
+      error = fmt::format("rdmaconf {}: --transport: expected {}, got '{}'", fmt::join(match.front().words, " "),
+                          fmt::join(values, " or "), t);
       return args;
     }
-    args.insert(args.begin(), {first == "interop" ? "live" : "serve", t == "roce" ? "ib" : "iwarp"});
-  } else if (first == "nic" && second == "check") {
-    replace(2, {"live", "fastudp"});
-  } else if (first == "nic" && second == "live") {
-    replace(2, {"live", "fastudp", "--scenario", "veth"});
-  } else if (first == "unet" && second == "live") {
-    replace(2, {"live", "unet"});
-  } else if (first == "unet" && second == "cleanup") {
-    replace(2, {"cleanup"});
   }
-  return args;
+  std::vector<std::string> out = chosen->now;
+  out.insert(out.end(), args.begin() + static_cast<std::ptrdiff_t>(n), args.end());
+  return out;
 }
 
 LiveCommands::LiveCommands(CLI::App& app) : common_(std::make_unique<interop::LiveCommon>()) {

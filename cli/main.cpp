@@ -27,6 +27,7 @@
 #include "cli/report_cmd.hpp"
 #include "conformance/checker.hpp"
 #include "interop/lab/lab.hpp"
+#include "interop/lab/peers.hpp"
 #include "interop/live_suite.hpp"
 #include "reports/report.hpp"
 #include "reports/report_file.hpp"
@@ -202,14 +203,16 @@ int main(int argc, char** argv) {
   interop::lab::LabOptions lab_opt;
   lab_opt.lab_dir = default_lab_dir();
   bool lab_list = false;
-  lab_run->add_option("--peer", lab_opt.peer, "the kernel peer: siw, rxe or all (default)")
-      ->check(CLI::IsMember({"siw", "rxe", "all"}));
+  lab_run->add_option("--peer", lab_opt.peer, "the kernel peer: " + interop::lab::peer_names() + " or all (default)")
+      ->check([](const std::string& p) { return p == "all" || interop::lab::find_peer(p) ? std::string() : "expected all or one of " + interop::lab::peer_names(); });
   lab_run->add_option("--scenario", lab_opt.scenarios, "only cells running this scenario (repeatable; see --list)");
   lab_run->add_flag("--sweep", lab_opt.sweep, "every siw knob combination (CRC off/required/strict x MPA v1/v2/p2p)");
   lab_run->add_option("--out", lab_opt.out_dir, "folder for the report, captures and logs (default out/lab)");
   lab_run->add_option("--lab-dir", lab_opt.lab_dir, "the lab scripts (default: $RDMACONF_LAB_DIR, else share/rdmaconf/lab beside the installed binary, else interop/lab of the source tree)");
   lab_run->add_option("--cells", lab_opt.cells_file, "the table of cells (default: cells.json in the lab scripts' folder; format in docs/lab.md)");
   lab_run->add_flag("--list", lab_list, "list the cells (of the shard) and exit");
+  lab_run->add_flag("--judge-only", lab_opt.judge_only,
+                    "judge the cells a run left in --out again with this build (its checker and judge): no build, no boot");
   bool lab_plan = false;
   lab_run->add_flag("--plan", lab_plan, "print the plan the guest would run for the cells (of the shard), and exit");
   std::string lab_shard;

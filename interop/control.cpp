@@ -211,7 +211,7 @@ std::vector<std::string> ControlFields::strings(const char* key, std::size_t max
   return out;
 }
 
-void ControlFields::only(std::initializer_list<std::string_view> known) {
+void ControlFields::only(const std::vector<std::string_view>& known) {
   if (!ok()) return;
   for (const auto& [key, value] : m_.items())
     if (std::find(known.begin(), known.end(), key) == known.end())

@@ -36,7 +36,8 @@ class ControlFields {
   std::vector<std::string> strings(const char* key, std::size_t max_len, bool optional = false);
   // A field not in `known` is an error (for files a person writes, where a
   // misspelt field must not pass silently as its default).
-  void only(std::initializer_list<std::string_view> known);
+  void only(std::initializer_list<std::string_view> known) { only(std::vector<std::string_view>(known)); }
+  void only(const std::vector<std::string_view>& known);
   // Records a problem found by the caller (a cross-field rule).
   void fail(std::string why);
 

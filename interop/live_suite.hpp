@@ -48,6 +48,17 @@ struct LiveOutcome {
   std::vector<const conformance::CaseInfo*> cases;  // the cases the run judged (with `input`)
 };
 
+// A command line of an earlier release that meant a live suite: the words
+// it began with ("nic", "check"), the value of its --transport option that
+// chose this suite (empty: no such option), whether an absent --transport
+// chose it too, and the words it stands for now ("live", "fastudp").
+struct OldSpelling {
+  std::vector<std::string> words;
+  std::string transport;
+  bool transport_default = false;
+  std::vector<std::string> now;
+};
+
 class LiveSuite {
  public:
   virtual ~LiveSuite() = default;
@@ -55,6 +66,7 @@ class LiveSuite {
   // earlier releases that still select it.
   virtual std::string_view family() const = 0;
   virtual std::vector<std::string> aliases() const { return {}; }
+  virtual std::vector<OldSpelling> old_spellings() const { return {}; }
   // The command's help for a role; empty when the family has no such role.
   virtual std::string_view help(LiveRole role) const = 0;
   virtual std::vector<LiveScenario> scenarios() const = 0;

@@ -27,6 +27,10 @@ class Suite final : public LiveSuite {
  public:
   std::string_view family() const override { return conformance::fastudp::kFamily; }
   std::vector<std::string> aliases() const override { return {"nic", "udp"}; }
+  std::vector<OldSpelling> old_spellings() const override {
+    return {{{"nic", "check"}, "", false, {"live", "fastudp"}},
+            {{"nic", "live"}, "", false, {"live", "fastudp", "--scenario", std::string(kVeth)}}};
+  }
   std::string_view help(LiveRole role) const override {
     return role == LiveRole::live ? "a Fast UDP NIC plug-in (rdmaconf/fastudp_shim.h) in the harness, driven with generated "
                                     "traffic and judged; --scenario veth: its wire on a veth pair against kernel UDP sockets (root)"

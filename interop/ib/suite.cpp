@@ -22,6 +22,9 @@ class Suite final : public LiveSuite {
  public:
   std::string_view family() const override { return "ib"; }
   std::vector<std::string> aliases() const override { return {"roce"}; }
+  std::vector<OldSpelling> old_spellings() const override {
+    return {{{"interop"}, "roce", false, {"live", "ib"}}, {{"peer"}, "roce", false, {"serve", "ib"}}};
+  }
   std::string_view help(LiveRole role) const override {
     return role == LiveRole::live ? "our RoCEv2 engine (InfiniBand transport over UDP) as the requester of a scenario"
                                   : "our RoCEv2 engine as a responder for live scenarios and perftest clients";

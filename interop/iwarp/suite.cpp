@@ -18,6 +18,9 @@ namespace {
 class Suite final : public LiveSuite {
  public:
   std::string_view family() const override { return "iwarp"; }
+  std::vector<OldSpelling> old_spellings() const override {
+    return {{{"interop"}, "iwarp", true, {"live", "iwarp"}}, {{"peer"}, "iwarp", true, {"serve", "iwarp"}}};
+  }
   std::string_view help(LiveRole role) const override {
     return role == LiveRole::live ? "our iWARP engine as the initiator of a scenario (MPA/DDP/RDMAP over TCP)"
                                   : "our iWARP engine as a responder for live scenarios, rping clients and perftest";

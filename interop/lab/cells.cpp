@@ -3,6 +3,7 @@
 // judging are in lab.cpp.
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -10,10 +11,9 @@
 #include <fmt/format.h>
 
 #include "interop/control.hpp"
-#include "interop/ib/scenarios.hpp"
-#include "interop/iwarp/scenarios.hpp"
 #include "interop/lab/lab.hpp"
 #include "interop/lab/network.hpp"
+#include "interop/lab/peers.hpp"
 
 namespace rdmaconf::interop::lab {
 
@@ -40,18 +40,6 @@ bool good_id(std::string_view id) {
          });
 }
 
-// The catalog rule a cell's {rule} names: its planted fault (RoCE), else its
-// iWARP scenario.
-std::optional<std::string_view> catalog_rule(const Cell& c) {
-  if (!c.fault.empty()) {
-    const auto* f = ib::find_scenario(c.fault);
-    return f ? std::optional(f->rule) : std::nullopt;
-  }
-  if (c.kernel != "siw") return std::nullopt;
-  const auto* s = iwarp::find_scenario(c.scenario);
-  return s && !s->rule.empty() ? std::optional(s->rule) : std::nullopt;
-}
-
 // Fills one template of a cell; throws fmt::format_error on an unknown or
 // unavailable placeholder.
 std::string fill(const std::string& tpl, const Cell& c) {
@@ -63,9 +51,10 @@ std::string fill(const std::string& tpl, const Cell& c) {
   args.push_back(fmt::arg("ours", kOurAddr));
   args.push_back(fmt::arg("server", kSiwPairServer));
   args.push_back(fmt::arg("client", kSiwPairClient));
-  if (const auto rule = catalog_rule(c)) args.push_back(fmt::arg("rule", *rule));
-  if (const auto* s = c.kernel == "siw" ? iwarp::find_scenario(c.scenario) : nullptr; s && s->expect)
-    args.push_back(fmt::arg("terminate", fmt::format("{}/{}/{:#04x}", s->expect->layer, s->expect->etype, s->expect->code)));
+  // The catalog rule the cell's fault or scenario breaks, and the Terminate it requires.
+  const auto rule = c.peer->rule(c), terminate = c.peer->terminate(c);
+  if (rule) args.push_back(fmt::arg("rule", *rule));
+  if (terminate) args.push_back(fmt::arg("terminate", *terminate));
   return fmt::vformat(tpl, args);
 }
 
@@ -76,17 +65,23 @@ void fill_templates(Cell& c) {
 // One cell: its group's defaults overlaid with its own fields.
 Cell read_cell(const json& merged, const std::string& what, const std::map<std::string, Finding>& findings) {
   ControlFields f(merged, what);
-  f.only({"id", "kernel", "role", "program", "scenario", "fault", "connection", "siw", "args", "label", "expect", "crc",
-          "why", "finding", "run_last", "connections", "iterations", "size", "server", "client", "sweep"});
+  std::vector<std::string_view> fields = {"id",   "kernel", "role", "program", "scenario", "fault",    "connection",
+                                          "args", "label",  "expect", "crc",   "why",      "finding",  "run_last",
+                                          "connections", "iterations", "size", "server", "client", "sweep"};
+  std::map<std::string_view, std::string> configs;  // each peer's configuration field, as given
+  for (const auto& p : kernel_peers())
+    if (!p.config_field.empty()) fields.push_back(p.config_field);
+  f.only(fields);
   Cell c;
   c.id = f.text("id", 128);
-  c.kernel = f.text("kernel", 8, "siw");
+  c.kernel = f.text("kernel", 8, std::string(kernel_peers().front().name));
+  for (const auto& p : kernel_peers())
+    if (!p.config_field.empty()) configs[p.config_field] = f.text(std::string(p.config_field).c_str(), 64, "");
   c.our_role = f.text("role", 16);
   c.program = f.text("program", kMaxText);
   c.scenario = f.text("scenario", 64);
   c.fault = f.text("fault", 64, "");
   c.connection = f.text("connection", 4, "RC");
-  const std::string knobs = f.text("siw", 64, "");
   c.our_args = f.strings("args", kMaxText, true);
   c.ours_label = f.text("label", 64, "");
   const std::string expect = f.text("expect", 16, "data");
@@ -104,35 +99,26 @@ Cell read_cell(const json& merged, const std::string& what, const std::map<std::
 
   // Rules across fields, each with the same kind of message.
   if (!good_id(c.id)) f.fail(fmt::format("id: \"{}\" is not a folder name (letters, digits, '.', '-', '_')", c.id));
-  if (c.kernel != "siw" && c.kernel != "rxe") f.fail(fmt::format("kernel: expected siw or rxe, got \"{}\"", c.kernel));
+  c.peer = find_peer(c.kernel);
+  if (!c.peer) f.fail(fmt::format("kernel: expected one of {}, got \"{}\"", peer_names(), c.kernel));
   if (c.our_role != "initiator" && c.our_role != "responder" && c.our_role != "none")
     f.fail(fmt::format("role: expected initiator, responder or none, got \"{}\"", c.our_role));
   if (const auto e = parse_expect(expect)) c.expect = *e;
   else f.fail(fmt::format("expect: expected data, reject, terminate or close, got \"{}\"", expect));
   if (c.connection != "RC" && c.connection != "UC" && c.connection != "UD")
     f.fail(fmt::format("connection: expected RC, UC or UD, got \"{}\"", c.connection));
-  if (c.connection != "RC" && (c.kernel != "rxe" || c.our_role == "none"))
-    f.fail("connection: only cells of our RoCE engine against rxe choose UC or UD");
-  if (c.kernel == "siw") {
-    if (const auto k = SiwKnobs::parse(knobs.empty() ? "crc-off.v2" : knobs)) c.siw = *k;
-    else f.fail(fmt::format("siw: \"{}\" is not a configuration like crc-off.v2 or crc-required.v1.p2p", knobs));
-  } else if (!knobs.empty()) {
-    f.fail("siw: the knobs of siw, in an rxe cell");
+  // The peer's own configuration, and what its cells must keep.
+  if (c.peer && f.ok()) {
+    for (const auto& [field, text] : configs)
+      if (field != c.peer->config_field && !text.empty())
+        f.fail(fmt::format("{}: the configuration of another kernel peer, in a {} cell", field, c.kernel));
+    if (const std::string bad = c.peer->configure(c, c.peer->config_field.empty() ? "" : configs[c.peer->config_field]);
+        !bad.empty())
+      f.fail(bad);
+    if (const std::string bad = c.peer->rules(c, expect); !bad.empty()) f.fail(bad);
   }
-  if (!c.fault.empty() && !(c.fault.starts_with("fault-") && ib::find_scenario(c.fault) && c.kernel == "rxe" &&
-                            c.our_role == "initiator"))
-    f.fail(fmt::format("fault: \"{}\" is not a fault-* scenario of our RoCE initiator", c.fault));
   if ((c.our_role == "none") != (!c.server_cmd.empty() && !c.client_cmd.empty()))
     f.fail("server, client: a kernel-against-kernel cell (role none) has both command lines, other cells neither");
-  // Our iWARP fault scenarios carry the reaction they require.
-  if (const auto* s = c.kernel == "siw" && c.our_role != "none" ? iwarp::find_scenario(c.scenario) : nullptr;
-      s && (s->expect || s->close_only)) {
-    const Expect want = s->expect ? Expect::terminate : Expect::close;
-    if (c.expect != want)
-      f.fail(fmt::format("expect: scenario {} requires {}, the cell says {}", c.scenario, expect_name(want), expect));
-  } else if (c.expect == Expect::terminate || c.expect == Expect::close) {
-    f.fail(fmt::format("expect: {} is for our iWARP initiator's terminate-* scenarios", expect));
-  }
   if (!finding.empty()) {
     if (const auto it = findings.find(finding); it != findings.end()) {
       c.known_finding = it->second.text;
@@ -262,8 +248,8 @@ CellTable parse_cells(std::string_view text, std::string_view file_name) {
     for (const auto& [scenario, why] : not_run_json->items()) {
       if (!why.is_string() || why.get_ref<const std::string&>().empty())
         throw CellsError(fmt::format("{}: not_run.{}: expected the reason as a string", file_name, scenario));
-      if (!iwarp::find_scenario(scenario))
-        throw CellsError(fmt::format("{}: not_run.{}: not a scenario of our iWARP engine", file_name, scenario));
+      if (!known_scenario(scenario))
+        throw CellsError(fmt::format("{}: not_run.{}: not a scenario of our engines", file_name, scenario));
       table.not_run.emplace(scenario, why.get<std::string>());
     }
 

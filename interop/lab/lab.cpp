@@ -17,22 +17,21 @@
 #include <fmt/ranges.h>
 
 #include "conformance/checker.hpp"
-#include "interop/ib/scenarios.hpp"
-#include "interop/iwarp/scenarios.hpp"
 #include "interop/lab/network.hpp"
+#include "interop/lab/peers.hpp"
 #include "reports/report.hpp"
 
 namespace rdmaconf::interop::lab {
 
 namespace fs = std::filesystem;
 
-namespace {
-
 std::string shell_quote(const std::string& s) {
   std::string q = "'";
   for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return q + "'";
 }
+
+namespace {
 
 std::string read_text(const fs::path& p) {
   std::ifstream in(p);
@@ -50,112 +49,17 @@ std::string last_line(std::string s) {
 }  // namespace
 
 
-namespace {
-// Connection k of a cell names its files our{k+1}.json, peer{k+1}.rc, ... from the second on.
 std::string connection_suffix(unsigned k) { return k ? std::to_string(k + 1) : std::string(); }
-}  // namespace
 
 std::string guest_plan(const std::vector<Cell>& cells) {
   std::string plan = "# written by rdmaconf lab run; executed by lab-guest (interop/lab/guest.sh)\n";
-  SiwKnobs loaded;
-  bool siw = false, rxe = false;  // which kernel peer the guest has loaded
+  std::string loaded;  // the line that loaded the kernel peer the guest has now
   for (const auto& c : cells) {
-    if (c.kernel == "rxe") {
-      if (!rxe) plan += "rxe_load\n";
-      rxe = true;
-      siw = false;
-      // perftest's -c and -s; ib_atomic_bw's operations are always 8 octets.
-      const std::string psize = (c.connection == "RC" ? "" : " -c " + c.connection) +
-                                (c.scenario == "ib_atomic_bw" ? "" : fmt::format(" -s {}", c.size));
-      const std::string our_conn = c.connection == "RC" ? "" : " --connection-type " + c.connection;
-      if (c.our_role == "initiator") {
-        plan += fmt::format("cell {} veth0 udp\n", c.id);
-        plan += fmt::format("server peer siw {} -F -d rxe0 -p {} -n {}{}\n", c.scenario, c.port, c.iterations, psize);
-        plan += fmt::format("wait_listen siw {}\n", c.port);
-        plan += fmt::format(
-            "client our our $ENGINE interop --transport roce --peer-program {} --peer {}:{} --udp {}:4791 --size {} "
-            "--iterations {} --raw-receive --timeout {}{}{} --json \"$DIR/our.json\"\n",
-            c.scenario, kSiwAddr, c.port, kOurAddr, c.size, c.iterations, kStepTimeoutMs,
-            c.fault.empty() ? "" : " --fault " + c.fault, our_conn);
-        plan += fmt::format("finish {}\n", kGraceS);
-        continue;
-      }
-      if (c.our_role == "responder") {
-        plan += fmt::format("cell {} veth0 udp\n", c.id);
-        plan += fmt::format(
-            "server our our $ENGINE peer --transport roce --perftest --peer-program {} --listen {}:{} --udp {}:4791 "
-            "--connections 1 --raw-receive --timeout {}{}\n",
-            c.scenario, kOurAddr, c.port, kOurAddr, kStepTimeoutMs, our_conn);
-        plan += fmt::format("wait_listen our {}\n", c.port);
-        plan += fmt::format("client peer siw {} -F -d rxe0 -p {} -n {}{} {}\n", c.scenario, c.port, c.iterations, psize,
-                            kOurAddr);
-        plan += fmt::format("finish {}\n", kGraceS);
-        continue;
-      }
-      plan += fmt::format("cell {} veth2 udp\n", c.id);
-      plan += fmt::format("server srv siw {}\n", c.server_cmd);
-      plan += fmt::format("wait_{} siw {}\n", c.scenario.ends_with("-tcp") ? "listen" : "rdma", c.port);
-      plan += fmt::format("client peer siw {}\n", c.client_cmd);
-      plan += fmt::format("finish {}\n", kGraceS);
-      continue;
+    if (std::string load = c.peer->load(c); load != loaded) {
+      plan += load + "\n";
+      loaded = std::move(load);
     }
-    if (!siw || !(loaded == c.siw)) {
-      plan += fmt::format("siw_load {}\n", c.siw.load_args());
-      loaded = c.siw;
-      siw = true;
-      rxe = false;
-    }
-    std::string ours;
-    for (const auto& a : c.our_args) {
-      ours += ' ';  // two steps: GCC 12 at -O3 reports a false -Wrestrict on " " + std::string
-      ours += shell_quote(a);
-    }
-    if (c.our_role == "none") {
-      plan += fmt::format("cell {} veth2\n", c.id);
-      plan += fmt::format("server srv siw {}\n", c.server_cmd);
-      plan += fmt::format("wait_listen siw {}\n", c.port);
-      plan += fmt::format("client peer siw {}\n", c.client_cmd);
-      plan += fmt::format("finish {}\n", kGraceS);
-      continue;
-    }
-    plan += fmt::format("cell {}\n", c.id);
-    if (c.our_role == "initiator" && c.scenario.starts_with("ib_")) {
-      plan += fmt::format("server peer siw {} -R -F -d siw0 -p {} -n {} -s {}\n", c.scenario, c.port, c.iterations, c.size);
-      plan += fmt::format("wait_listen siw {}\n", c.port);
-      plan += fmt::format(
-          "client our our $ENGINE interop --peer {}:{} --peer-program {} --size {} --iterations {} --timeout {}{} "
-          "--json \"$DIR/our.json\"\n",
-          kSiwAddr, c.port, c.scenario, c.size, c.iterations, kStepTimeoutMs, ours);
-      plan += fmt::format("finish {}\n", kGraceS);
-    } else if (c.scenario.starts_with("ib_")) {
-      plan += fmt::format(
-          "server our our $ENGINE peer --perftest --peer-program {} --listen {}:{} --connections 1 --max-size {} "
-          "--timeout {}{}\n",
-          c.scenario, kOurAddr, c.port, c.size, kStepTimeoutMs, ours);
-      plan += fmt::format("wait_listen our {}\n", c.port);
-      plan += fmt::format("client peer siw {} -R -F -d siw0 -p {} -n {} -s {} {}\n", c.scenario, c.port, c.iterations,
-                          c.size, kOurAddr);
-      plan += fmt::format("finish {}\n", kGraceS);
-    } else if (c.our_role == "initiator") {
-      for (unsigned k = 0; k < c.connections; ++k) {
-        const std::string n = connection_suffix(k);
-        const unsigned port = c.port + 1000 * k;
-        plan += fmt::format("server peer{} siw rping -s -a {} -p {} -C {} -S {}\n", n, kSiwAddr, port, c.iterations, c.size);
-        plan += fmt::format("wait_listen siw {}\n", port);
-        plan += fmt::format(
-            "client our{} our $ENGINE interop --peer {}:{} --scenario {} --size {} --iterations {} --timeout {}{} "
-            "--json \"$DIR/our{}.json\"\n",
-            n, kSiwAddr, port, c.scenario, c.size, c.iterations, kStepTimeoutMs, ours, n);
-      }
-      // rping -s waits for another client when a connection failed: give it a moment, no more.
-      plan += fmt::format("finish {}\n", c.expect == Expect::data ? kGraceS : 3);
-    } else {
-      plan += fmt::format("server our our $ENGINE peer --listen {}:{} --connections 1 --timeout {}{}\n", kOurAddr,
-                          c.port, kStepTimeoutMs, ours);
-      plan += fmt::format("wait_listen our {}\n", c.port);
-      plan += fmt::format("client peer siw rping -c -a {} -p {} -C {} -S {} -V\n", kOurAddr, c.port, c.iterations, c.size);
-      plan += fmt::format("finish {}\n", c.expect == Expect::data ? kGraceS : 3);
-    }
+    c.peer->plan(c, plan);
   }
   return plan;
 }
@@ -233,7 +137,7 @@ Verdict judge(const Cell& c, const CellOutcome& o) {
         if (!ours_ok)
           problems.push_back(fmt::format("our {}: {}", c.our_role, our_msg.empty() ? "failed" : our_msg));
         if (o.program_rc.value_or(-1) != 0)
-          problems.push_back(fmt::format("siw's {} exited with status {}{}", c.program,
+          problems.push_back(fmt::format("{}'s {} exited with status {}{}", c.kernel, c.program,
                                          o.program_rc ? std::to_string(*o.program_rc) : "unknown",
                                          o.program_err.empty() ? "" : ": " + o.program_err));
         if (ours_ok && j.contains("negotiated") && j["negotiated"].value("crc", false) != c.expect_crc)
@@ -268,11 +172,11 @@ Verdict judge(const Cell& c, const CellOutcome& o) {
         if (!extra.empty() && !o.framing_lost)
           problems.push_back(fmt::format("the capture also FAILs {}", fmt::join(extra, ", ")));
         // A Terminate whose nibbles read the other way round is worth naming.
-        if (const auto* info = iwarp::find_scenario(c.scenario);
-            info && info->expect && j.contains("terminate_received") && j["terminate_received"].is_object()) {
+        if (const auto want = c.peer->required_terminate(c);
+            want && j.contains("terminate_received") && j["terminate_received"].is_object()) {
           const auto& t = j["terminate_received"];
           const unsigned layer = t.value("layer", 99u), type = t.value("type", 99u);
-          if (layer != type && layer == info->expect->etype && type == info->expect->layer)
+          if (layer != type && layer == want->second && type == want->first)
             problems.push_back("read with Layer and EType exchanged it would be the required one");
         }
         break;
@@ -295,7 +199,7 @@ Verdict judge(const Cell& c, const CellOutcome& o) {
     if (c.finding_capture_only) explained &= (c.our_role == "none" || ours_ok) && o.program_rc == 0;
     explained &= o.finished && o.check_error.empty();
     if (explained)
-      v.reason = fmt::format("siw finding: {} (seen: {}; required: {})", c.known_finding, v.reason, c.why);
+      v.reason = fmt::format("{} finding: {} (seen: {}; required: {})", c.kernel, c.known_finding, v.reason, c.why);
     else
       v.regression = true;
   }
@@ -363,7 +267,7 @@ CellOutcome collect(const Cell& c, const fs::path& dir, const conformance::Check
     o.ours = nlohmann::json::parse(first.substr(0, first.find('\n')), nullptr, false);
   }
   if (o.ours.is_discarded()) o.ours = nullptr;
-  // siw's program is "peer" in the plan, whichever role it has.
+  // The kernel peer's program is "peer" in the plan, whichever role it has.
   if (!initiator) {
     if (const std::string rc = read_text(dir / "peer.rc"); !rc.empty()) o.program_rc = std::atoi(rc.c_str());
     o.program_err = last_line(read_text(dir / "peer.err"));
@@ -379,8 +283,7 @@ CellOutcome collect(const Cell& c, const fs::path& dir, const conformance::Check
         }
   }
   o.required_failures = planted_failures(c);
-  if (const auto* info = iwarp::find_scenario(c.scenario); info && (info->expect || info->close_only))
-    o.framing_lost = info->framing_lost;
+  o.framing_lost = c.peer->framing_lost(c);
   const fs::path pcap = dir / "wire.pcap";
   if (!fs::exists(pcap)) {
     o.check_error = "no capture";
@@ -417,23 +320,19 @@ void export_capture(const Cell& c, const CellOutcome& oc, const Verdict& v, cons
   nlohmann::json must_fail = nlohmann::json::object();
   for (const auto& f : oc.required_failures)
     must_fail[f] = fmt::format("the planted fault ({})", c.fault.empty() ? c.scenario : c.fault);
-  for (const auto& f : c.finding_cases) must_fail[f] = fmt::format("siw finding: {}", c.known_finding);
+  for (const auto& f : c.finding_cases) must_fail[f] = fmt::format("{} finding: {}", c.kernel, c.known_finding);
   nlohmann::json programs = nlohmann::json::object();
   for (const char* p : {"peer", "srv", "our"})
     if (const std::string cmd = last_line(read_text(dir / (std::string(p) + ".cmd"))); !cmd.empty())
       programs[p] = cmd.starts_with("/share/engine/") ? "rdmaconf" + cmd.substr(cmd.find(" /share/engine/rdmaconf") + 23)
                                                       : cmd;
+  const auto [setup_key, setup] = c.peer->manifest_setup(c);
   const nlohmann::json m = {
       {"capture", name + ".pcap"},
       {"made_by", fmt::format("rdmaconf lab run (interop/lab, docs/lab.md): a qemu guest, tcpdump on the veth {} is attached to", c.kernel)},
       {"cell", c.id},
       {"kernel", kernel},
-      {c.kernel == "rxe" ? "rxe" : "siw_module_parameters",
-       c.kernel != "rxe"       ? c.siw.to_json()
-       : c.our_role == "none" ? nlohmann::json("rdma_rxe of the kernel: rxe1 on veth2 (192.0.2.3), rxe2 on veth3 (192.0.2.4)")
-                               : nlohmann::json(fmt::format("rdma_rxe of the kernel: rxe0 on veth0 ({}); our engine in "
-                                                            "namespace eng on veth1 ({})",
-                                                            kSiwAddr, kOurAddr))},
+      {setup_key, setup},
       {"our_role", c.our_role},
       {"programs", programs},
       {"description", c.why},
@@ -445,17 +344,11 @@ void export_capture(const Cell& c, const CellOutcome& oc, const Verdict& v, cons
 
 }  // namespace
 
-std::string_view family_of(const Cell& c) { return c.kernel == "rxe" ? "ib" : "iwarp"; }
+std::string_view family_of(const Cell& c) { return c.peer->family; }
 
 std::string_view provoked_scenario(const Cell& c) { return c.fault.empty() ? c.scenario : c.fault; }
 
-std::vector<std::string> planted_failures(const Cell& c) {
-  if (const auto* info = iwarp::find_scenario(c.scenario); info && c.kernel == "siw" && (info->expect || info->close_only))
-    return {info->failing_cases.begin(), info->failing_cases.end()};
-  if (const auto* info = ib::find_scenario(c.fault); info && c.kernel == "rxe")
-    return {info->failing_cases.begin(), info->failing_cases.end()};
-  return {};
-}
+std::vector<std::string> planted_failures(const Cell& c) { return c.peer->planted_failures(c); }
 
 std::vector<Cell> cells_to_run(const LabOptions& o, std::uint64_t* in_all_shards) {
   auto cells = select_cells(read_cells(o.cells_file.empty() ? default_cells_file(o.lab_dir) : fs::path(o.cells_file)),
@@ -525,8 +418,8 @@ bool run_guest(const fs::path& lab, const fs::path& out, const std::vector<Cell>
 
 int run(const LabOptions& o, std::ostream& log) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (o.peer != "siw" && o.peer != "rxe" && o.peer != "all") {
-    log << fmt::format("lab: unknown peer '{}' (siw, rxe or all)\n", o.peer);
+  if (!find_peer(o.peer) && o.peer != "all") {
+    log << fmt::format("lab: unknown peer '{}' ({} or all)\n", o.peer, peer_names());
     return 2;
   }
   std::vector<Cell> cells;
@@ -550,21 +443,28 @@ int run(const LabOptions& o, std::ostream& log) {
                               "to interop/lab of the source tree or share/rdmaconf/lab of an installation\n",
                               lab_dir.string()),
            2;
-  fs::remove_all(out / "cells", ec);
-  fs::remove_all(out / "first-attempt", ec);
-  fs::create_directories(out, ec);
-  if (ec) return log << fmt::format("lab: cannot create {}: {}\n", out.string(), ec.message()), 2;
-  const fs::path lab_path_file = out / "lab-path.txt";
-  if (shell(fmt::format("bash {} > {}", shell_quote((lab_dir / "build.sh").string()), shell_quote(lab_path_file.string()))) != 0)
-    return log << "lab: building the lab failed (see above)\n", 2;
-  const fs::path lab = last_line(read_text(lab_path_file));
-  if (!fs::exists(lab / "vmlinuz")) return log << fmt::format("lab: {} holds no kernel\n", lab.string()), 2;
-  if (!stage_engine(out / "engine", log)) return 2;
   double boot_s = 0;
-  const bool ran = run_guest(lab, out, cells, boot_s, log);
-  if (!ran) {
-    fs::remove_all(out / "engine", ec);
-    return log << "lab: the guest never ran its plan\n", 2;
+  fs::path lab;
+  if (o.judge_only) {
+    lab = last_line(read_text(out / "lab-path.txt"));
+    for (const auto& c : cells)
+      if (!fs::is_directory(out / "cells" / c.id, ec))
+        return log << fmt::format("lab: {} holds no cell {} to judge\n", (out / "cells").string(), c.id), 2;
+  } else {
+    fs::remove_all(out / "cells", ec);
+    fs::remove_all(out / "first-attempt", ec);
+    fs::create_directories(out, ec);
+    if (ec) return log << fmt::format("lab: cannot create {}: {}\n", out.string(), ec.message()), 2;
+    const fs::path lab_path_file = out / "lab-path.txt";
+    if (shell(fmt::format("bash {} > {}", shell_quote((lab_dir / "build.sh").string()), shell_quote(lab_path_file.string()))) != 0)
+      return log << "lab: building the lab failed (see above)\n", 2;
+    lab = last_line(read_text(lab_path_file));
+    if (!fs::exists(lab / "vmlinuz")) return log << fmt::format("lab: {} holds no kernel\n", lab.string()), 2;
+    if (!stage_engine(out / "engine", log)) return 2;
+    if (!run_guest(lab, out, cells, boot_s, log)) {
+      fs::remove_all(out / "engine", ec);
+      return log << "lab: the guest never ran its plan\n", 2;
+    }
   }
 
   conformance::CheckOptions co;
@@ -587,7 +487,7 @@ int run(const LabOptions& o, std::ostream& log) {
   // first attempt stays in DIR/first-attempt/<id> and in the cell's report;
   // a cell red on both attempts is a regression. Many red cells are no
   // flake, and are not run again.
-  if (!again.empty() && again.size() <= kMaxCellsRunAgain) {
+  if (!o.judge_only && !again.empty() && again.size() <= kMaxCellsRunAgain) {
     log << fmt::format("lab: {} cell(s) red with no known cause; running them once more in a fresh boot\n", again.size());
     const fs::path first = out / "first-attempt";
     fs::remove_all(first, ec);
@@ -628,7 +528,7 @@ int run(const LabOptions& o, std::ostream& log) {
                       {"our_role", c.our_role},
                       {"peer_program", c.program},
                       {"scenario", c.scenario},
-                      {"configuration", {{"siw", c.siw.to_json()}, {"ours", c.our_args}, {"label", c.siw.label() + "/" + c.ours_label}}},
+                      {"configuration", c.peer->configuration(c)},
                       {"expect", expect_name(c.expect)},
                       {"verdict", v.color},
                       {"reason", v.reason},
@@ -653,8 +553,8 @@ int run(const LabOptions& o, std::ostream& log) {
   nlohmann::json report = {
       {"lab", {{"kernel", last_line(read_text(out / "kernel.txt"))},
                {"manifest", read_text(lab / "manifest.txt")},
-               {"topology", fmt::format("siw0 on veth0 ({}), our engine in namespace eng on veth1 ({}); the guest has "
-                                        "no network device",
+               {"topology", fmt::format("the kernel peer (siw0 or rxe0) on veth0 ({}), our engine in namespace eng on veth1 "
+                                        "({}); the guest has no network device",
                                         kSiwAddr, kOurAddr)}}},
       {"sweep", o.sweep},
       {"seconds", {{"total", total_s}, {"guest", boot_s}}},
@@ -673,7 +573,7 @@ int run(const LabOptions& o, std::ostream& log) {
   if (o.shard)
     report["shard"] = {{"index", o.shard->index}, {"count", o.shard->count}, {"cells_in_all_shards", in_all_shards}};
   std::ofstream(out / "lab-report.json") << report.dump(2) << "\n";
-  log << fmt::format("lab: {} cells: {} green, {} red ({} of them known siw findings), {} skipped{}; {:.0f} s ({:.0f} s "
+  log << fmt::format("lab: {} cells: {} green, {} red ({} of them known findings of the kernel peers), {} skipped{}; {:.0f} s ({:.0f} s "
                      "in the guest); report {}\n",
                      cells.size(), count["green"], count["red"], count["red"] - regressions, count["skipped"],
                      flaky ? fmt::format(", {} red only on a first attempt", flaky) : std::string(), total_s, boot_s,

@@ -45,10 +45,13 @@ enum class Expect {
 const char* expect_name(Expect e);
 std::optional<Expect> parse_expect(std::string_view name);
 
+struct KernelPeer;  // peers.hpp
+
 struct Cell {
   std::string id;          // stable; also the cell's folder name
   std::string our_role;    // "initiator", "responder", or "none" (kernel peer against kernel peer)
-  std::string kernel = "siw";  // the kernel peer: "siw" or "rxe" (rxe cells are rxe against rxe for now)
+  std::string kernel;          // the kernel peer, by its name in the peer table (peers.hpp)
+  const KernelPeer* peer = nullptr;  // that peer's entry
   std::string program;     // siw's side: "rping -s" or "rping -c" (siw against siw: the program pair)
   std::string server_cmd, client_cmd;  // siw against siw: the two command lines
   std::string scenario;    // our engine's scenario (rping or terminate-*; rxe: the perftest program)
@@ -119,6 +122,10 @@ std::vector<Cell> select_cells(const CellTable& table, bool sweep, const std::ve
 
 // The shell plan the guest runs.
 std::string guest_plan(const std::vector<Cell>& cells);
+// A word for the guest's shell, quoted.
+std::string shell_quote(const std::string& s);
+// Connection k of a cell names its files our{k+1}.json, peer{k+1}.rc, ... from the second on.
+std::string connection_suffix(unsigned k);
 
 // What a cell left behind.
 struct CellOutcome {
@@ -168,6 +175,9 @@ struct LabOptions {
   std::vector<std::string> export_cells;
   // One shard of the cells (balanced by count); the report says which.
   std::optional<reports::Shard> shard;
+  // Judge the cells a run left in out_dir again, with this build's checker
+  // and judge: no build, no boot, no second attempt.
+  bool judge_only = false;
 };
 
 // The cells a run takes: the table read and selected (sweep, scenarios),

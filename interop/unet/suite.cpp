@@ -19,6 +19,9 @@ namespace {
 class Suite final : public LiveSuite {
  public:
   std::string_view family() const override { return conformance::unet::kLiveFamily; }
+  std::vector<OldSpelling> old_spellings() const override {
+    return {{{"unet", "live"}, "", false, {"live", "unet"}}, {{"unet", "cleanup"}, "", false, {"cleanup"}}};
+  }
   std::string_view help(LiveRole role) const override {
     return role == LiveRole::live ? "two U-Net nodes exchange traffic, with fault injection; the live cases judge them" : "";
   }

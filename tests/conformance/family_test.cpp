@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -543,6 +544,44 @@ BOOST_AUTO_TEST_CASE(engines_include_nothing_from_captures) {
     BOOST_TEST(text.str().find("#include \"captures/") == std::string::npos, e.path().string());
   }
   BOOST_TEST(read > 10u);
+}
+
+// No code outside a family's own folders (protocols/F, engines/F,
+// conformance/F, interop/F, ...) and the lab's peer table switches on a
+// family's or a kernel peer's name: the registries (conformance/families.def,
+// the live suites, interop/lab/peers.cpp) answer for them. Names of the
+// families and peers as they stand (and the spellings of earlier releases);
+// a comparison, a member list or a prefix test with one of them is a switch.
+BOOST_AUTO_TEST_CASE(no_family_or_peer_name_switched_on_outside_its_folders) {
+  const std::string names = "iwarp|ib|roce|fastudp|udp|nic|unet|siw|rxe";
+  const std::regex switched("[=!]=\\s*\"(" + names + ")\"|\"(" + names + ")\"\\s*[=!]=|IsMember\\(\\{[^)]*\"(" + names +
+                            ")\"|starts_with\\(\"(" + names + ")\"\\)");
+  const std::regex own_folder("^(protocols|engines|conformance|interop|captures/gen|fuzz|bench)/(iwarp|ib|fastudp|unet)/.*");
+  const fs::path root(RDMACONF_SOURCE_DIR);
+  std::size_t read = 0;
+  for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it) {
+    const std::string rel = fs::relative(it->path(), root).string();
+    if (it->is_directory() && (rel.starts_with("build") || rel == "tests" || rel.starts_with(".") || rel == "out")) {
+      it.disable_recursion_pending();
+      continue;
+    }
+    const auto ext = it->path().extension();
+    if (ext != ".cpp" && ext != ".hpp" && ext != ".h" && ext != ".c") continue;
+    if (std::regex_match(rel, own_folder) || rel == "interop/lab/peers.cpp") continue;
+    std::ifstream in(it->path());
+    std::size_t line_no = 0;
+    for (std::string line; std::getline(in, line);) {
+      ++line_no;
+      BOOST_TEST(!std::regex_search(line, switched), rel << ":" << line_no << ": " << line);
+    }
+    ++read;
+  }
+  BOOST_TEST(read > 100u);
+  // The check itself: it sees a switch where there is one.
+  for (const char* bad : {R"(if (c.kernel == "rxe") {)", R"(t != "iwarp")", R"(->check(CLI::IsMember({"siw", "rxe"}))",
+                          R"(if (p.starts_with("siw")))"})
+    BOOST_TEST(std::regex_search(std::string(bad), switched), bad);
+  BOOST_TEST(!std::regex_search(std::string(R"(id.starts_with("iwarp.mpa.rr."))"), switched));
 }
 
 BOOST_AUTO_TEST_CASE(options_parse_from_text) {

@@ -1,0 +1,248 @@
+// The lab's kernel peers (peers.hpp): siw (iWARP) and rxe (InfiniBand
+// transport over RoCEv2).
+#include "interop/lab/peers.hpp"
+
+#include <fmt/format.h>
+
+#include "interop/ib/scenarios.hpp"
+#include "interop/iwarp/scenarios.hpp"
+#include "interop/lab/network.hpp"
+
+namespace rdmaconf::interop::lab {
+
+namespace {
+
+// ---- siw: the kernel's iWARP, against our iWARP engine ----
+
+const iwarp::ScenarioInfo* siw_fault(const Cell& c) {
+  const auto* s = c.our_role != "none" ? iwarp::find_scenario(c.scenario) : nullptr;
+  return s && (s->expect || s->close_only) ? s : nullptr;
+}
+
+std::string siw_configure(Cell& c, const std::string& config) {
+  if (const auto k = SiwKnobs::parse(config.empty() ? "crc-off.v2" : config)) {
+    c.siw = *k;
+    return {};
+  }
+  return fmt::format("siw: \"{}\" is not a configuration like crc-off.v2 or crc-required.v1.p2p", config);
+}
+
+std::string siw_rules(const Cell& c, std::string_view expect) {
+  if (c.connection != "RC") return "connection: only cells of our RoCE engine against rxe choose UC or UD";
+  if (!c.fault.empty()) return fmt::format("fault: \"{}\" is not a fault-* scenario of our RoCE initiator", c.fault);
+  // Our iWARP fault scenarios carry the reaction they require.
+  if (const auto* s = siw_fault(c)) {
+    const Expect want = s->expect ? Expect::terminate : Expect::close;
+    if (c.expect != want) return fmt::format("expect: scenario {} requires {}, the cell says {}", c.scenario, expect_name(want), expect);
+  } else if (c.expect == Expect::terminate || c.expect == Expect::close) {
+    return fmt::format("expect: {} is for our iWARP initiator's terminate-* scenarios", expect);
+  }
+  return {};
+}
+
+bool siw_knows(std::string_view scenario) { return iwarp::find_scenario(scenario) != nullptr; }
+
+std::optional<std::string> siw_rule(const Cell& c) {
+  const auto* s = iwarp::find_scenario(c.scenario);
+  return s && !s->rule.empty() ? std::optional<std::string>(s->rule) : std::nullopt;
+}
+
+std::optional<std::string> siw_terminate(const Cell& c) {
+  const auto* s = iwarp::find_scenario(c.scenario);
+  if (!s || !s->expect) return std::nullopt;
+  return fmt::format("{}/{}/{:#04x}", s->expect->layer, s->expect->etype, s->expect->code);
+}
+
+std::vector<std::string> siw_planted_failures(const Cell& c) {
+  const auto* s = iwarp::find_scenario(c.scenario);
+  if (!s || !(s->expect || s->close_only)) return {};
+  return {s->failing_cases.begin(), s->failing_cases.end()};
+}
+
+bool siw_framing_lost(const Cell& c) {
+  const auto* s = iwarp::find_scenario(c.scenario);
+  return s && (s->expect || s->close_only) && s->framing_lost;
+}
+
+std::optional<std::pair<unsigned, unsigned>> siw_required_terminate(const Cell& c) {
+  const auto* s = iwarp::find_scenario(c.scenario);
+  if (!s || !s->expect) return std::nullopt;
+  return std::pair{s->expect->layer, s->expect->etype};
+}
+
+std::string siw_load(const Cell& c) { return fmt::format("siw_load {}", c.siw.load_args()); }
+
+void siw_plan(const Cell& c, std::string& plan) {
+  std::string ours;
+  for (const auto& a : c.our_args) {
+    ours += ' ';  // two steps: GCC 12 at -O3 reports a false -Wrestrict on " " + std::string
+    ours += shell_quote(a);
+  }
+  if (c.our_role == "none") {
+    plan += fmt::format("cell {} veth2\n", c.id);
+    plan += fmt::format("server srv siw {}\n", c.server_cmd);
+    plan += fmt::format("wait_listen siw {}\n", c.port);
+    plan += fmt::format("client peer siw {}\n", c.client_cmd);
+    plan += fmt::format("finish {}\n", kGraceS);
+    return;
+  }
+  plan += fmt::format("cell {}\n", c.id);
+  if (c.our_role == "initiator" && c.scenario.starts_with("ib_")) {
+    plan += fmt::format("server peer siw {} -R -F -d siw0 -p {} -n {} -s {}\n", c.scenario, c.port, c.iterations, c.size);
+    plan += fmt::format("wait_listen siw {}\n", c.port);
+    plan += fmt::format(
+        "client our our $ENGINE interop --peer {}:{} --peer-program {} --size {} --iterations {} --timeout {}{} "
+        "--json \"$DIR/our.json\"\n",
+        kSiwAddr, c.port, c.scenario, c.size, c.iterations, kStepTimeoutMs, ours);
+    plan += fmt::format("finish {}\n", kGraceS);
+  } else if (c.scenario.starts_with("ib_")) {
+    plan += fmt::format(
+        "server our our $ENGINE peer --perftest --peer-program {} --listen {}:{} --connections 1 --max-size {} "
+        "--timeout {}{}\n",
+        c.scenario, kOurAddr, c.port, c.size, kStepTimeoutMs, ours);
+    plan += fmt::format("wait_listen our {}\n", c.port);
+    plan += fmt::format("client peer siw {} -R -F -d siw0 -p {} -n {} -s {} {}\n", c.scenario, c.port, c.iterations,
+                        c.size, kOurAddr);
+    plan += fmt::format("finish {}\n", kGraceS);
+  } else if (c.our_role == "initiator") {
+    for (unsigned k = 0; k < c.connections; ++k) {
+      const std::string n = connection_suffix(k);
+      const unsigned port = c.port + 1000 * k;
+      plan += fmt::format("server peer{} siw rping -s -a {} -p {} -C {} -S {}\n", n, kSiwAddr, port, c.iterations, c.size);
+      plan += fmt::format("wait_listen siw {}\n", port);
+      plan += fmt::format(
+          "client our{} our $ENGINE interop --peer {}:{} --scenario {} --size {} --iterations {} --timeout {}{} "
+          "--json \"$DIR/our{}.json\"\n",
+          n, kSiwAddr, port, c.scenario, c.size, c.iterations, kStepTimeoutMs, ours, n);
+    }
+    // rping -s waits for another client when a connection failed: give it a moment, no more.
+    plan += fmt::format("finish {}\n", c.expect == Expect::data ? kGraceS : 3);
+  } else {
+    plan += fmt::format("server our our $ENGINE peer --listen {}:{} --connections 1 --timeout {}{}\n", kOurAddr,
+                        c.port, kStepTimeoutMs, ours);
+    plan += fmt::format("wait_listen our {}\n", c.port);
+    plan += fmt::format("client peer siw rping -c -a {} -p {} -C {} -S {} -V\n", kOurAddr, c.port, c.iterations, c.size);
+    plan += fmt::format("finish {}\n", c.expect == Expect::data ? kGraceS : 3);
+  }
+}
+
+nlohmann::json siw_configuration(const Cell& c) {
+  return {{"siw", c.siw.to_json()}, {"ours", c.our_args}, {"label", c.siw.label() + "/" + c.ours_label}};
+}
+
+std::pair<std::string, nlohmann::json> siw_manifest_setup(const Cell& c) { return {"siw_module_parameters", c.siw.to_json()}; }
+
+// ---- rxe: the kernel's RoCEv2, against our InfiniBand engine ----
+
+std::string rxe_configure(Cell&, const std::string&) { return {}; }
+
+std::string rxe_rules(const Cell& c, std::string_view expect) {
+  if (c.connection != "RC" && c.our_role == "none") return "connection: only cells of our RoCE engine against rxe choose UC or UD";
+  if (!c.fault.empty() && !(c.fault.starts_with("fault-") && ib::find_scenario(c.fault) && c.our_role == "initiator"))
+    return fmt::format("fault: \"{}\" is not a fault-* scenario of our RoCE initiator", c.fault);
+  if (c.expect == Expect::terminate || c.expect == Expect::close)
+    return fmt::format("expect: {} is for our iWARP initiator's terminate-* scenarios", expect);
+  return {};
+}
+
+bool rxe_knows(std::string_view scenario) { return ib::find_scenario(scenario) != nullptr; }
+
+std::optional<std::string> rxe_rule(const Cell& c) {
+  const auto* f = c.fault.empty() ? nullptr : ib::find_scenario(c.fault);
+  return f ? std::optional<std::string>(f->rule) : std::nullopt;
+}
+
+std::optional<std::string> no_terminate(const Cell&) { return std::nullopt; }
+
+std::vector<std::string> rxe_planted_failures(const Cell& c) {
+  const auto* f = ib::find_scenario(c.fault);
+  if (!f) return {};
+  return {f->failing_cases.begin(), f->failing_cases.end()};
+}
+
+bool rxe_framing_lost(const Cell&) { return false; }
+
+std::optional<std::pair<unsigned, unsigned>> rxe_required_terminate(const Cell&) { return std::nullopt; }
+
+std::string rxe_load(const Cell&) { return "rxe_load"; }
+
+void rxe_plan(const Cell& c, std::string& plan) {
+  // perftest's -c and -s; ib_atomic_bw's operations are always 8 octets.
+  const std::string psize = (c.connection == "RC" ? "" : " -c " + c.connection) +
+                            (c.scenario == "ib_atomic_bw" ? "" : fmt::format(" -s {}", c.size));
+  const std::string our_conn = c.connection == "RC" ? "" : " --connection-type " + c.connection;
+  if (c.our_role == "initiator") {
+    plan += fmt::format("cell {} veth0 udp\n", c.id);
+    plan += fmt::format("server peer siw {} -F -d rxe0 -p {} -n {}{}\n", c.scenario, c.port, c.iterations, psize);
+    plan += fmt::format("wait_listen siw {}\n", c.port);
+    plan += fmt::format(
+        "client our our $ENGINE interop --transport roce --peer-program {} --peer {}:{} --udp {}:4791 --size {} "
+        "--iterations {} --raw-receive --timeout {}{}{} --json \"$DIR/our.json\"\n",
+        c.scenario, kSiwAddr, c.port, kOurAddr, c.size, c.iterations, kStepTimeoutMs,
+        c.fault.empty() ? "" : " --fault " + c.fault, our_conn);
+    plan += fmt::format("finish {}\n", kGraceS);
+    return;
+  }
+  if (c.our_role == "responder") {
+    plan += fmt::format("cell {} veth0 udp\n", c.id);
+    plan += fmt::format(
+        "server our our $ENGINE peer --transport roce --perftest --peer-program {} --listen {}:{} --udp {}:4791 "
+        "--connections 1 --raw-receive --timeout {}{}\n",
+        c.scenario, kOurAddr, c.port, kOurAddr, kStepTimeoutMs, our_conn);
+    plan += fmt::format("wait_listen our {}\n", c.port);
+    plan += fmt::format("client peer siw {} -F -d rxe0 -p {} -n {}{} {}\n", c.scenario, c.port, c.iterations, psize,
+                        kOurAddr);
+    plan += fmt::format("finish {}\n", kGraceS);
+    return;
+  }
+  plan += fmt::format("cell {} veth2 udp\n", c.id);
+  plan += fmt::format("server srv siw {}\n", c.server_cmd);
+  plan += fmt::format("wait_{} siw {}\n", c.scenario.ends_with("-tcp") ? "listen" : "rdma", c.port);
+  plan += fmt::format("client peer siw {}\n", c.client_cmd);
+  plan += fmt::format("finish {}\n", kGraceS);
+  return;
+}
+
+nlohmann::json rxe_configuration(const Cell& c) {
+  return {{"rxe", {{"connection", c.connection}}}, {"ours", c.our_args}, {"label", c.connection + "/" + c.ours_label}};
+}
+
+std::pair<std::string, nlohmann::json> rxe_manifest_setup(const Cell& c) {
+  return {"rxe", c.our_role == "none"
+                     ? nlohmann::json("rdma_rxe of the kernel: rxe1 on veth2 (192.0.2.3), rxe2 on veth3 (192.0.2.4)")
+                     : nlohmann::json(fmt::format("rdma_rxe of the kernel: rxe0 on veth0 ({}); our engine in namespace "
+                                                  "eng on veth1 ({})",
+                                                  kSiwAddr, kOurAddr))};
+}
+
+}  // namespace
+
+const std::vector<KernelPeer>& kernel_peers() {
+  static const std::vector<KernelPeer> peers = {
+      {"siw", "iwarp", "siw", siw_configure, siw_rules, siw_knows, siw_rule, siw_terminate, siw_planted_failures, siw_framing_lost,
+       siw_required_terminate, siw_load, siw_plan, siw_configuration, siw_manifest_setup},
+      {"rxe", "ib", "", rxe_configure, rxe_rules, rxe_knows, rxe_rule, no_terminate, rxe_planted_failures, rxe_framing_lost,
+       rxe_required_terminate, rxe_load, rxe_plan, rxe_configuration, rxe_manifest_setup},
+  };
+  return peers;
+}
+
+const KernelPeer* find_peer(std::string_view name) {
+  for (const auto& p : kernel_peers())
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+bool known_scenario(std::string_view scenario) {
+  for (const auto& p : kernel_peers())
+    if (p.knows_scenario(scenario)) return true;
+  return false;
+}
+
+std::string peer_names() {
+  std::string s;
+  for (const auto& p : kernel_peers()) s += (s.empty() ? "" : ", ") + std::string(p.name);
+  return s;
+}
+
+}  // namespace rdmaconf::interop::lab
