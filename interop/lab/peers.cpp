@@ -91,13 +91,13 @@ void siw_plan(const Cell& c, std::string& plan) {
     plan += fmt::format("server peer siw {} -R -F -d siw0 -p {} -n {} -s {}\n", c.scenario, c.port, c.iterations, c.size);
     plan += fmt::format("wait_listen siw {}\n", c.port);
     plan += fmt::format(
-        "client our our $ENGINE interop --peer {}:{} --peer-program {} --size {} --iterations {} --timeout {}{} "
+        "client our our $ENGINE live iwarp --peer {}:{} --peer-program {} --size {} --iterations {} --timeout {}{} "
         "--json \"$DIR/our.json\"\n",
         kSiwAddr, c.port, c.scenario, c.size, c.iterations, kStepTimeoutMs, ours);
     plan += fmt::format("finish {}\n", kGraceS);
   } else if (c.scenario.starts_with("ib_")) {
     plan += fmt::format(
-        "server our our $ENGINE peer --perftest --peer-program {} --listen {}:{} --connections 1 --max-size {} "
+        "server our our $ENGINE serve iwarp --perftest --peer-program {} --listen {}:{} --connections 1 --max-size {} "
         "--timeout {}{}\n",
         c.scenario, kOurAddr, c.port, c.size, kStepTimeoutMs, ours);
     plan += fmt::format("wait_listen our {}\n", c.port);
@@ -111,14 +111,14 @@ void siw_plan(const Cell& c, std::string& plan) {
       plan += fmt::format("server peer{} siw rping -s -a {} -p {} -C {} -S {}\n", n, kSiwAddr, port, c.iterations, c.size);
       plan += fmt::format("wait_listen siw {}\n", port);
       plan += fmt::format(
-          "client our{} our $ENGINE interop --peer {}:{} --scenario {} --size {} --iterations {} --timeout {}{} "
+          "client our{} our $ENGINE live iwarp --peer {}:{} --scenario {} --size {} --iterations {} --timeout {}{} "
           "--json \"$DIR/our{}.json\"\n",
           n, kSiwAddr, port, c.scenario, c.size, c.iterations, kStepTimeoutMs, ours, n);
     }
     // rping -s waits for another client when a connection failed: give it a moment, no more.
     plan += fmt::format("finish {}\n", c.expect == Expect::data ? kGraceS : 3);
   } else {
-    plan += fmt::format("server our our $ENGINE peer --listen {}:{} --connections 1 --timeout {}{}\n", kOurAddr,
+    plan += fmt::format("server our our $ENGINE serve iwarp --listen {}:{} --connections 1 --timeout {}{}\n", kOurAddr,
                         c.port, kStepTimeoutMs, ours);
     plan += fmt::format("wait_listen our {}\n", c.port);
     plan += fmt::format("client peer siw rping -c -a {} -p {} -C {} -S {} -V\n", kOurAddr, c.port, c.iterations, c.size);
@@ -176,7 +176,7 @@ void rxe_plan(const Cell& c, std::string& plan) {
     plan += fmt::format("server peer siw {} -F -d rxe0 -p {} -n {}{}\n", c.scenario, c.port, c.iterations, psize);
     plan += fmt::format("wait_listen siw {}\n", c.port);
     plan += fmt::format(
-        "client our our $ENGINE interop --transport roce --peer-program {} --peer {}:{} --udp {}:4791 --size {} "
+        "client our our $ENGINE live ib --peer-program {} --peer {}:{} --udp {}:4791 --size {} "
         "--iterations {} --raw-receive --timeout {}{}{} --json \"$DIR/our.json\"\n",
         c.scenario, kSiwAddr, c.port, kOurAddr, c.size, c.iterations, kStepTimeoutMs,
         c.fault.empty() ? "" : " --fault " + c.fault, our_conn);
@@ -186,7 +186,7 @@ void rxe_plan(const Cell& c, std::string& plan) {
   if (c.our_role == "responder") {
     plan += fmt::format("cell {} veth0 udp\n", c.id);
     plan += fmt::format(
-        "server our our $ENGINE peer --transport roce --perftest --peer-program {} --listen {}:{} --udp {}:4791 "
+        "server our our $ENGINE serve ib --perftest --peer-program {} --listen {}:{} --udp {}:4791 "
         "--connections 1 --raw-receive --timeout {}{}\n",
         c.scenario, kOurAddr, c.port, kOurAddr, kStepTimeoutMs, our_conn);
     plan += fmt::format("wait_listen our {}\n", c.port);

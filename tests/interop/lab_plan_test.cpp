@@ -194,7 +194,7 @@ BOOST_AUTO_TEST_CASE(siw_perftest_cells) {
       BOOST_CHECK(c.finding_cases == std::vector<std::string>{"iwarp.mpa.fpdu.pad"});
       const auto& r = find(cells, fmt::format("siw.our-responder.{}.crc-off.v2.no-crc", prog));
       const auto rplan = lab::guest_plan({r});
-      BOOST_CHECK(rplan.find(fmt::format("peer --perftest --peer-program {} --listen 192.0.2.2:{}", prog, r.port)) !=
+      BOOST_CHECK(rplan.find(fmt::format("serve iwarp --perftest --peer-program {} --listen 192.0.2.2:{}", prog, r.port)) !=
                   std::string::npos);
       BOOST_CHECK(rplan.find(fmt::format("{} -R -F -d siw0 -p {} -n 20 -s 4096 192.0.2.2", prog, r.port)) !=
                   std::string::npos);
