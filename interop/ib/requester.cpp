@@ -1,0 +1,293 @@
+// Our InfiniBand engine as the requester of a scenario over RoCEv2, against our responder (docs/interop.md).
+#include "interop/ib/scenarios.hpp"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "captures/io/pcap_tap.hpp"
+#include "engines/common/socket.hpp"
+#include "engines/ib/udp_link.hpp"
+#include "interop/channel.hpp"
+#include "interop/control.hpp"
+#include "interop/ib/control.hpp"
+#include "interop/ib/detail.hpp"
+#include "interop/ib/perftest.hpp"
+#include "interop/pattern.hpp"
+#include "interop/sessions.hpp"
+
+namespace rdmaconf::interop::ib {
+
+using namespace engine;
+using engine::ib::QpConfig, engine::ib::QpType, engine::ib::QueuePair, engine::ib::QpState, engine::ib::UdpLink,
+    engine::ib::Mailbox;
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+RunResult run_initiator(std::string_view control_peer, const RunOptions& o) {
+  RunResult r;
+  r.scenario = o.scenario;
+  const ScenarioInfo* info = find_scenario(o.scenario);
+  if (!info) {
+    r.message = fmt::format("unknown scenario '{}'", o.scenario);
+    return r;
+  }
+  const std::uint32_t size = o.size ? o.size : info->default_size;
+  const std::uint64_t iters = o.iterations ? o.iterations : info->default_iterations;
+  r.size = size;
+  std::string err;
+  Fd ctl = tcp_connect(control_peer, o.timeout_ms, err);
+  if (!ctl) {
+    r.message = err;
+    return r;
+  }
+  UdpLink link;
+  if (!link.open(o.udp_local, err) || (!o.pcap.empty() && !link.record(captures::io::pcap_tap(o.pcap, err))) ||
+      (o.raw_receive && !link.raw_receive(err))) {
+    r.message = err;
+    return r;
+  }
+  QpConfig cfg = o.qp;
+  cfg.type = info->type;
+  cfg.sq_psn = static_cast<std::uint32_t>(Clock::now().time_since_epoch().count()) & 0xffffff;
+  // A fresh QPN per run, as a new QP would get: captures of several runs
+  // between the same addresses then keep their conversations apart.
+  cfg.qpn = 0x1000 + static_cast<std::uint32_t>((Clock::now().time_since_epoch().count() >> 12) & 0xffff);
+  const std::string& name = o.scenario;
+  const bool sends = name == "send" || name == "ud-send" || name == "fault-no-receive";
+  // The responder's buffer: one slot per message, at most 64 MiB.
+  const std::uint64_t slots = std::max<std::uint64_t>(1, std::min<std::uint64_t>(iters, (64u << 20) / std::max(1u, size)));
+  const std::uint64_t seed = static_cast<std::uint64_t>(Clock::now().time_since_epoch().count()) | 1;
+  const json hello = {{"hello",
+                       {{"scenario", name},
+                        {"type", type_name(cfg.type)},
+                        {"qpn", cfg.qpn},
+                        {"psn", cfg.sq_psn},
+                        {"udp", link.local_name()},
+                        {"mtu", cfg.pmtu},
+                        {"size", size},
+                        {"buffer", slots * size},
+                        {"recvs", sends && name != "fault-no-receive" ? iters : 0},
+                        {"seed", seed}}}};
+  ControlChannel rd(ctl.get());
+  if (!send_message(ctl.get(), hello)) {
+    r.message = "control connection: cannot send the hello";
+    return r;
+  }
+  auto ready_msg = rd.receive(o.timeout_ms, err);
+  const std::optional<Ready> ready = ready_msg && !ready_msg->is_null() ? read_ready(*ready_msg, control_peer, err) : std::nullopt;
+  if (!ready) {
+    r.message = err.empty() ? "no ready from the responder" : err;
+    return r;
+  }
+  cfg.dest_qpn = ready->qpn;
+  cfg.rq_psn = ready->psn;
+  const auto rkey = ready->rkey, akey = ready->atomic_rkey, qkey = ready->qkey;
+  const std::uint64_t peer_va = ready->va, peer_atomic_va = ready->atomic_va;
+  if (!link.set_peer(ready->udp, err, true)) {
+    r.message = "ready: " + err;
+    return r;
+  }
+  plant_fault(name, cfg);
+  if (const std::string bad = eng::validate(cfg); !bad.empty()) {
+    r.message = "configuration: " + bad;
+    return r;
+  }
+
+  ProtectionDomain pd;
+  CompletionQueue scq, rcq;
+  std::vector<std::byte> src(slots * size), sink(slots * size), peer_view(slots * size), results(8 * (iters + 1));
+  fill_pattern(src, seed);
+  fill_pattern(peer_view, seed + 1);  // what the responder's buffer holds before we write
+  const auto src_key = pd.register_mr(src, 0), sink_key = pd.register_mr(sink, kLocalWrite);
+  const auto res_key = pd.register_mr(results, kLocalWrite);
+  QueuePair qp(pd, scq, rcq, cfg);
+
+  // Posts work requests from make(i), at most `window` in flight, until all
+  // `n` completed; the completions in order.
+  std::vector<Completion> done;
+  done.reserve(iters + 2);
+  Clock::time_point finished;  // when the last pump ended: what follows is our own checking, not the engine's work
+  auto pump = [&](std::uint64_t n, const std::function<SendWr(std::uint64_t)>& make) {
+    std::uint64_t posted = 0;
+    const std::uint64_t start = done.size();
+    const bool ok = link.run_until(qp, [&] {
+      while (auto c = scq.poll()) done.push_back(*c);
+      while (posted < n && posted - (done.size() - start) < o.window) qp.post_send(make(posted++));
+      return done.size() - start >= n;
+    }, o.timeout_ms);
+    finished = Clock::now();
+    return ok;
+  };
+  std::string bad;
+  auto want_success = [&] {
+    for (const auto& c : done)
+      if (c.status != WcStatus::success) return fmt::format("work request {}: {}", c.wr_id, wc_status_name(c.status));
+    return std::string();
+  };
+  const auto t0 = Clock::now();
+  finished = t0;
+  bool ran = true;
+  std::uint64_t expect_recv_digest = interop::kDigestInit;
+  if (name == "write" || name == "uc-write" || name == "fault-psn-gap" || name == "fault-icrc") {
+    ran = pump(iters, [&](std::uint64_t i) {
+      const std::uint64_t k = i % slots;
+      SendWr w{};
+      w.wr_id = i;
+      w.op = WrOpcode::write;
+      w.local = {src_key, k * size, size};
+      w.remote_stag = rkey;
+      w.remote_to = peer_va + k * size;
+      return w;
+    });
+    std::memcpy(peer_view.data(), src.data(), std::min<std::size_t>(iters, slots) * size);
+    r.bytes = iters * size;
+  } else if (name == "read") {
+    ran = pump(iters, [&](std::uint64_t i) {
+      const std::uint64_t k = i % slots;
+      SendWr w{};
+      w.wr_id = i;
+      w.op = WrOpcode::read;
+      w.local = {sink_key, k * size, size};
+      w.remote_stag = rkey;
+      w.remote_to = peer_va + k * size;
+      return w;
+    });
+    if (const auto at = check_pattern(std::span(sink).first(std::min<std::size_t>(iters, slots) * size), seed + 1))
+      bad = fmt::format("read data differs from the responder's pattern at octet {}", *at);
+    r.bytes = iters * size;
+  } else if (sends) {
+    ran = pump(iters, [&](std::uint64_t i) {
+      SendWr w{};
+      w.wr_id = i;
+      w.op = i % 2 ? WrOpcode::send_imm : WrOpcode::send;
+      w.imm = static_cast<std::uint32_t>(i * 7 + 1);
+      w.local = {src_key, (i % slots) * size, size};
+      w.remote_qpn = cfg.dest_qpn;
+      w.remote_qkey = qkey;
+      return w;
+    });
+    for (std::uint64_t i = 0; i < iters; ++i)
+      expect_recv_digest = digest(std::span(src).subspan((i % slots) * size, size), expect_recv_digest);
+    r.bytes = iters * size;
+  } else if (name == "atomic") {
+    ran = pump(iters + 1, [&](std::uint64_t i) {
+      SendWr w{};
+      w.wr_id = i;
+      w.op = i < iters ? WrOpcode::atomic_fetch_add : WrOpcode::atomic_compare_swap;
+      w.local = {res_key, i * 8, 8};
+      w.remote_stag = akey;
+      w.remote_to = peer_atomic_va;
+      w.add_swap = i < iters ? 1 : 0xdead;
+      w.compare = iters;
+      return w;
+    });
+    // Fetch and Adds of one: the originals are 0 .. n-1 in some order of
+    // execution, which is the order of the requests on one QP.
+    for (std::uint64_t i = 0; ran && bad.empty() && i < done.size(); ++i)
+      if (done[i].atomic_original.value_or(~0ull) != i)
+        bad = fmt::format("atomic {} found {}, expected {}", i, done[i].atomic_original.value_or(~0ull), i);
+    r.bytes = 8 * (iters + 1);
+  } else if (name == "fault-bad-rkey" || name == "fault-oversize" || name == "fault-wrong-pad") {
+    ran = pump(1, [&](std::uint64_t) {
+      SendWr w{};
+      w.op = WrOpcode::write;
+      w.local = {src_key, 0, size};
+      w.remote_stag = name == "fault-bad-rkey" ? rkey ^ 0x100 : rkey;
+      w.remote_to = peer_va;
+      return w;
+    });
+  }
+  r.seconds = std::chrono::duration<double>(finished - t0).count();
+  r.iterations = iters;
+  const bool fault = name.starts_with("fault-");
+  const bool fatal_fault = fault && name != "fault-psn-gap" && name != "fault-icrc";
+  if (!ran && !fatal_fault) {
+    r.message = fmt::format("{}: {}", name, link.error());
+    r.counters = counters_json(qp.counters(), link);
+    return r;
+  }
+  // The responder's account.
+  if (!send_message(ctl.get(), {{"done", true}, {"packets_sent", qp.counters().packets_sent}})) {
+    r.message = "control connection: cannot send done";
+    return r;
+  }
+  auto res = rd.receive(o.timeout_ms, err);
+  r.counters = counters_json(qp.counters(), link);
+  if (!res || res->is_null() || !res->contains("result")) {
+    r.message = err.empty() ? "no result from the responder" : err;
+    return r;
+  }
+  if (!check_result((*res)["result"], err)) {
+    r.message = err;
+    return r;
+  }
+  r.peer = (*res)["result"];
+  const json& pr = r.peer;
+  const json pc = pr.value("counters", json::object());
+  auto refused = [&](std::string_view what) {
+    for (const auto& f : pr.value("refusals", json::array()))
+      if (f.value("what", "") == what) return true;
+    return false;
+  };
+  auto status_of_first = [&] { return done.empty() ? std::string("no completion") : std::string(wc_status_name(done[0].status)); };
+  if (bad.empty() && !fatal_fault) bad = want_success();
+  if (bad.empty()) {
+    if (name == "write" || name == "uc-write" || name == "fault-psn-gap" || name == "fault-icrc") {
+      if (pr.value("buffer_digest", 0ull) != digest(peer_view)) bad = "the responder's buffer does not hold what we wrote";
+    } else if (sends) {
+      if (name != "fault-no-receive" && pr.value("recv_count", 0ull) != iters)
+        bad = fmt::format("the responder received {} messages, we sent {}", pr.value("recv_count", 0ull), iters);
+      else if (name != "fault-no-receive" && pr.value("recv_digest", 0ull) != expect_recv_digest)
+        bad = "the responder's received data differs from what we sent";
+      else if (name == "ud-send" && pr.value("src_qp", 0u) != cfg.qpn)
+        bad = fmt::format("the responder saw source QP {}, ours is {}", pr.value("src_qp", 0u), cfg.qpn);
+    } else if (name == "atomic") {
+      if (pr.value("atomic_value", 0ull) != 0xdeadu) bad = fmt::format("the responder's atomic holds {}", pr.value("atomic_value", 0ull));
+    }
+  }
+  // The reactions the fault-* scenarios require.
+  if (bad.empty() && name == "fault-psn-gap") {
+    if (pc.value("naks_sent", 0) != 1 || !refused("NAK PSN Sequence Error") || qp.counters().naks_received != 1)
+      bad = fmt::format("expected exactly one NAK PSN Sequence Error; the responder sent {} NAKs, we received {}",
+                        pc.value("naks_sent", 0), qp.counters().naks_received);
+  } else if (bad.empty() && name == "fault-icrc") {
+    if (pc.value("dropped_icrc", 0) != 1 || pc.value("naks_sent", 0) != 0)
+      bad = fmt::format("expected one silent drop; the responder dropped {} for ICRC and sent {} NAKs",
+                        pc.value("dropped_icrc", 0), pc.value("naks_sent", 0));
+  } else if (fatal_fault) {
+    const WcStatus want = name == "fault-bad-rkey"     ? WcStatus::remote_access_error
+                          : name == "fault-no-receive" ? WcStatus::rnr_retry_exceeded
+                                                       : WcStatus::remote_invalid_request;
+    const std::string_view nak = name == "fault-bad-rkey"     ? "NAK Remote Access Error"
+                                 : name == "fault-no-receive" ? "RNR NAK"
+                                                              : "NAK Invalid Request";
+    if (done.empty() || done[0].status != want)
+      bad = fmt::format("our request completed with '{}', a conforming responder gives '{}'", status_of_first(),
+                        wc_status_name(want));
+    else if (!refused(nak))
+      bad = fmt::format("the responder did not report a {}", nak);
+    else if (name != "fault-no-receive" && pr.value("state", "") != "error")
+      bad = "the responder's QP did not go to error after its fatal NAK";
+  }
+  r.ok = bad.empty();
+  r.message = r.ok ? (fault ? fmt::format("conforming reaction: {}", info->rule) : std::string("data verified end to end"))
+                   : bad;
+  return r;
+}
+
+
+}  // namespace rdmaconf::interop::ib
