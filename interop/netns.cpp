@@ -2,7 +2,6 @@
 
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
 
@@ -97,59 +96,6 @@ RunNamespaces::~RunNamespaces() {
     remove_path(path.c_str());
   }
   for (auto& c : g_children) c = 0;
-}
-
-std::string run_command(const std::vector<std::string>& argv, int timeout_ms) {
-  const std::string what = fmt::format("{}", fmt::join(argv, " "));
-  int err[2];
-  if (pipe2(err, O_CLOEXEC) != 0) return fmt::format("{}: pipe: {}", what, std::strerror(errno));
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, err[1], STDERR_FILENO);
-  posix_spawnattr_t at;
-  posix_spawnattr_init(&at);
-  posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);  // its own process group, killed as one
-  posix_spawnattr_setpgroup(&at, 0);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = posix_spawnp(&pid, args[0], &fa, &at, args.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&at);
-  close(err[1]);
-  if (rc != 0) {
-    close(err[0]);
-    return fmt::format("{}: {}", what, std::strerror(rc));
-  }
-  std::string text;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  bool timed_out = false;
-  for (;;) {  // standard error until it closes, within the deadline
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
-    if (left <= 0) {
-      timed_out = true;
-      kill(-pid, SIGKILL);
-      break;
-    }
-    pollfd p{err[0], POLLIN, 0};
-    if (poll(&p, 1, static_cast<int>(left)) <= 0) continue;
-    char buf[4096];
-    const ssize_t n = read(err[0], buf, sizeof buf);
-    if (n <= 0) break;
-    if (text.size() < 4096) text.append(buf, static_cast<std::size_t>(n));
-  }
-  close(err[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  if (timed_out) return fmt::format("{}: no end within {} ms (killed)", what, timeout_ms);
-  if (WIFSIGNALED(status)) return fmt::format("{}: killed by signal {}{}{}", what, WTERMSIG(status), text.empty() ? "" : ": ", text);
-  if (WEXITSTATUS(status) != 0) return fmt::format("{}: exit status {}{}{}", what, WEXITSTATUS(status), text.empty() ? "" : ": ", text);
-  return {};
 }
 
 std::string make_veth_pair(const VethEnd& a, const VethEnd& b, bool tx_checksum_off) {

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "interop/child.hpp"
+
 namespace rdmaconf::interop {
 
 class InNetns {
@@ -47,11 +49,6 @@ class InNetns {
 // removes: namespaces whose process no longer runs.
 class RunNamespaces;
 
-// Runs a program with `argv` (no shell), its standard output discarded and
-// its standard error kept, for at most `timeout_ms` (then killed with its
-// process group). Empty on success, else the command and what went wrong
-// (exit status or signal, and what it wrote to standard error).
-std::string run_command(const std::vector<std::string>& argv, int timeout_ms = 10000);
 
 // One end of a veth pair, in a namespace of its own.
 struct VethEnd {
