@@ -35,6 +35,15 @@ void Tally::inconclusive(Evidence e) {
   if (failed_ == 0 && evidence_.size() < kMaxEvidence) evidence_.push_back(std::move(e));
 }
 
+Tally Tally::restore(std::uint64_t checked, std::uint64_t failed, std::uint64_t inconclusive, std::vector<Evidence> evidence) {
+  Tally t;
+  t.checked_ = checked;
+  t.failed_ = failed;
+  t.inconclusive_ = inconclusive;
+  t.evidence_ = std::move(evidence);
+  return t;
+}
+
 Tally::Tally(const Tally& o)
     : checked_(o.checked_), failed_(o.failed_), inconclusive_(o.inconclusive_), evidence_(o.evidence_),
       doubtful_(o.doubtful_ ? std::make_unique<Doubtful>(*o.doubtful_) : nullptr) {}

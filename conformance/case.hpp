@@ -124,6 +124,10 @@ class Tally {
   std::uint64_t inconclusive_count() const { return inconclusive_; }
   const std::vector<Evidence>& evidence() const { return evidence_; }
 
+  // A tally as a report wrote it (reports::scope_from_json): its counts and
+  // the evidence kept.
+  static Tally restore(std::uint64_t checked, std::uint64_t failed, std::uint64_t inconclusive, std::vector<Evidence> evidence);
+
   Tally() = default;
   Tally(Tally&&) noexcept = default;
   Tally& operator=(Tally&&) noexcept = default;

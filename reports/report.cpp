@@ -662,4 +662,98 @@ void write_summary(std::ostream& os, const std::vector<InputResult>& inputs, boo
   replay(*summary_writer(os, verbose), inputs);
 }
 
+
+std::string scope_json(const ScopeResult& s) {
+  std::string out;
+  put_scope(out, s);
+  return out;
+}
+
+namespace {
+
+// Reads the report's JSON back, every field checked: a wrong one is a
+// ReportError that names it.
+struct Reader {
+  std::string where;
+  const nlohmann::json& at(const nlohmann::json& j, const char* key, nlohmann::json::value_t type) const {
+    const auto it = j.find(key);
+    const bool number = type == nlohmann::json::value_t::number_unsigned;
+    if (it == j.end() || (number ? !it->is_number_unsigned() : it->type() != type))
+      throw ReportError(fmt::format("{}: {} is missing or not {}", where, key,
+                                    number ? "a non-negative integer" : nlohmann::json(type).type_name()));
+    return *it;
+  }
+  std::uint64_t number(const nlohmann::json& j, const char* key) const {
+    return at(j, key, nlohmann::json::value_t::number_unsigned).get<std::uint64_t>();
+  }
+  std::string text(const nlohmann::json& j, const char* key, bool optional = false) const {
+    if (optional && !j.contains(key)) return {};
+    return at(j, key, nlohmann::json::value_t::string).get<std::string>();
+  }
+  const nlohmann::json& array(const nlohmann::json& j, const char* key) const { return at(j, key, nlohmann::json::value_t::array); }
+};
+
+Evidence evidence_from_json(const nlohmann::json& e, const Reader& r) {
+  if (!e.is_object()) throw ReportError(fmt::format("{}: evidence that is not an object", r.where));
+  Evidence ev;
+  for (const auto& f : r.array(e, "frames")) {
+    if (!f.is_number_unsigned()) throw ReportError(fmt::format("{}: evidence frames: not a frame number", r.where));
+    ev.frames.push_back(f.get<std::uint64_t>());
+  }
+  if (e.contains("stream_offset")) ev.stream_offset = r.number(e, "stream_offset");
+  ev.side = r.text(e, "side", true);
+  ev.expected = r.text(e, "expected", true);
+  ev.actual = r.text(e, "actual", true);
+  ev.detail = r.text(e, "detail", true);
+  if (e.contains("caused_by")) {
+    const auto& c = r.at(e, "caused_by", nlohmann::json::value_t::object);
+    ev.caused_by = Evidence::Cause{r.text(c, "case"), r.number(c, "frame")};
+  }
+  return ev;
+}
+
+}  // namespace
+
+ScopeResult scope_from_json(const nlohmann::json& j, const std::vector<const CaseInfo*>& catalog) {
+  Reader r{"scope"};
+  if (!j.is_object()) throw ReportError("scope: not a JSON object");
+  ScopeResult s;
+  s.id = r.text(j, "id");
+  r.where = fmt::format("scope {}", s.id);
+  const std::string family = r.text(j, "family");
+  s.label = r.text(j, "label");
+  const auto& frames = r.array(j, "frames");
+  if (frames.size() != 2 || !frames[0].is_number_unsigned() || !frames[1].is_number_unsigned())
+    throw ReportError(fmt::format("{}: frames is not [first, last]", r.where));
+  s.first_frame = frames[0].get<std::uint64_t>();
+  s.last_frame = frames[1].get<std::uint64_t>();
+  s.params = conformance::params_text(r.at(j, "parameters", nlohmann::json::value_t::object));
+  for (const auto& c : r.array(j, "coverage")) {
+    if (!c.is_object()) throw ReportError(fmt::format("{}: coverage that is not an object", r.where));
+    Coverage cov;
+    cov.side = r.text(c, "side");
+    cov.unit = r.text(c, "unit");
+    cov.captured = r.number(c, "captured");
+    cov.judged = r.number(c, "judged");
+    cov.missing = r.number(c, "missing");
+    for (const auto& w : r.array(c, "why"))
+      if (w.is_string()) cov.why.push_back(w.get<std::string>());
+    s.coverage.push_back(std::move(cov));
+  }
+  for (const auto* c : catalog)
+    if (c->family == family) s.family = c->family;
+  if (s.family.empty()) throw ReportError(fmt::format("{}: no case of the catalog is of family {}", r.where, family));
+  for (const auto& o : r.array(j, "results")) {
+    if (!o.is_object()) throw ReportError(fmt::format("{}: a result that is not an object", r.where));
+    const std::string id = r.text(o, "case");
+    const auto c = std::find_if(catalog.begin(), catalog.end(), [&](const CaseInfo* x) { return x->id == id; });
+    if (c == catalog.end()) throw ReportError(fmt::format("{}: case {} is not in the catalog", r.where, id));
+    std::vector<Evidence> ev;
+    for (const auto& e : r.array(o, "evidence")) ev.push_back(evidence_from_json(e, r));
+    s.outcomes.push_back(
+        {*c, conformance::Tally::restore(r.number(o, "checked"), r.number(o, "failed"), r.number(o, "inconclusive"), std::move(ev))});
+  }
+  return s;
+}
+
 }  // namespace rdmaconf::reports

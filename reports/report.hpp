@@ -73,6 +73,13 @@ std::unique_ptr<ReportWriter> summary_writer(std::ostream& os, bool verbose);
 // that serializing and writing a large report overlaps the check. end()
 // waits for the thread and rethrows what a writer threw.
 std::unique_ptr<ReportWriter> in_background(std::vector<std::unique_ptr<ReportWriter>> writers, std::size_t queue = 512);
+// One scope as the JSON report writes it (an element of an input's
+// "scopes"), and back: the scope of such an element, its cases found in
+// `catalog` (its order, which the report does not carry, left 0). A value
+// that is not such an element throws ReportError naming the field.
+std::string scope_json(const conformance::ScopeResult& s);
+conformance::ScopeResult scope_from_json(const nlohmann::json& j, const std::vector<const conformance::CaseInfo*>& catalog);
+
 // Feeds inputs whose scopes were kept to a writer, and ends it.
 void replay(ReportWriter& w, const std::vector<conformance::InputResult>& inputs);
 

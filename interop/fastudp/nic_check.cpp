@@ -12,6 +12,8 @@
 #include "conformance/judge.hpp"
 #include "interop/child.hpp"
 #include "interop/control.hpp"
+#include "reports/compare.hpp"
+#include "reports/report.hpp"
 #include "interop/fastudp/script.hpp"
 #include "captures/io/pcap_reader.hpp"
 
@@ -20,56 +22,11 @@ namespace rdmaconf::interop::fastudp {
 namespace eng = engine::fastudp;
 namespace conf = conformance;
 
-// ---- Child processes ----
-
-nlohmann::json scope_to_wire(const conf::ScopeResult& s) {
-  nlohmann::json out = {{"id", s.id}, {"order", s.order}, {"label", s.label}, {"params", s.params},
-                        {"first", s.first_frame}, {"last", s.last_frame}, {"outcomes", nlohmann::json::array()}};
-  for (const auto& o : s.outcomes) {
-    nlohmann::json ev = nlohmann::json::array();
-    for (const auto& e : o.tally.evidence())
-      ev.push_back({{"frames", e.frames}, {"side", e.side}, {"expected", e.expected}, {"actual", e.actual}, {"detail", e.detail}});
-    out["outcomes"].push_back({{"case", o.info->id}, {"checked", o.tally.checked()}, {"failed", o.tally.failed()}, {"evidence", ev}});
-  }
-  return out;
+namespace {
+const ScenarioDef& scenario_def(std::string_view name) {
+  return *std::find_if(scenario_defs().begin(), scenario_defs().end(), [&](const ScenarioDef& x) { return x.info.name == name; });
 }
-
-conf::ScopeResult scope_from_wire(const nlohmann::json& j, const std::vector<const conf::CaseInfo*>& cases) {
-  conf::ScopeResult s;
-  s.family = conformance::fastudp::kFamily;
-  s.id = j.at("id").get<std::string>();
-  s.order = j.at("order").get<std::uint64_t>();
-  s.label = j.at("label").get<std::string>();
-  s.params = j.at("params").get<std::string>();  // the object's text
-  s.first_frame = j.at("first").get<std::uint64_t>();
-  s.last_frame = j.at("last").get<std::uint64_t>();
-  for (const auto& o : j.at("outcomes")) {
-    const auto id = o.at("case").get<std::string>();
-    const auto c = std::find_if(cases.begin(), cases.end(), [&](const conf::CaseInfo* x) { return x->id == id; });
-    if (c == cases.end()) continue;
-    conf::CaseOutcome out{*c, {}};
-    const auto checked = o.at("checked").get<std::uint64_t>(), failed = o.at("failed").get<std::uint64_t>();
-    std::uint64_t fails = 0;
-    for (const auto& e : o.at("evidence")) {
-      conf::Evidence ev;
-      ev.frames = e.at("frames").get<std::vector<std::uint64_t>>();
-      ev.side = e.at("side").get<std::string>();
-      ev.expected = e.at("expected").get<std::string>();
-      ev.actual = e.at("actual").get<std::string>();
-      ev.detail = e.at("detail").get<std::string>();
-      if (fails < failed) {
-        out.tally.fail(std::move(ev));
-        ++fails;
-      }
-    }
-    // Failures beyond the evidence kept, then the passes.
-    for (; fails < failed; ++fails) out.tally.fail(conf::Evidence{});
-    for (std::uint64_t n = failed; n < checked; ++n) out.tally.pass();
-    s.outcomes.push_back(std::move(out));
-  }
-  return s;
-}
-
+}  // namespace
 
 conf::InputResult nic_check(const NicCheckOptions& opt) {
   conf::InputResult in;
@@ -142,7 +99,7 @@ conf::InputResult nic_check(const NicCheckOptions& opt) {
             auto p = load(err);
             if (!p) return nlohmann::json{{"harness_error", err}}.dump();
             try {
-              return scope_to_wire(run_scenario(*p, n, opt.cases, opt.plugin_args, pcap)).dump();
+              return reports::scope_json(run_scenario(*p, n, opt.cases, opt.plugin_args, pcap));
             } catch (const std::exception& e) {  // ours (the recording), not the plug-in's
               return nlohmann::json{{"harness_error", e.what()}}.dump();
             }
@@ -158,8 +115,9 @@ conf::InputResult nic_check(const NicCheckOptions& opt) {
       }
       if (end.failure.empty() && !j.is_discarded() && j.is_object()) {
         try {
-          scope = scope_from_wire(j, opt.cases);
-        } catch (const nlohmann::json::exception& e) {
+          scope = reports::scope_from_json(j, opt.cases);
+          scope.order = static_cast<std::uint64_t>(&scenario_def(n) - scenario_defs().data());
+        } catch (const std::exception& e) {
           end.failure = fmt::format("answered with a malformed result ({})", e.what());
         }
       } else if (end.failure.empty()) {
@@ -167,7 +125,7 @@ conf::InputResult nic_check(const NicCheckOptions& opt) {
       }
       if (!end.failure.empty()) {
         // The scenario's only verdict: the shim contract, broken.
-        const auto& d = *std::find_if(scenario_defs().begin(), scenario_defs().end(), [&](const ScenarioDef& x) { return x.info.name == n; });
+        const auto& d = scenario_def(n);
         scope = conf::ScopeResult{};
         scope.family = conformance::fastudp::kFamily;
         scope.order = static_cast<std::uint64_t>(&d - scenario_defs().data());

@@ -55,8 +55,4 @@ struct NicCheckOptions {
 // input error that says why.
 conformance::InputResult nic_check(const NicCheckOptions& opt);
 
-// A scope's outcomes to JSON and back (the child's answer to its parent).
-nlohmann::json scope_to_wire(const conformance::ScopeResult& s);
-conformance::ScopeResult scope_from_wire(const nlohmann::json& j, const std::vector<const conformance::CaseInfo*>& cases);
-
 }  // namespace rdmaconf::interop::fastudp

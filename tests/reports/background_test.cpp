@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "conformance/checker.hpp"
+#include "conformance/family.hpp"
 #include "reports/report.hpp"
 
 using namespace rdmaconf;
@@ -52,6 +53,62 @@ BOOST_AUTO_TEST_CASE(rendered_summary_equals_direct) {
     }
     BOOST_TEST(direct.str().size() > 100u);
     BOOST_TEST((behind.str() == direct.str()), "verbose " << verbose << ":\n" << behind.str() << "\n---\n" << direct.str());
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// reports::scope_json and scope_from_json: every scope of golden captures
+// (FAILs with evidence, caused_by links, stream offsets, coverage) read back
+// from its JSON writes the same JSON; an element that is no scope is refused
+// with the field named.
+BOOST_AUTO_TEST_SUITE(scope_json)
+
+BOOST_AUTO_TEST_CASE(scopes_read_back_write_the_same) {
+  const conformance::Checker checker{conformance::CheckOptions{}};
+  const auto catalog = conformance::Registry::get().all_cases();
+  std::size_t scopes = 0, evidence = 0, caused = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(RDMACONF_SOURCE_DIR) / "captures/golden")) {
+    if (e.path().extension() != ".pcap" && e.path().extension() != ".pcapng") continue;
+    for (const auto& s : checker.check_file(e.path().string()).scopes) {
+      const std::string text = reports::scope_json(s);
+      const auto back = reports::scope_from_json(nlohmann::json::parse(text), catalog);
+      BOOST_TEST(reports::scope_json(back) == text, e.path().filename().string() << " " << s.id);
+      BOOST_TEST(back.family == s.family);
+      ++scopes;
+      for (const auto& o : s.outcomes)
+        for (const auto& ev : o.tally.evidence()) {
+          ++evidence;
+          caused += ev.caused_by.has_value();
+        }
+    }
+  }
+  BOOST_TEST(scopes > 100u);
+  BOOST_TEST(evidence > 100u);
+  BOOST_TEST(caused > 0u);
+}
+
+BOOST_AUTO_TEST_CASE(what_is_no_scope_is_refused_by_name) {
+  const auto catalog = conformance::Registry::get().all_cases();
+  const auto good = nlohmann::json::parse(R"({"id":"tcp/1","family":"iwarp","label":"x","frames":[1,2],"parameters":{},
+      "coverage":[],"results":[{"case":"iwarp.mpa.fpdu.crc","verdict":"PASS","checked":1,"failed":0,"inconclusive":0,"evidence":[]}]})");
+  BOOST_TEST(reports::scope_from_json(good, catalog).outcomes.size() == 1u);
+  const std::pair<std::string, std::string> bad[] = {
+      {R"("frames":[1,2])", R"("frames":[1])"},
+      {R"("case":"iwarp.mpa.fpdu.crc")", R"("case":"iwarp.no.such")"},
+      {R"("checked":1)", R"("checked":-1)"},
+      {R"("family":"iwarp")", R"("family":"nosuch")"},
+      {R"("evidence":[])", R"("evidence":[{"frames":["x"]}])"},
+  };
+  for (const auto& [from, to] : bad) {
+    std::string t = good.dump();
+    t.replace(t.find(from), from.size(), to);
+    try {
+      reports::scope_from_json(nlohmann::json::parse(t), catalog);
+      BOOST_FAIL("accepted: " + t);
+    } catch (const std::exception& e) {
+      BOOST_TEST(std::string(e.what()).find("scope tcp/1") != std::string::npos, e.what());
+    }
   }
 }
 
