@@ -81,11 +81,6 @@ const ProtocolFamily* Registry::find(std::string_view name) const {
   return nullptr;
 }
 
-Registry& Registry::get() {
-  static Registry r;
-  return r;
-}
-
 std::vector<const LedgerEntry*> statements_of(const CaseInfo& c) {
   const auto* f = Registry::get().find(c.family);
   const auto* l = f ? f->ledger() : nullptr;

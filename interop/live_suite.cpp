@@ -4,26 +4,6 @@
 
 namespace rdmaconf::interop {
 
-#define RDMACONF_FAMILY(f) \
-  namespace f {            \
-  std::unique_ptr<LiveSuite> live_suite(); \
-  }
-#include "conformance/families.def"
-#undef RDMACONF_FAMILY
-
-LiveSuites::LiveSuites() {
-  // A family without a live side returns no suite.
-#define RDMACONF_FAMILY(f) \
-  if (auto s = f::live_suite()) add(std::move(s));
-#include "conformance/families.def"
-#undef RDMACONF_FAMILY
-}
-
-LiveSuites& LiveSuites::get() {
-  static LiveSuites s;
-  return s;
-}
-
 LiveSuite* LiveSuites::find(std::string_view name) const {
   for (const auto& s : suites_) {
     if (s->family() == name) return s.get();
