@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "protocols/registry.hpp"
+
 namespace rdmaconf::conformance {
 
 std::vector<std::uint64_t> option_values(const FamilyOptions& o, std::string_view name, std::vector<std::uint64_t> fallback) {
@@ -79,6 +81,14 @@ const ProtocolFamily* Registry::find(std::string_view name) const {
   for (const auto* f : families_)
     if (f->name() == name) return f;
   return nullptr;
+}
+
+std::vector<const protocols::HeaderDef*> Registry::headers() const {
+  std::vector<const protocols::HeaderDef*> all(protocols::net_headers().begin(), protocols::net_headers().end());
+  for (const auto* f : families_)
+    for (const auto* h : f->headers())
+      if (std::find(all.begin(), all.end(), h) == all.end()) all.push_back(h);
+  return all;
 }
 
 std::vector<const LedgerEntry*> statements_of(const CaseInfo& c) {

@@ -272,6 +272,9 @@ class Registry {
   const std::vector<const ProtocolFamily*>& families() const { return families_; }
   // Every case of every family, in registration order.
   std::vector<const CaseInfo*> all_cases() const;
+  // Every header table: the link, network and transport ones, then each
+  // family's, once each.
+  std::vector<const protocols::HeaderDef*> headers() const;
   const ProtocolFamily* find(std::string_view name) const;
 
  private:

@@ -2,13 +2,13 @@
 #include <nlohmann/json.hpp>
 
 #include "protocols/core/header.hpp"
-#include "protocols/registry.hpp"
+#include "conformance/family.hpp"
 
 using namespace rdmaconf::protocols;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
-  const auto all = all_headers();
+  static const auto all = rdmaconf::conformance::Registry::get().headers();
   const HeaderDef& def = *all[data[0] % all.size()];
   auto h = Header::decode(def, as_bytes(data + 1, size - 1));
   if (!h) {

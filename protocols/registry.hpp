@@ -1,12 +1,13 @@
 #pragma once
-// Every header table the project defines, for table-wide tests, the
-// Wireshark field registration and the documentation generator.
+// The link, network and transport header tables every family's traffic
+// rides on. Each family names its own tables (ProtocolFamily::headers());
+// conformance::Registry::headers() gives both together.
 #include <span>
 
 #include "protocols/core/field.hpp"
 
 namespace rdmaconf::protocols {
 
-std::span<const HeaderDef* const> all_headers();
+std::span<const HeaderDef* const> net_headers();
 
 }  // namespace rdmaconf::protocols

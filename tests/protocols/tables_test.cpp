@@ -6,7 +6,7 @@
 #include <set>
 
 #include "protocols/core/header.hpp"
-#include "protocols/registry.hpp"
+#include "conformance/family.hpp"
 
 using namespace rdmaconf::protocols;
 
@@ -15,8 +15,8 @@ BOOST_AUTO_TEST_SUITE(tables)
 BOOST_AUTO_TEST_CASE(every_table_is_sound_and_keys_are_unique) {
   std::set<std::string_view> headers;
   std::set<std::string_view> keys;
-  BOOST_TEST(all_headers().size() >= 30u);
-  for (const HeaderDef* h : all_headers()) {
+  BOOST_TEST(rdmaconf::conformance::Registry::get().headers().size() >= 30u);
+  for (const HeaderDef* h : rdmaconf::conformance::Registry::get().headers()) {
     BOOST_TEST_CONTEXT(h->name) {
       BOOST_TEST(table_is_sound(*h));
       BOOST_TEST(h->size <= Header::kMaxSize);
@@ -37,7 +37,7 @@ BOOST_AUTO_TEST_CASE(every_table_is_sound_and_keys_are_unique) {
 
 BOOST_AUTO_TEST_CASE(round_trip_every_header_random_octets) {
   std::mt19937 rng(7);
-  for (const HeaderDef* h : all_headers()) {
+  for (const HeaderDef* h : rdmaconf::conformance::Registry::get().headers()) {
     for (int round = 0; round < 50; ++round) {
       std::vector<std::byte> in(h->size);
       for (auto& b : in) b = std::byte(rng() & 0xff);
@@ -59,7 +59,7 @@ BOOST_AUTO_TEST_CASE(round_trip_every_header_random_octets) {
 }
 
 BOOST_AUTO_TEST_CASE(set_get_each_field_independently) {
-  for (const HeaderDef* h : all_headers()) {
+  for (const HeaderDef* h : rdmaconf::conformance::Registry::get().headers()) {
     for (std::size_t i = 0; i < h->fields.size(); ++i) {
       const auto& f = h->fields[i];
       if (f.is_wide()) continue;
@@ -76,7 +76,7 @@ BOOST_AUTO_TEST_CASE(set_get_each_field_independently) {
 }
 
 BOOST_AUTO_TEST_CASE(every_truncation_is_rejected_cleanly) {
-  for (const HeaderDef* h : all_headers()) {
+  for (const HeaderDef* h : rdmaconf::conformance::Registry::get().headers()) {
     std::vector<std::byte> in(h->size, std::byte{0xa5});
     for (std::size_t n = 0; n < h->size; ++n) {
       auto d = Header::decode(*h, std::span<const std::byte>(in).first(n));
@@ -90,7 +90,7 @@ BOOST_AUTO_TEST_CASE(every_truncation_is_rejected_cleanly) {
 }
 
 BOOST_AUTO_TEST_CASE(must_be_zero_fields_are_reported) {
-  for (const HeaderDef* h : all_headers()) {
+  for (const HeaderDef* h : rdmaconf::conformance::Registry::get().headers()) {
     Header x(*h);
     BOOST_TEST(x.nonzero_reserved() == 0u);
     for (std::size_t i = 0; i < h->fields.size(); ++i) {
@@ -103,7 +103,7 @@ BOOST_AUTO_TEST_CASE(must_be_zero_fields_are_reported) {
 }
 
 BOOST_AUTO_TEST_CASE(pretty_printer_and_json_use_table_names) {
-  Header x(*all_headers()[0]);
+  Header x(*rdmaconf::conformance::Registry::get().headers()[0]);
   const std::string t = to_text(x);
   for (const auto& f : x.def().fields) BOOST_TEST(t.find(std::string(f.name)) != std::string::npos);
 }
