@@ -59,152 +59,72 @@ void QueuePair::connect() {
   state_ = QpState::connecting;
   started_ms_ = now_ms_;
   if (!cfg_.initiator) return;
-  pi::MpaRrParams p;
-  p.kind = pi::MpaFrameKind::request;
-  p.markers = cfg_.markers;
-  p.crc = cfg_.crc;
-  p.revision = cfg_.revision;
-  p.enhanced = cfg_.enhanced;
-  p.p2p = cfg_.p2p;
-  p.send_rtr = cfg_.p2p && cfg_.rtr == Rtr::send;
-  p.write_rtr = cfg_.p2p && cfg_.rtr == Rtr::write;
-  p.read_rtr = cfg_.p2p && cfg_.rtr == Rtr::read;
-  p.ird = cfg_.ird;
-  p.ord = cfg_.ord;
-  p.private_data = cfg_.private_data;
-  std::vector<std::byte> out;
-  pi::encode_mpa_rr(out, p);
-  if (cfg_.faults.fpdu_before_reply) {
-    // Framed as if CRC were on, right behind the Request.
-    std::vector<std::byte> seg;
-    pi::encode_ddp_untagged(seg, pi::kOpSend, 0, 1, 0, true, {});
-    pi::encode_fpdu(out, B(seg), cfg_.crc);
-  }
-  tx_.made(B(out));
+  tx_.made(B(mpa_request(cfg_)));
 }
 
-ReplyPlan plan_reply(const pi::MpaRrFrame& request, const QpConfig& cfg) {
-  ReplyPlan plan;
-  const Header& h = request.hdr;
-  const unsigned rev = static_cast<unsigned>(h.get(pi::MpaRr::rev));
-  if (request.kind() != pi::MpaFrameKind::request) {
-    plan.problem = "expected an MPA Request key";
-    return plan;
-  }
-  if (rev < 1 || rev > 2) {
-    plan.problem = fmt::format("Request revision {}", rev);
-    return plan;
-  }
-  pi::MpaRrParams& p = plan.params;
-  p.kind = pi::MpaFrameKind::reply;
-  p.revision = static_cast<std::uint8_t>(std::min<unsigned>(rev, cfg.revision));
-  p.markers = cfg.markers;
-  p.crc = cfg.crc;
-  p.private_data = cfg.private_data;
-  p.enhanced = p.revision == 2 && cfg.enhanced && rev == 2 && h.get(pi::MpaRr::enhanced) && request.v2;
-  plan.ord_eff = cfg.ord;
-  if (p.enhanced) {
-    const Header& v = *request.v2;
-    if (v.get(pi::MpaV2::p2p)) {
-      // RFC 6581 §9.2: the responder echoes the peer-to-peer flag and names
-      // an RTR type it supports (we support all three): the first offered
-      // one, or, when the Request offers none, the zero-length Send, since a
-      // responder that supports none of the offered types must name one it
-      // does. The initiator then sends that RTR or Terminates (LLP/0/7).
-      p.p2p = true;
-      plan.p2p = true;
-      plan.rtr = v.get(pi::MpaV2::send_rtr) ? Rtr::send : v.get(pi::MpaV2::write_rtr) ? Rtr::write
-                 : v.get(pi::MpaV2::read_rtr) ? Rtr::read : Rtr::send;
-      p.send_rtr = plan.rtr == Rtr::send;
-      p.write_rtr = plan.rtr == Rtr::write;
-      p.read_rtr = plan.rtr == Rtr::read;
-    }
-    plan.ord_eff = static_cast<std::uint16_t>(std::min<std::uint64_t>(cfg.ord, v.get(pi::MpaV2::ird)));
-    p.ird = cfg.ird;
-    p.ord = plan.ord_eff;
-  }
-  return plan;
+void QueuePair::settle(const Negotiated& n) {
+  crc_ = n.crc;
+  tx_markers_ = n.tx_markers;
+  rx_markers_ = n.rx_markers;
+  ord_eff_ = n.ord_eff;
+  ird_eff_ = n.ird_eff;
+  p2p_ = n.p2p;
+  if (n.p2p) rtr_ = n.rtr;
+  framer_.reset(rx_markers_, crc_);
+  rx_ = Rx::fpdu;
 }
 
 void QueuePair::on_rr(Bytes frame) {
   auto f = pi::decode_mpa_rr(frame);
   if (!f) return fail("undecodable MPA frame");
   const Header& h = f->hdr;
-  const auto kind = f->kind();
   const unsigned rev = static_cast<unsigned>(h.get(pi::MpaRr::rev));
   peer_pd_.assign(f->private_data.begin(), f->private_data.end());
   const bool enhanced = rev == 2 && h.get(pi::MpaRr::enhanced) && f->v2;
   if (enhanced) peer_pd_.erase(peer_pd_.begin(), peer_pd_.begin() + pi::kMpaV2.size);
   if (cfg_.initiator) {
-    if (kind != pi::MpaFrameKind::reply) return fail("expected an MPA Reply key");
-    if (h.get(pi::MpaRr::r)) {
-      error_ = "the responder rejected the connection";
-      state_ = QpState::closed;
-      rx_ = Rx::dead;
-      flush_queues();
-      return;
-    }
-    if (rev < 1 || rev > cfg_.revision) return fail(fmt::format("Reply revision {} (we asked for {})", rev, cfg_.revision));
-    crc_ = cfg_.crc || h.get(pi::MpaRr::c);
-    rx_markers_ = cfg_.markers;
-    tx_markers_ = h.get(pi::MpaRr::m);
-    ord_eff_ = cfg_.ord;
-    ird_eff_ = cfg_.ird;
-    framer_.reset(rx_markers_, crc_);
-    rx_ = Rx::fpdu;
-    if (cfg_.enhanced && enhanced) {
-      const Header& v = *f->v2;
-      ord_eff_ = static_cast<std::uint16_t>(std::min<std::uint64_t>(cfg_.ord, v.get(pi::MpaV2::ird)));
-      if (cfg_.p2p) {
-        const bool match = (cfg_.rtr == Rtr::send && v.get(pi::MpaV2::send_rtr)) ||
-                           (cfg_.rtr == Rtr::write && v.get(pi::MpaV2::write_rtr)) ||
-                           (cfg_.rtr == Rtr::read && v.get(pi::MpaV2::read_rtr));
-        // RFC 6581 §9.2: an initiator that cannot send any RTR type the Reply
-        // names (we send only the configured one) Terminates with LLP/0/7.
-        if (!v.get(pi::MpaV2::p2p) || !match) {
-          established();
-          return terminate(kTermLayerLlp, 0, pi::kTermLlpNoMatchingRtr, "the Reply names no RTR type we send (RFC 6581 §9.2: LLP/0/7)");
-        }
-        p2p_ = true;
-        rtr_ = cfg_.rtr;
-      }
-      if (v.get(pi::MpaV2::ord) > cfg_.ird) {
+    const ReplyReading r = read_reply(*f, cfg_);
+    switch (r.outcome) {
+      case ReplyReading::Outcome::failed:
+        return fail(r.why);
+      case ReplyReading::Outcome::rejected:
+        error_ = "the responder rejected the connection";
+        state_ = QpState::closed;
+        rx_ = Rx::dead;
+        flush_queues();
+        return;
+      case ReplyReading::Outcome::terminate:
+        settle(r.settled);
         established();
-        return terminate(kTermLayerLlp, 0, pi::kTermLlpInsufficientIrd,
-                         fmt::format("the responder's ORD {} exceeds our IRD {}", v.get(pi::MpaV2::ord), cfg_.ird));
-      }
+        return terminate(kTermLayerLlp, 0, r.llp_code, r.why);
+      case ReplyReading::Outcome::established:
+        settle(r.settled);
+        established();
+        return;
     }
-    established();
     return;
   }
   // Responder.
   ReplyPlan plan = plan_reply(*f, cfg_);
   if (!plan.problem.empty()) return fail(plan.problem);
-  pi::MpaRrParams& p = plan.params;
-  const char* refusal = nullptr;  // why we reject the Request, if we do
-  ord_eff_ = plan.ord_eff;
-  ird_eff_ = cfg_.ird;
-  p2p_ = plan.p2p;
-  rtr_ = plan.p2p ? plan.rtr : rtr_;
-  if (cfg_.reject) refusal = "rejected the Request (configured to)";
   std::vector<std::byte> reply;
-  if (refusal) {
-    p.reject = true;
-    pi::encode_mpa_rr(reply, p);
+  if (cfg_.reject) {
+    ord_eff_ = plan.ord_eff;
+    ird_eff_ = cfg_.ird;
+    p2p_ = plan.p2p;
+    rtr_ = plan.p2p ? plan.rtr : rtr_;
+    plan.params.reject = true;
+    pi::encode_mpa_rr(reply, plan.params);
     tx_.made(B(reply));
     state_ = QpState::closed;
-    error_ = refusal;
+    error_ = "rejected the Request (configured to)";
     close_after_flush_ = true;
     rx_ = Rx::dead;
     return;
   }
-  pi::encode_mpa_rr(reply, p);
+  pi::encode_mpa_rr(reply, plan.params);
   tx_.made(B(reply));
-  crc_ = cfg_.crc || h.get(pi::MpaRr::c);
-  tx_markers_ = h.get(pi::MpaRr::m);
-  rx_markers_ = cfg_.markers;
-  framer_.reset(rx_markers_, crc_);
-  rx_ = Rx::fpdu;
+  settle(responder_settles(*f, plan, cfg_));
   established();
 }
 

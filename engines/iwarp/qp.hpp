@@ -1,6 +1,6 @@
 #pragma once
-// The reference iWARP engine's queue pair: MPA connection setup (RFC 5044,
-// RFC 6581), FPDU framing with CRC and markers, DDP placement (RFC 5041) and
+// The reference iWARP engine's queue pair: MPA connection setup (what it
+// negotiates is worked out in mpa_setup.hpp), FPDU framing with CRC and markers, DDP placement (RFC 5041) and
 // RDMAP (RFC 5040, RFC 7306), sans I/O.
 //
 // Bytes in:  receive(octets the peer sent)          any split, any size
@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "engines/common/verbs.hpp"
+#include "engines/iwarp/mpa_setup.hpp"
 #include "engines/iwarp/tx_queue.hpp"
 #include "protocols/core/bits.hpp"
 #include "protocols/core/header.hpp"
@@ -38,47 +39,6 @@ using protocols::Bytes;
 using engine::Access, engine::kLocalWrite, engine::kRemoteRead, engine::kRemoteWrite, engine::kRemoteAtomic;
 using engine::Completion, engine::wc_opcode, engine::CompletionQueue, engine::MemoryRegion, engine::ProtectionDomain, engine::RecvWr,
     engine::SendWr, engine::Sge, engine::WcOpcode, engine::WcStatus, engine::WrOpcode, engine::wc_status_name;
-
-enum class Rtr { none, send, write, read };  // RFC 6581 ready-to-receive message type
-
-struct Faults {
-  std::uint64_t corrupt_crc_fpdu = 0;      // flip the CRC of the Nth FPDU sent (1-based; 0 off)
-  std::uint64_t wrong_marker = 0;          // XOR the pointer of the Nth marker sent
-  std::uint64_t skip_msn_message = 0;      // the Nth untagged Send-queue message skips one MSN
-  std::uint64_t repeat_msn_message = 0;    // the Nth untagged Send-queue message reuses the last MSN
-  bool ignore_ord = false;                 // send Read Requests beyond the negotiated ORD
-  bool fpdu_before_reply = false;          // the initiator sends an FPDU right behind its Request
-  std::uint64_t oversize_length_fpdu = 0;  // the Nth FPDU's length field claims 64 octets more than sent
-  std::uint64_t skip_read_msn = 0;         // the Nth RDMA Read Request skips one MSN on its queue
-};
-
-struct QpConfig {
-  bool initiator = true;
-  std::uint8_t revision = 2;
-  bool enhanced = true;        // RFC 6581 IRD/ORD word (revision 2 only)
-  bool crc = true;             // ask for CRC (used when either side asks)
-  bool markers = false;        // ask the peer to send markers to us
-  bool p2p = false;            // RFC 6581 peer-to-peer mode: the initiator sends an RTR first
-  Rtr rtr = Rtr::send;         // initiator: the RTR type it offers / uses
-  std::uint16_t ird = 16, ord = 16;
-  std::vector<std::byte> private_data;
-  bool reject = false;         // responder: reject the Request
-  std::size_t mulpdu = 8192;   // largest ULPDU we send (capped by the 16-bit length field)
-  std::uint64_t setup_timeout_ms = 5000;
-  Faults faults;
-};
-
-// The MPA Reply a responder configured by `cfg` answers a decoded Request
-// with (RFC 5044 §7.1.1; RFC 6581 §9.1 IRD/ORD, §9.2 RTR), and the RTR type
-// and ORD that follow from it; or why the Request cannot be answered.
-struct ReplyPlan {
-  protocols::iwarp::MpaRrParams params;
-  bool p2p = false;
-  Rtr rtr = Rtr::none;
-  std::uint16_t ord_eff = 0;
-  std::string problem;  // not empty: no Reply can be made (a wrong key or revision)
-};
-ReplyPlan plan_reply(const protocols::iwarp::MpaRrFrame& request, const QpConfig& cfg);
 
 enum class QpState { idle, connecting, connected, terminated, closed, error };
 std::string_view qp_state_name(QpState s);
@@ -136,6 +96,7 @@ class QueuePair {
  private:
   // ---- setup
   void on_rr(Bytes frame);
+  void settle(const Negotiated& n);  // what MPA setup settled, taken up
   void established();
   // ---- transmit
   void pump();
