@@ -26,6 +26,7 @@
 #include "cli/ledger_cmd.hpp"
 #include "cli/live.hpp"
 #include "cli/report_cmd.hpp"
+#include "cli/suite_report.hpp"
 #include "conformance/checker.hpp"
 #include "interop/lab/lab.hpp"
 #include "interop/lab/peers.hpp"
@@ -87,21 +88,6 @@ bool open_report(reports::ReportFile& os, const std::string& path, const std::st
   os.open(path);
   if (!os) std::cerr << fmt::format("rdmaconf: cannot write {} report to {}\n", what, path);
   return static_cast<bool>(os);
-}
-
-std::vector<std::string> split_patterns(const std::vector<std::string>& in) {
-  std::vector<std::string> out;
-  for (const auto& s : in) {
-    std::size_t start = 0;
-    while (start <= s.size()) {
-      const auto comma = s.find(',', start);
-      const auto part = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      if (!part.empty()) out.push_back(part);
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-  }
-  return out;
 }
 
 // The lab's scripts: where the user points, else those installed beside the
@@ -346,7 +332,7 @@ int rdmaconf::cli::run_main(int argc, char** argv) {
   }
 
   conformance::CheckOptions opt;
-  opt.case_patterns = split_patterns(patterns);
+  opt.case_patterns = cli::split_patterns(patterns);
   opt.strict = strict;
   opt.hash = !json_out.empty();  // only the JSON report carries it
   opt.family_options = family_options;

@@ -1,41 +1,9 @@
 // The RoCEv2 scenarios of our InfiniBand engine, and the JSON of a run's result and counters.
 #include "interop/ib/scenarios.hpp"
 
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <cstring>
-#include <filesystem>
-#include <map>
-#include <mutex>
-#include <optional>
-#include <set>
-#include <thread>
-
-#include <fmt/format.h>
-
-#include "captures/io/pcap_tap.hpp"
-#include "engines/common/socket.hpp"
-#include "engines/ib/udp_link.hpp"
-#include "interop/channel.hpp"
-#include "interop/control.hpp"
-#include "interop/ib/control.hpp"
 #include "interop/ib/detail.hpp"
-#include "interop/ib/perftest.hpp"
-#include "interop/pattern.hpp"
-#include "interop/sessions.hpp"
 
 namespace rdmaconf::interop::ib {
-
-using namespace engine;
-using engine::ib::QpConfig, engine::ib::QpType, engine::ib::QueuePair, engine::ib::QpState, engine::ib::UdpLink,
-    engine::ib::Mailbox;
-using Clock = std::chrono::steady_clock;
-using nlohmann::json;
 
 namespace {
 

@@ -1,6 +1,7 @@
 #pragma once
 // What the parts of the RoCEv2 live suite share among themselves (catalog,
 // requester, responder, perftest peer); not for other users.
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <stop_token>
@@ -11,6 +12,12 @@
 #include "interop/ib/scenarios.hpp"
 
 namespace rdmaconf::interop::ib {
+
+using namespace engine;
+using engine::ib::QpConfig, engine::ib::QpType, engine::ib::QueuePair, engine::ib::QpState, engine::ib::UdpLink,
+    engine::ib::Mailbox;
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
 
 // What the QP refused (the first 32), for reports.
 nlohmann::json refusals_json(const eng::QueuePair& qp);

@@ -31,12 +31,6 @@
 
 namespace rdmaconf::interop::ib {
 
-using namespace engine;
-using engine::ib::QpConfig, engine::ib::QpType, engine::ib::QueuePair, engine::ib::QpState, engine::ib::UdpLink,
-    engine::ib::Mailbox;
-using Clock = std::chrono::steady_clock;
-using nlohmann::json;
-
 RunResult run_initiator(std::string_view control_peer, const RunOptions& o) {
   RunResult r;
   r.scenario = o.scenario;
