@@ -181,9 +181,10 @@ class Recency {
     typename std::list<Key>::iterator it_;
   };
   // `per_scope`: the octets one open scope takes (measured). No bound when
-  // the context sets none.
+  // the context sets none, or when per_scope is 0 (a family that keeps no
+  // bound).
   Recency(const RunContext& ctx, std::uint64_t per_scope)
-      : max_open_(ctx.state_memory() ? std::max<std::uint64_t>(1, ctx.state_memory() / per_scope) : 0) {}
+      : max_open_(ctx.state_memory() && per_scope ? std::max<std::uint64_t>(1, ctx.state_memory() / per_scope) : 0) {}
   void add(Entry& e, const Key& k) {
     e.owner_ = this;
     e.it_ = order_.insert(order_.end(), k);
@@ -214,6 +215,64 @@ class IdleSweep {
 
  private:
   std::optional<std::int64_t> last_us_;
+};
+
+// The open conversations of a family that keys its scopes by a pair of
+// endpoints (RoCE, UDP, U-Net): each a Conv with an `id`, its latest
+// packet's capture time `last_ts` and a `Recency<Key>::Entry recent`. A
+// conversation with no traffic for the run's idle time ends (sweep), the
+// least recently active ends early when a new one would pass the family's
+// share of the state bound (get), and those still open end with the input
+// (finish); each end hands its scope to RunContext::scope_done.
+template <class Key, class Conv>
+class Conversations {
+ public:
+  // `per_conversation`: the octets one open conversation takes (measured;
+  // 0: no bound on how many are open).
+  Conversations(RunContext& ctx, std::uint64_t per_conversation) : ctx_(ctx), recent_(ctx, per_conversation) {}
+  // Before a packet of capture time `now_us`: the conversations idle by
+  // then end, each scope made by `result(Conv&)`.
+  template <class Result>
+  void sweep(std::int64_t now_us, Result result) {
+    if (sweep_.due(now_us, ctx_)) end_idle_scopes(open_, now_us, ctx_, result);
+  }
+  // The conversation of `key`, made by `make()` (a unique_ptr<Conv>) when
+  // there is none. Before a new one opens past the bound, the least
+  // recently active ends: `early(Conv&, frame, first)` makes its scope
+  // (`first`: the first closed early in this run, whose message the family
+  // gives once).
+  template <class Make, class Early>
+  Conv& get(const Key& key, std::uint64_t frame, Make make, Early early) {
+    auto it = open_.find(key);
+    if (it == open_.end()) {
+      if (recent_.full(open_.size())) {
+        const auto oldest = open_.find(recent_.oldest());
+        ctx_.scope_done(early(*oldest->second, frame, closed_early_++ == 0));
+        open_.erase(oldest);
+      }
+      std::unique_ptr<Conv> c = make();
+      recent_.add(c->recent, key);
+      it = open_.emplace(key, std::move(c)).first;
+    }
+    Conv& c = *it->second;
+    recent_.touch(c.recent);
+    return c;
+  }
+  // At the end of the input: those still open end, in the order they began.
+  template <class Result>
+  void finish(Result result) {
+    end_open_scopes(open_, ctx_, result);
+  }
+  std::uint64_t closed_early() const { return closed_early_; }
+  // The bound in words, for a family's messages.
+  std::string bound() const { return ctx_.state_bound(recent_.max_open()); }
+
+ private:
+  RunContext& ctx_;
+  Recency<Key> recent_;  // (before open_: a Conv leaves it when destroyed)
+  std::map<Key, std::unique_ptr<Conv>> open_;
+  IdleSweep sweep_;
+  std::uint64_t closed_early_ = 0;
 };
 
 // One family's work on one input.

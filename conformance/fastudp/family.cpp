@@ -95,45 +95,38 @@ class Run final : public FamilyRun {
   void packet(const captures::io::Packet& p) override {
     if (p.protocol != 17) return;
     ++datagrams_;
-    if (sweep_.due(p.ts_us, ctx_)) end_idle_scopes(convs_, p.ts_us, ctx_, [this](Conv& c) { return result(c); });
+    convs_.sweep(p.ts_us, [this](Conv& c) { return result(c); });
     const Endpoint a{p.src, p.sport}, b{p.dst, p.dport};
     const bool forward = a < b;
     const Key key = forward ? Key{a, b} : Key{b, a};
-    auto it = convs_.find(key);
-    if (it == convs_.end()) {
-      // Past the open state's bound, the least recently active conversation
-      // ends now (each datagram is judged alone: nothing is left unknown).
-      if (recent_.full(convs_.size())) {
-        const auto oldest = convs_.find(recent_.oldest());
-        if (closed_early_++ == 0)
-          ctx_.bound_reached(p.frame, fmt::format("UDP conversations: {}; the least recently active are reported early",
-                                                  ctx_.state_bound(recent_.max_open())));
-        ctx_.scope_done(result(*oldest->second));
-        convs_.erase(oldest);
-      }
-      it = convs_.emplace(key, nullptr).first;
-    }
-    auto& slot = it->second;
-    if (!slot) {
-      slot = std::make_unique<Conv>(infos_.size());
-      recent_.add(slot->recent, key);
-      slot->id = ids_++;
-      slot->first_frame = p.frame;
-      slot->ipv6 = p.ip_version == 6;
-      const Endpoint& lo = forward ? a : b;
-      const Endpoint& hi = forward ? b : a;
-      slot->scope.sides[0] = fmt::format("{}:{}", format_address(p.ip_version, lo.addr), lo.port);
-      slot->scope.sides[1] = fmt::format("{}:{}", format_address(p.ip_version, hi.addr), hi.port);
-    }
-    Conv& c = *slot;
-    recent_.touch(c.recent);
+    Conv& c = convs_.get(
+        key, p.frame,
+        [&] {
+          auto n = std::make_unique<Conv>(infos_.size());
+          n->id = ids_++;
+          n->first_frame = p.frame;
+          n->ipv6 = p.ip_version == 6;
+          const Endpoint& lo = forward ? a : b;
+          const Endpoint& hi = forward ? b : a;
+          n->scope.sides[0] = fmt::format("{}:{}", format_address(p.ip_version, lo.addr), lo.port);
+          n->scope.sides[1] = fmt::format("{}:{}", format_address(p.ip_version, hi.addr), hi.port);
+          return n;
+        },
+        // Past the open state's bound, the least recently active conversation
+        // ends now (each datagram is judged alone: nothing is left unknown).
+        [this](Conv& oldest, std::uint64_t frame, bool first) {
+          if (first)
+            ctx_.bound_reached(frame, fmt::format("UDP conversations: {}; the least recently active are reported early",
+                                                  convs_.bound()));
+          return result(oldest);
+        });
     c.last_frame = p.frame;
     c.last_ts = p.ts_us;
     judge(c, p, forward ? 0 : 1);
   }
 
   void finish(std::vector<ScopeResult>&, std::vector<FamilyCount>& counts) override {
-    end_open_scopes(convs_, ctx_, [this](Conv& c) { return result(c); });
+    convs_.finish([this](Conv& c) { return result(c); });
     counts.push_back({"udp_datagrams", "UDP datagrams", datagrams_});
   }
 
@@ -256,11 +249,8 @@ class Run final : public FamilyRun {
   std::optional<std::size_t> checksum_, zero6_, length_;
   // What one open conversation takes (measured: bench/check_open_state.sh).
   static constexpr std::uint64_t kConversationBytes = 640;
-  Recency<Key> recent_{ctx_, kConversationBytes};  // (before convs_: a Conv leaves it when destroyed)
-  std::map<Key, std::unique_ptr<Conv>> convs_;
-  std::uint64_t closed_early_ = 0;
+  Conversations<Key, Conv> convs_{ctx_, kConversationBytes};
   std::uint64_t ids_ = 0, datagrams_ = 0;
-  IdleSweep sweep_;
 };
 
 std::unique_ptr<FamilyRun> Family::start(RunContext& ctx) const { return std::make_unique<Run>(ctx); }

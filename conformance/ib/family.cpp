@@ -173,29 +173,26 @@ class Run final : public FamilyRun {
   void judge(const IbFrame& p) {
     ++packets_;
     // Conversations with no packet for the idle time (capture time) end now.
-    if (sweep_.due(p.ts_us, ctx_)) end_idle_scopes(convs_, p.ts_us, ctx_, [this](Conv& c) { return result(&c); });
+    convs_.sweep(p.ts_us, [this](Conv& c) { return result(&c); });
     const bool forward = std::make_pair(p.src, p.sport) <= std::make_pair(p.dst, p.dport);
     const Address& lo = forward ? p.src : p.dst;
     const Address& hi = forward ? p.dst : p.src;
-    auto key = std::make_pair(lo, hi);
-    auto it = convs_.find(key);
-    if (it == convs_.end()) {
-      if (recent_.full(convs_.size())) close_least_recent(p.frame);
-      auto c = std::make_unique<Conv>(cases_.size(), mtu_);
-      recent_.add(c->recent, key);
-      c->id = ++ids_;
-      c->first_frame = p.frame;
-      // Both ends on one address (a loopback run): the UDP ports tell the sides apart.
-      const bool one_address = lo == hi;
-      const std::string a = format_address(p.ip_version, lo) + (one_address ? fmt::format(":{}", forward ? p.sport : p.dport) : ""),
-                        b = format_address(p.ip_version, hi) + (one_address ? fmt::format(":{}", forward ? p.dport : p.sport) : "");
-      c->label = fmt::format("{} <-> {}", a, b);
-      c->scope.sides[0] = fmt::format("{} -> {}", a, b);
-      c->scope.sides[1] = fmt::format("{} -> {}", b, a);
-      it = convs_.emplace(key, std::move(c)).first;
-    }
-    Conv& c = *it->second;
-    recent_.touch(c.recent);
+    Conv& c = convs_.get(
+        std::make_pair(lo, hi), p.frame,
+        [&] {
+          auto n = std::make_unique<Conv>(cases_.size(), mtu_);
+          n->id = ++ids_;
+          n->first_frame = p.frame;
+          // Both ends on one address (a loopback run): the UDP ports tell the sides apart.
+          const bool one_address = lo == hi;
+          const std::string a = format_address(p.ip_version, lo) + (one_address ? fmt::format(":{}", forward ? p.sport : p.dport) : ""),
+                            b = format_address(p.ip_version, hi) + (one_address ? fmt::format(":{}", forward ? p.dport : p.sport) : "");
+          n->label = fmt::format("{} <-> {}", a, b);
+          n->scope.sides[0] = fmt::format("{} -> {}", a, b);
+          n->scope.sides[1] = fmt::format("{} -> {}", b, a);
+          return n;
+        },
+        [this](Conv& oldest, std::uint64_t frame, bool first) { return close_early(oldest, frame, first); });
     // A frame stamped before an earlier frame of its own direction: the
     // file is not in the order the frames were captured in, and says nothing
     // about which of them was sent first. That doubt concerns the frames
@@ -271,19 +268,15 @@ class Run final : public FamilyRun {
   // recently active one ends now. What it would have shown later (answers,
   // resends, its end) is unknown, so what waited for that is settled
   // INCONCLUSIVE, naming the bound; its later packets begin a new one.
-  void close_least_recent(std::uint64_t frame) {
-    const auto it = convs_.find(recent_.oldest());
-    Conv& c = *it->second;
+  ScopeResult close_early(Conv& c, std::uint64_t frame, bool first) {
     c.closed_early = true;
     for (int d = 0; d < 2; ++d)
-      c.scope.artefact(d, "frame {}: the least recently active conversation, closed early ({})", frame,
-                       ctx_.state_bound(recent_.max_open()));
-    if (closed_early_++ == 0)
+      c.scope.artefact(d, "frame {}: the least recently active conversation, closed early ({})", frame, convs_.bound());
+    if (first)
       ctx_.bound_reached(frame, fmt::format("RoCE conversations: {}; the least recently active are closed early, and what "
                                             "needed their later packets is INCONCLUSIVE",
-                                            ctx_.state_bound(recent_.max_open())));
-    ctx_.scope_done(result(&c));
-    convs_.erase(it);
+                                            convs_.bound()));
+    return result(&c);
   }
 
   // A connected-service packet identical to the one just before it in its
@@ -377,7 +370,7 @@ class Run final : public FamilyRun {
     if (c->closed_early) {
       // What waited for the conversation's later packets (answers, resends)
       // is unknown, not the capture's end: the bound is named.
-      const std::string why = fmt::format("unknown: the conversation was closed early ({})", ctx_.state_bound(recent_.max_open()));
+      const std::string why = fmt::format("unknown: the conversation was closed early ({})", convs_.bound());
       for (auto* items : {&closing.gaps, &closing.unanswered, &closing.not_resent, &closing.open_gaps, &closing.acked_ahead,
                           &closing.nak_unprovoked})
         for (auto& item : *items)
@@ -405,10 +398,11 @@ class Run final : public FamilyRun {
   }
 
   void finish(std::vector<ScopeResult>&, std::vector<FamilyCount>& counts) override {
-    end_open_scopes(convs_, ctx_, [this](Conv& c) { return result(&c); });
+    convs_.finish([this](Conv& c) { return result(&c); });
     counts.push_back({"ib_packets", "InfiniBand transport packets (RoCEv2, RoCEv1 or native)", packets_});
-    if (closed_early_)
-      counts.push_back({"ib_conversations_closed_early", "RoCE conversations closed early at the --state-memory bound", closed_early_});
+    if (convs_.closed_early())
+      counts.push_back({"ib_conversations_closed_early", "RoCE conversations closed early at the --state-memory bound",
+                        convs_.closed_early()});
   }
 
  private:
@@ -417,10 +411,8 @@ class Run final : public FamilyRun {
   std::vector<const CaseInfo*> infos_;
   std::vector<std::size_t> checksum_cases_;  // (indices into cases_)
   std::uint32_t mtu_ = 0;
-  Recency<Key> recent_{ctx_, kConversationBytes};  // (before convs_: a Conv leaves it when destroyed)
-  std::map<Key, std::unique_ptr<Conv>> convs_;
-  std::uint64_t ids_ = 0, packets_ = 0, closed_early_ = 0;
-  IdleSweep sweep_;
+  Conversations<Key, Conv> convs_{ctx_, kConversationBytes};
+  std::uint64_t ids_ = 0, packets_ = 0;
 };
 
 std::unique_ptr<FamilyRun> Family::start(RunContext& ctx) const { return std::make_unique<Run>(*this, ctx); }

@@ -123,7 +123,7 @@ class Run final : public FamilyRun {
   void packet(const captures::io::Packet& p) override {
     if (p.ethertype != pu::kEthertype) return;
     ++frames_;
-    if (sweep_.due(p.ts_us, ctx_)) end_idle_scopes(channels_, p.ts_us, ctx_, [this](Channel& c) { return result(c); });
+    channels_.sweep(p.ts_us, [this](Channel& c) { return result(c); });
     auto h = protocols::Header::decode(pu::kUnet, p.l3);
     if (!h) {
       ++undecoded_;
@@ -137,29 +137,33 @@ class Run final : public FamilyRun {
     const std::uint16_t sport = static_cast<std::uint16_t>(h->get(Unet::src_port));
     const Endpoint src{p.mac_src, sport}, dst{p.mac_dst, dport};
     const bool forward = src < dst;
-    auto& slot = channels_[forward ? std::pair{src, dst} : std::pair{dst, src}];
-    if (!slot) {
-      slot = std::make_unique<Channel>(infos_.size());
-      slot->id = ids_++;
-      slot->first_frame = p.frame;
-      slot->has_mac = p.has_mac;
-      const Endpoint& lo = forward ? src : dst;
-      const Endpoint& hi = forward ? dst : src;
-      slot->scope.sides[0] = side_name(lo, p.has_mac);
-      slot->scope.sides[1] = side_name(hi, p.has_mac);
-    }
-    Channel& c = *slot;
+    // (No bound on the open channels: each takes little, and U-Net traffic
+    // is judged frame by frame.)
+    Channel& c = channels_.get(
+        forward ? std::pair{src, dst} : std::pair{dst, src}, p.frame,
+        [&] {
+          auto n = std::make_unique<Channel>(infos_.size());
+          n->id = ids_++;
+          n->first_frame = p.frame;
+          n->has_mac = p.has_mac;
+          const Endpoint& lo = forward ? src : dst;
+          const Endpoint& hi = forward ? dst : src;
+          n->scope.sides[0] = side_name(lo, p.has_mac);
+          n->scope.sides[1] = side_name(hi, p.has_mac);
+          return n;
+        },
+        [this](Channel& oldest, std::uint64_t, bool) { return result(oldest); });
     const int dir = forward ? 0 : 1;
     const std::uint64_t digest = hash(p);
-    const bool repeat = std::find(std::begin(c.recent[dir]), std::end(c.recent[dir]), digest) != std::end(c.recent[dir]);
-    c.recent[dir][c.recent_at[dir]++ % c.recent[dir].size()] = digest;
+    const bool repeat = std::find(std::begin(c.digests[dir]), std::end(c.digests[dir]), digest) != std::end(c.digests[dir]);
+    c.digests[dir][c.digest_at[dir]++ % c.digests[dir].size()] = digest;
     c.last_frame = p.frame;
     c.last_ts = p.ts_us;
     judge(c, p, *h, dir, digest, repeat);
   }
 
   void finish(std::vector<ScopeResult>&, std::vector<FamilyCount>& counts) override {
-    end_open_scopes(channels_, ctx_, [this](Channel& c) { return result(c); });
+    channels_.finish([this](Channel& c) { return result(c); });
     counts.push_back({"unet_frames", "U-Net frames", frames_});
     if (undecoded_) counts.push_back({"unet_undecoded", "U-Net frames too short for the header", undecoded_});
   }
@@ -174,8 +178,9 @@ class Run final : public FamilyRun {
     std::optional<std::uint64_t> closed_at[2];  // the frame of each side's close
     std::uint64_t close_digest[2] = {0, 0};     // and its octets' hash
     // Each side's recent frames, by a hash of their octets (repeats are capture artefacts).
-    std::array<std::uint64_t, 16> recent[2] = {};
-    std::size_t recent_at[2] = {0, 0};
+    std::array<std::uint64_t, 16> digests[2] = {};
+    std::size_t digest_at[2] = {0, 0};
+    Recency<std::pair<Endpoint, Endpoint>>::Entry recent;  // its place among the open channels
     explicit Channel(std::size_t n) : scope(n) {}
   };
 
@@ -315,9 +320,8 @@ class Run final : public FamilyRun {
   std::vector<const CaseInfo*> infos_;
   std::optional<std::size_t> header_, tag_, length_, unicast_, closed_;
   std::size_t max_message_ = pu::kMaxMessage;
-  std::map<std::pair<Endpoint, Endpoint>, std::unique_ptr<Channel>> channels_;
+  Conversations<std::pair<Endpoint, Endpoint>, Channel> channels_{ctx_, 0};
   std::uint64_t ids_ = 0, frames_ = 0, undecoded_ = 0;
-  IdleSweep sweep_;
 };
 
 std::unique_ptr<FamilyRun> Family::start(RunContext& ctx) const { return std::make_unique<Run>(ctx); }
