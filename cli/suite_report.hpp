@@ -1,6 +1,6 @@
 #pragma once
-// What the suites that drive traffic of their own (`rdmaconf nic check`,
-// `rdmaconf unet live`) share with `rdmaconf check`: case patterns given as
+// What the suites that drive traffic of their own (`rdmaconf live fastudp`,
+// `rdmaconf live unet`) share with `rdmaconf check`: case patterns given as
 // comma-separated globs, and the reports (JSON, JUnit, the text summary)
 // with the same exit codes.
 #include <string>

@@ -1,5 +1,5 @@
 #pragma once
-// What both peers (`rdmaconf peer`, iWARP and RoCEv2) share to serve many
+// What both peers (`rdmaconf serve iwarp|ib`) share to serve many
 // clients at once without one of them delaying or starving another: a pool
 // that runs each session in a thread of its own up to a limit, and a memory
 // budget the sessions' buffers draw on (docs/interop.md).

@@ -143,7 +143,7 @@ class ControlObserver {
 
 // Rules a node can be told to break, so that a suite can show that its
 // cases see the break (like the negative NIC plug-ins): never set outside
-// `rdmaconf unet live --fault` and the tests.
+// `rdmaconf live unet --fault` and the tests.
 struct Faults {
   bool forge = false;             // send an endpoint's composed frames unchecked
   bool ignore_channels = false;   // deliver from peers without a channel

@@ -47,7 +47,7 @@ conf::InputResult nic_check(const NicCheckOptions& opt) {
     for (const auto& s : nic_scenarios()) names.emplace_back(s.name);
   for (const auto& n : names) {
     if (std::none_of(scenario_defs().begin(), scenario_defs().end(), [&](const ScenarioDef& d) { return d.info.name == n; })) {
-      in.error = fmt::format("no NIC scenario named '{}' (rdmaconf nic check --list shows them)", n);
+      in.error = fmt::format("no NIC scenario named '{}' (rdmaconf live fastudp --list shows them)", n);
       return in;
     }
   }

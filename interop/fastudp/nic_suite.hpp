@@ -1,5 +1,5 @@
 #pragma once
-// `rdmaconf nic check`: drives a Fast UDP NIC plug-in through the harness
+// `rdmaconf live fastudp`: drives a Fast UDP NIC plug-in through the harness
 // with generated traffic, scenario by scenario, and judges the cases of
 // conformance/fastudp/nic_cases.hpp. Each scenario's expectations come from
 // the contract (which receive a datagram must reach, which frames go whole to

@@ -1,7 +1,6 @@
 #pragma once
 // Live RoCEv2 scenarios: our InfiniBand engine as requester (`rdmaconf
-// interop --transport roce`) against a responder (`rdmaconf peer
-// --transport roce`), over UDP.
+// live ib`) against a responder (`rdmaconf serve ib`), over UDP.
 //
 // The two sides agree on QPNs, PSNs, keys and buffers over a TCP control
 // connection carrying one JSON object per line (docs/interop.md): the

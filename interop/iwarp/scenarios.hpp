@@ -1,6 +1,6 @@
 #pragma once
-// Live iWARP scenarios: our engine as initiator (`rdmaconf interop`) against
-// a responder (`rdmaconf peer`, or any iWARP stack for rping), over real TCP.
+// Live iWARP scenarios: our engine as initiator (`rdmaconf live iwarp`) against
+// a responder (`rdmaconf serve iwarp`, or any iWARP stack for rping), over real TCP.
 //
 // Every scenario verifies data end to end. `rping` is the rping
 // application's own exchange (so it runs against `rping -s` / `rping -c`);

@@ -1,5 +1,5 @@
 #pragma once
-// `rdmaconf unet live`: two U-Net nodes exchange traffic and the live cases
+// `rdmaconf live unet`: two U-Net nodes exchange traffic and the live cases
 // (conformance/unet/live_cases.hpp) judge what each saw. Scenarios: a
 // ping-pong with messages from 0 to 1492 octets, a stream with sequence
 // numbers, and fault injection: spoofed source tags and MACs, frames for

@@ -240,7 +240,7 @@ conf::InputResult unet_live(const UnetLiveOptions& opt, std::ostream& log) {
       chosen.push_back(&d);
   for (const auto& n : opt.scenarios)
     if (std::none_of(defs().begin(), defs().end(), [&](const ScenarioDef& d) { return d.info.name == n; })) {
-      in.error = fmt::format("no U-Net scenario named '{}' (rdmaconf unet live --list shows them)", n);
+      in.error = fmt::format("no U-Net scenario named '{}' (rdmaconf live unet --list shows them)", n);
       return in;
     }
   if (!opt.fault.empty() && opt.fault != "forge" && opt.fault != "ignore-channels" && opt.fault != "overflow") {
