@@ -1,7 +1,8 @@
 #pragma once
 // What the golden-capture generator's parts share: octet buffers and the
-// payload pattern. The iWARP and RoCE traffic builders are in iwarp.hpp and
-// roce.hpp, the scenario list in scenarios.cpp, the program in main.cpp.
+// payload pattern. The families' traffic builders and scenarios are in
+// their folders (captures/gen/F/), the registry in scenarios.cpp, the
+// program in main.cpp.
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -13,15 +14,11 @@
 #include <nlohmann/json.hpp>
 
 #include "captures/io/pcap_writer.hpp"
-#include "protocols/ib/packet.hpp"
-#include "protocols/iwarp/codec.hpp"
 
 namespace rdmaconf::captures::gen {
 
 using namespace rdmaconf::captures::io;
 using namespace rdmaconf::protocols;
-using protocols::iwarp::MpaFrameKind;
-using protocols::iwarp::MpaRrParams;
 using Buf = std::vector<std::byte>;
 
 inline Bytes B(const Buf& b) { return {b.data(), b.size()}; }

@@ -10,7 +10,7 @@
 
 #include "captures/io/pcap_writer.hpp"
 #include "conformance/checker.hpp"
-#include "captures/gen/iwarp.hpp"
+#include "captures/gen/iwarp/traffic.hpp"
 #include "engines/iwarp/device.hpp"
 #include "engines/iwarp/qp.hpp"
 
@@ -244,7 +244,7 @@ BOOST_AUTO_TEST_CASE(every_configuration_end_to_end_and_checked) {
 }
 
 // Our engine against atomics built by the golden-capture generator, which
-// spells RFC 7306's queues and codes itself (captures/gen/iwarp.hpp): as
+// spells RFC 7306's queues and codes itself (captures/gen/iwarp/traffic.hpp): as
 // responder it applies a FetchAdd and a masked CmpSwap and answers on queue
 // 3 in order; as requester it completes from Atomic Responses built there.
 BOOST_AUTO_TEST_CASE(atomics_interoperate_with_independently_built_messages) {

@@ -3,6 +3,7 @@
 // list of packets that fault scenarios edit, written as RoCEv2, RoCEv1 or
 // native InfiniBand.
 #include "captures/gen/common.hpp"
+#include "protocols/ib/packet.hpp"
 
 namespace rdmaconf::captures::gen {
 

@@ -73,9 +73,7 @@ std::vector<Message> traffic() {
   return v;
 }
 
-}  // namespace
-
-void add_unet_scenarios(std::vector<Scenario>& v) {
+void add_scenarios(std::vector<Scenario>& v) {
   const std::string P = "PASS", F = "FAIL";
   const Expect clean{{"unet.header", P}, {"unet.tag", P}, {"unet.length", P}, {"unet.channel.unicast", P}, {"unet.channel.closed", P}};
   auto add = [&v](std::string name, std::string desc, std::vector<Message> m, Expect e) {
@@ -106,5 +104,9 @@ void add_unet_scenarios(std::vector<Scenario>& v) {
   fault("unet-fault-after-close", "host A closes the ping-pong channel a second time, with a message", "unet.channel.closed",
         [](auto& m) { m.push_back(Message{true, 7, 9, 16, true, {}}); });
 }
+
+}  // namespace
+
+const RegisterScenarios registered{"unet", &add_scenarios};
 
 }  // namespace rdmaconf::captures::gen

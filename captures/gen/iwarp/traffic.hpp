@@ -2,8 +2,12 @@
 // iWARP traffic for the golden captures: MPA exchange and FPDUs of a configured
 // connection, the message edits fault scenarios use, and the capture writer.
 #include "captures/gen/common.hpp"
+#include "protocols/iwarp/codec.hpp"
 
 namespace rdmaconf::captures::gen {
+
+using protocols::iwarp::MpaFrameKind;
+using protocols::iwarp::MpaRrParams;
 
 // ---- iWARP message encoders (DDP segment = DDP header + RDMAP body + payload)
 inline Buf ddp_untagged(std::uint8_t opcode, std::uint32_t qn, std::uint32_t msn, std::uint32_t mo, bool last, Bytes rest,
