@@ -1,5 +1,6 @@
-"""Shared by the benchmark scripts: one timed run of a command, and the engine
-benchmarks' rows with their targets."""
+"""Shared by the benchmark scripts: one timed run of a command, and the
+families' engine benchmarks (each family's bench/F/engine.py) with the rows
+they report and their targets."""
 import os
 import subprocess
 import sys
@@ -23,23 +24,23 @@ def run(argv):
         return wall, int(f.read().split()[-1]) / 1024
 
 
-def iwarp_rows(result, how):
-    """The iWARP engine rows the tables report, from rdmaconf-bench-iwarp's
-    JSON: (what, figure, baseline, ratio, target, op) each."""
+def family_benchmarks():
+    """Each family's engine benchmarks, as its bench/F/engine.py lists them
+    (BENCHMARKS), families in conformance/families.def's order. Each is a dict:
+    "tool" (a binary in BUILD/bench), "argv" (quick, runs) -> its arguments,
+    "root" (needs root), "rows" (its JSON) -> (what, figure, baseline, ratio,
+    target, op) rows with their targets, as bench/all and bench/compare report them."""
+    import importlib.util
+    import re
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "..", "conformance", "families.def")) as f:
+        families = re.findall(r"^RDMACONF_FAMILY\((\w+)\)", f.read(), re.M)
     out = []
-    for x in (result or {}).get("rows", []):
-        cfg = x["config"]
-        if x["test"] == "write-bw" and cfg in ("crc on", "crc on, markers both ways"):
-            out.append((f"iWARP RDMA Write 64 KiB, {cfg}, {how}", f"{x['engine_gbit_s']:.1f} Gb/s",
-                        f"{x['raw_tcp_gbit_s']:.1f} Gb/s", x["ratio"], 0.9 if "markers" in cfg else 1.0, ">="))
-        if x["test"] == "write-lat" and cfg == "crc on":
-            out.append((f"iWARP half round trip {x['size']} B, {how}", f"{x['engine_half_rtt_us']:.2f} us",
-                        f"{x['raw_tcp_half_rtt_us']:.2f} us", x["ratio"], 1.05 if x["size"] == 4 else 1.10, "<="))
+    for family in families:
+        path = os.path.join(here, family, "engine.py")
+        if os.path.isfile(path):
+            spec = importlib.util.spec_from_file_location("bench_" + family, path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            out += module.BENCHMARKS
     return out
-
-
-def roce_rows(r):
-    """The RoCE engine rows, from rdmaconf-bench-roce's JSON, as iwarp_rows."""
-    raw = f"{r['raw_udp_80B_msgs_per_s'] / 1e3:.0f} k/s"
-    return [(f"RoCE {t.upper()} SEND 64 B (messages/s)", f"{r[f'{t}_send_64B_msgs_per_s'] / 1e3:.0f} k/s", raw,
-             r[f"{t}_send_64B_ratio"], 0.9, ">=") for t in ("rc", "ud")]

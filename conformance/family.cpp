@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "protocols/net/headers.hpp"
 #include "protocols/registry.hpp"
 
 namespace rdmaconf::conformance {
@@ -68,7 +69,30 @@ void RunContext::notice(std::uint64_t frame, const std::string& message) {
 }
 
 void Registry::add(const ProtocolFamily& f) {
-  if (std::find(families_.begin(), families_.end(), &f) == families_.end()) families_.push_back(&f);
+  if (std::find(families_.begin(), families_.end(), &f) != families_.end()) return;
+  families_.push_back(&f);
+  // The header tables again: the net ones with every family's EtherTypes
+  // named, then the families' own.
+  auto& names = ether_types_.emplace_back(std::begin(protocols::net::kEtherTypes), std::end(protocols::net::kEtherTypes));
+  for (const auto* family : families_) names.insert(names.end(), family->ether_types().begin(), family->ether_types().end());
+  headers_.clear();
+  for (const auto* h : protocols::net_headers()) {
+    const bool named = std::any_of(h->fields.begin(), h->fields.end(), [](const protocols::FieldDef& d) {
+      return d.values.data() == std::data(protocols::net::kEtherTypes);
+    });
+    if (!named) {
+      headers_.push_back(h);
+      continue;
+    }
+    auto& t = net_tables_.emplace_back(NetTable{{h->fields.begin(), h->fields.end()}, *h});
+    for (auto& d : t.fields)
+      if (d.values.data() == std::data(protocols::net::kEtherTypes)) d.values = names;
+    t.def.fields = t.fields;
+    headers_.push_back(&t.def);
+  }
+  for (const auto* family : families_)
+    for (const auto* h : family->headers())
+      if (std::find(headers_.begin(), headers_.end(), h) == headers_.end()) headers_.push_back(h);
 }
 
 std::vector<const CaseInfo*> Registry::all_cases() const {
@@ -81,14 +105,6 @@ const ProtocolFamily* Registry::find(std::string_view name) const {
   for (const auto* f : families_)
     if (f->name() == name) return f;
   return nullptr;
-}
-
-std::vector<const protocols::HeaderDef*> Registry::headers() const {
-  std::vector<const protocols::HeaderDef*> all(protocols::net_headers().begin(), protocols::net_headers().end());
-  for (const auto* f : families_)
-    for (const auto* h : f->headers())
-      if (std::find(all.begin(), all.end(), h) == all.end()) all.push_back(h);
-  return all;
 }
 
 std::vector<const LedgerEntry*> statements_of(const CaseInfo& c) {

@@ -316,6 +316,10 @@ class ProtocolFamily {
   // The header tables the family's listings and cases decode (the
   // dissector registers their fields).
   virtual std::span<const protocols::HeaderDef* const> headers() const { return {}; }
+  // The EtherTypes the family's frames carry, with their names: the
+  // Ethernet, VLAN and cooked-capture tables Registry::headers() hands out
+  // name them beside the IEEE and IETF ones protocols/net lists.
+  virtual std::span<const protocols::ValueName> ether_types() const { return {}; }
   virtual std::unique_ptr<FamilyRun> start(RunContext& ctx) const = 0;
   // The family's requirement ledger (conformance/ledger.hpp), if it has one:
   // every normative statement of its specifications and what judges it.
@@ -331,14 +335,25 @@ class Registry {
   const std::vector<const ProtocolFamily*>& families() const { return families_; }
   // Every case of every family, in registration order.
   std::vector<const CaseInfo*> all_cases() const;
-  // Every header table: the link, network and transport ones, then each
+  // Every header table: the link, network and transport ones (their
+  // EtherType fields naming the families' EtherTypes too), then each
   // family's, once each.
-  std::vector<const protocols::HeaderDef*> headers() const;
+  const std::vector<const protocols::HeaderDef*>& headers() const { return headers_; }
   const ProtocolFamily* find(std::string_view name) const;
 
  private:
   Registry();
+  // A net header table whose EtherType field names the families' EtherTypes.
+  struct NetTable {
+    std::vector<protocols::FieldDef> fields;
+    protocols::HeaderDef def;
+  };
   std::vector<const ProtocolFamily*> families_;
+  std::vector<const protocols::HeaderDef*> headers_;
+  // Kept as long as the registry (tables handed out before a family was
+  // added still point into them).
+  std::list<std::vector<protocols::ValueName>> ether_types_;
+  std::list<NetTable> net_tables_;
 };
 
 // The ledger statements a case judges (fully or partly), from its family's

@@ -111,6 +111,10 @@ class Family final : public ProtocolFamily {
              "packet", "InfiniBand packet", kPacketFields}};
   }
   std::span<const protocols::HeaderDef* const> headers() const override { return kHeaders; }
+  std::span<const protocols::ValueName> ether_types() const override {
+    static constexpr protocols::ValueName kNames[] = {{pib::kRoceV1Ethertype, "RoCE v1"}};
+    return kNames;
+  }
   std::unique_ptr<FamilyRun> start(RunContext& ctx) const override;
   const IbCases& impl() const { return cases_; }
   // Does case `i` (an index into cases()) judge the checksums alone, all that a damaged packet feeds?

@@ -95,6 +95,10 @@ class Family final : public ProtocolFamily {
     return {Listing{"unet-frames", "list every U-Net frame, one JSON object per line", "unet", "U-Net frame", kFrameFields}};
   }
   std::span<const protocols::HeaderDef* const> headers() const override { return kHeaders; }
+  std::span<const protocols::ValueName> ether_types() const override {
+    static constexpr protocols::ValueName kNames[] = {{pu::kEthertype, "U-Net (local experimental)"}};
+    return kNames;
+  }
   std::unique_ptr<FamilyRun> start(RunContext& ctx) const override;
 
  private:

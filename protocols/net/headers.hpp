@@ -1,13 +1,16 @@
 #pragma once
-// Link, network and transport headers that carry iWARP and RoCEv2 traffic.
+// Link, network and transport headers that carry the families' traffic.
 #include <iterator>
 
 #include "protocols/core/field.hpp"
 
 namespace rdmaconf::protocols::net {
 
+// The EtherTypes of the network and tagging layers; each family names its
+// own (ProtocolFamily::ether_types()), and the tables the registry hands out
+// carry both.
 inline constexpr ValueName kEtherTypes[] = {
-    {0x0800, "IPv4"}, {0x86dd, "IPv6"}, {0x8100, "802.1Q"}, {0x88a8, "802.1ad"}, {0x0806, "ARP"}, {0x8915, "RoCE v1"}, {0x88b5, "U-Net (local experimental)"},
+    {0x0800, "IPv4"}, {0x86dd, "IPv6"}, {0x8100, "802.1Q"}, {0x88a8, "802.1ad"}, {0x0806, "ARP"},
 };
 inline constexpr ValueName kIpProtocols[] = {{6, "TCP"}, {17, "UDP"}, {1, "ICMP"}, {58, "ICMPv6"}};
 

@@ -7,6 +7,7 @@
 
 #include "protocols/core/header.hpp"
 #include "conformance/family.hpp"
+#include "protocols/net/headers.hpp"
 
 using namespace rdmaconf::protocols;
 
@@ -33,6 +34,26 @@ BOOST_AUTO_TEST_CASE(every_table_is_sound_and_keys_are_unique) {
       BOOST_TEST(bits == h->size * 8u);
     }
   }
+}
+
+// The EtherType names come from the families: protocols/net names only the
+// network and tagging layers', and the tables the registry hands out name
+// every family's too, each value once, in every field that carries an EtherType.
+BOOST_AUTO_TEST_CASE(ethertype_names_come_from_the_families) {
+  auto named = [](const FieldDef& f, std::uint64_t v) { return std::string(value_name(f, v)); };
+  BOOST_TEST(named(net::kEthFields[net::Eth::type], 0x8915) == "");
+  std::set<std::string_view> fields;
+  for (const HeaderDef* h : rdmaconf::conformance::Registry::get().headers())
+    for (const auto& f : h->fields) {
+      if (!named(f, 0x86dd).starts_with("IPv6")) continue;  // (the fields that name EtherTypes)
+      fields.insert(f.abbrev);
+      BOOST_TEST(named(f, 0x0800) == "IPv4", f.abbrev);
+      BOOST_TEST(named(f, 0x8915) == "RoCE v1", f.abbrev);
+      BOOST_TEST(named(f, 0x88b5) == "U-Net (local experimental)", f.abbrev);
+      std::set<std::uint64_t> values;
+      for (const auto& vn : f.values) BOOST_TEST(values.insert(vn.value).second, f.abbrev << " names " << vn.value << " twice");
+    }
+  BOOST_TEST(fields == (std::set<std::string_view>{"eth.type", "vlan.etype", "sll.etype", "sll2.etype"}));
 }
 
 BOOST_AUTO_TEST_CASE(round_trip_every_header_random_octets) {

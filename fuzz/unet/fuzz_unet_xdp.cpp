@@ -20,7 +20,7 @@
 
 #include "engines/unet/ports.hpp"
 #include "engines/unet/unet.hpp"
-#include "fuzz/unet_frame.hpp"
+#include "fuzz/unet/frame.hpp"
 
 namespace u = rdmaconf::engine::unet;
 

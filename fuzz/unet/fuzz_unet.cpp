@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "engines/unet/unet.hpp"
-#include "fuzz/unet_frame.hpp"
+#include "fuzz/unet/frame.hpp"
 #include "protocols/core/bits.hpp"
 #include "protocols/core/header.hpp"
 #include "protocols/unet/headers.hpp"
