@@ -24,6 +24,11 @@ struct Faults {
   bool fpdu_before_reply = false;          // the initiator sends an FPDU right behind its Request
   std::uint64_t oversize_length_fpdu = 0;  // the Nth FPDU's length field claims 64 octets more than sent
   std::uint64_t skip_read_msn = 0;         // the Nth RDMA Read Request skips one MSN on its queue
+  // The initiator's MPA Request breaks one rule of RFC 5044 §7.1.1: a key
+  // that is not "MPA ID Req Frame", revision 0 (no MPA revision a receiver
+  // can interoperate with), or 513 octets of private data.
+  enum class Request : std::uint8_t { none, key, revision, private_data };
+  Request request = Request::none;
 };
 
 struct QpConfig {

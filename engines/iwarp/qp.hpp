@@ -76,6 +76,8 @@ class QueuePair {
   const std::string& error() const { return error_; }
   const std::optional<TerminateInfo>& terminate_sent() const { return term_sent_; }
   const std::optional<TerminateInfo>& terminate_received() const { return term_received_; }
+  // The peer's whole MPA Request or Reply came (whatever it said).
+  bool mpa_frame_received() const { return !rr_.empty(); }
   // Negotiated: CRC in use, markers each way, IRD/ORD in effect, peer's private data.
   bool crc_in_use() const { return crc_; }
   bool markers_to_peer() const { return tx_markers_; }

@@ -62,6 +62,25 @@ std::vector<ScenarioInfo> make_catalog() {
                "an FPDU sent right behind the MPA Request, before the Reply", 64, 1, std::nullopt, true, "RFC 5044 §7.1.2: the initiator sends no FPDU before it has received the Reply; with no framing agreed the "
                "responder can only close",
                {"iwarp.mpa.fpdu.before_exchange"}, true, false, false});  // sent before markers/CRC were agreed
+  // A Request the responder must refuse by closing the connection, with no
+  // Reply and no Terminate (no framing is agreed).
+  auto bad_request = [&](std::string_view n, Code c, std::string_view s, std::string_view rule,
+                         std::vector<std::string_view> failing) {
+    const bool unrecognisable = failing.empty();
+    v.push_back({n, c, s, 64, 1, std::nullopt, true, rule, std::move(failing), false, false, false, true, unrecognisable});
+  };
+  bad_request("mpa-request-key", kMpaKey, "an MPA Request whose key ends in \"FramE\"",
+              "RFC 5044 §7.1.1 (Key) and §7.1.2 rule 5: a responder finding any other key than \"MPA ID Req Frame\" "
+              "closes the connection",
+              {});  // (unanswered, the connection has nothing the checker reads as MPA: iwarp.mpa.req.key has no frame)
+  bad_request("mpa-request-revision", kMpaRevision, "an MPA Request of revision 0",
+              "RFC 5044 §7.1.1 (Rev): a receiver that cannot interoperate with the revision received (no MPA revision "
+              "0 exists) closes the connection; §7.1.2 rule 2: an improperly formatted Request is answered by a close",
+              {"iwarp.mpa.rr.revision"});
+  bad_request("mpa-request-private-data", kMpaPrivateData, "an MPA Request with 513 octets of private data",
+              "RFC 5044 §7.1.1 (PD_Length, Private Data): private data of more than 512 octets makes the receiver "
+              "close the connection",
+              {"iwarp.mpa.rr.pd_length"});
   return v;
 }
 

@@ -351,6 +351,11 @@ struct Initiator {
   bool judge() {
     const auto& t = s.qp.terminate_received();
     if (info.close_only) {
+      if (info.reply_forbidden && s.qp.mpa_frame_received()) {
+        r.message = fmt::format("the responder answered the faulty Request with an MPA Reply{}; it must close the "
+                                "connection ({})", s.qp.state() == QpState::connected ? " accepting it" : "", info.rule);
+        return false;
+      }
       if (t) {
         r.message = fmt::format("the responder sent Terminate {}/{}/{:#04x}; it must close without one", t->layer,
                                 t->etype, t->code);
@@ -421,7 +426,13 @@ RunResult run_initiator(std::string_view peer, const RunOptions& o) {
   QpConfig cfg = o.qp;
   cfg.initiator = true;
   if (info->needs_crc) cfg.crc = true;
-  if (info->close_only) cfg.faults.fpdu_before_reply = true;
+  switch (info->code) {
+    case kTermBeforeReply: cfg.faults.fpdu_before_reply = true; break;
+    case kMpaKey: cfg.faults.request = Faults::Request::key; break;
+    case kMpaRevision: cfg.faults.request = Faults::Request::revision; break;
+    case kMpaPrivateData: cfg.faults.request = Faults::Request::private_data; break;
+    default: break;
+  }
   if (const std::string bad = Device().validate(cfg); !bad.empty()) {
     r.message = fmt::format("configuration not supported: {}", bad);
     return r;

@@ -53,6 +53,12 @@ struct ScenarioInfo {
   bool framing_lost = false;
   bool needs_crc = false;      // the initiator asks for CRC whatever the options say
   bool needs_markers = false;  // only when the responder asked for markers
+  // close_only: the fault is in the MPA Request, which the responder must
+  // not answer with a Reply (RFC 5044 §7.1.2, rule 2).
+  bool reply_forbidden = false;
+  // Nothing in the recording reads as iWARP: neither side's first octets
+  // are an MPA frame (a Request with a wrong key, rightly left unanswered).
+  bool unrecognisable = false;
 };
 
 const std::vector<ScenarioInfo>& scenarios();

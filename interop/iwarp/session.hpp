@@ -57,6 +57,9 @@ enum Code : std::uint8_t {
   kTermOrd,
   kTermInvalidate,
   kTermBeforeReply,
+  kMpaKey,
+  kMpaRevision,
+  kMpaPrivateData,
 };
 
 // -------------------------------------------------- the control messages
