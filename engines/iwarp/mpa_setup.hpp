@@ -29,6 +29,10 @@ struct Faults {
   // can interoperate with), or 513 octets of private data.
   enum class Request : std::uint8_t { none, key, revision, private_data };
   Request request = Request::none;
+  // Our Terminates: the copied DDP header with a bit of its MSN or TO
+  // flipped, or no copied headers at all (M = D = R = 0).
+  enum class Terminate : std::uint8_t { none, wrong_ddp_header, no_headers };
+  Terminate terminate = Terminate::none;
 };
 
 struct QpConfig {

@@ -193,6 +193,9 @@ void QueuePair::release_completions() {
 
 void QueuePair::send_fpdu(Bytes head, Bytes payload) {
   ++fpdus_sent_;
+  last_sent_.head_size = std::min(head.size(), last_sent_.head.size());
+  std::memcpy(last_sent_.head.data(), head.data(), last_sent_.head_size);
+  last_sent_.ulpdu_size = head.size() + payload.size();
   pi::FpduFaults f;
   if (cfg_.faults.oversize_length_fpdu == fpdus_sent_) f.length_excess = 64;  // the CRC covers the true length
   if (cfg_.faults.corrupt_crc_fpdu == fpdus_sent_) f.crc_xor = 0x5a5a5a5a;
@@ -722,6 +725,31 @@ void QueuePair::on_terminate(Bytes body) {
     info.code = static_cast<unsigned>(t->get(pi::Terminate::ecode));
     info.ddp_copied = t->get(pi::Terminate::d);
     info.rdmap_copied = t->get(pi::Terminate::r);
+    info.seglen_valid = t->get(pi::Terminate::m);
+    Bytes rest = body.subspan(pi::kTerminate.size);
+    auto take = [&](std::size_t n, std::string_view what) -> std::optional<Bytes> {
+      if (rest.size() < n) {
+        info.missing = fmt::format("{} ({} octets; {} follow)", what, n, rest.size());
+        return std::nullopt;
+      }
+      const Bytes b = rest.first(n);
+      rest = rest.subspan(n);
+      return b;
+    };
+    bool whole = true;
+    if (info.seglen_valid || info.ddp_copied) {
+      if (const auto b = take(2, "the DDP Segment Length")) info.seglen = protocols::be16(*b, 0);
+      else whole = false;
+    }
+    if (whole && info.ddp_copied) {
+      const bool tagged = !rest.empty() && control(rest, pi::DdpTagged::t);
+      if (const auto b = take(tagged ? pi::kDdpTagged.size : pi::kDdpUntagged.size, "the terminated DDP header"))
+        info.ddp_header.assign(b->begin(), b->end());
+      else whole = false;
+    }
+    if (whole && info.rdmap_copied) {
+      if (const auto b = take(pi::kReadRequest.size, "the terminated RDMA header")) info.rdmap_header.assign(b->begin(), b->end());
+    }
   }
   info.reason = "received from the peer";
   term_received_ = info;
@@ -750,6 +778,7 @@ void QueuePair::terminate(unsigned layer, unsigned etype, unsigned code, std::st
     ddp_len = tagged ? pi::kDdpTagged.size : pi::kDdpUntagged.size;
     if (offending.size() < ddp_len) ddp_len = 0;
   }
+  if (cfg_.faults.terminate == Faults::Terminate::no_headers) ddp_len = 0;
   const bool with_rdmap = copy_rdmap && ddp_len && offending.size() >= ddp_len + pi::kReadRequest.size;
   t.set(pi::Terminate::m, ddp_len != 0);
   t.set(pi::Terminate::d, ddp_len != 0);
@@ -760,10 +789,26 @@ void QueuePair::terminate(unsigned layer, unsigned etype, unsigned code, std::st
     protocols::put_be16(MutBytes(seglen, 2), 0, static_cast<std::uint16_t>(offending.size()));
     pi::append(body, Bytes(seglen, 2));
     pi::append(body, offending.first(ddp_len));
+    if (cfg_.faults.terminate == Faults::Terminate::wrong_ddp_header) body.back() ^= std::byte{0x01};  // MO or TO
     if (with_rdmap) pi::append(body, offending.subspan(ddp_len, pi::kReadRequest.size));
   }
   send_untagged(pi::kOpTerminate, next_msn_[2]++, B(body), {}, 0, 0);
-  term_sent_ = TerminateInfo{layer, etype, code, reason, ddp_len != 0, with_rdmap};
+  TerminateInfo sent;
+  sent.layer = layer;
+  sent.etype = etype;
+  sent.code = code;
+  sent.reason = reason;
+  sent.ddp_copied = sent.seglen_valid = ddp_len != 0;
+  sent.rdmap_copied = with_rdmap;
+  if (ddp_len) {
+    sent.seglen = static_cast<std::uint16_t>(offending.size());
+    sent.ddp_header.assign(offending.begin(), offending.begin() + static_cast<std::ptrdiff_t>(ddp_len));
+  }
+  if (with_rdmap) {
+    const Bytes r = offending.subspan(ddp_len, pi::kReadRequest.size);
+    sent.rdmap_header.assign(r.begin(), r.end());
+  }
+  term_sent_ = std::move(sent);
   error_ = fmt::format("sent Terminate layer {} type {} code 0x{:02x}: {}", layer, etype, code, reason);
   state_ = QpState::terminated;
   rx_ = Rx::dead;

@@ -17,6 +17,7 @@
 // every octet gives the same result. Violations by the peer end in a Terminate carrying the RFC's
 // layer / type / code and the offending headers, then a clean close.
 // Deliberate misbehaviour for conformance testing is in Faults.
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -47,6 +48,22 @@ struct TerminateInfo {
   unsigned layer = 0, etype = 0, code = 0;
   std::string reason;  // our words: what the peer did
   bool ddp_copied = false, rdmap_copied = false;  // the D and R bits: the offending headers it carries
+  // A received Terminate's other parts (RFC 5040 §4.8, Figure 7): the M bit,
+  // the DDP Segment Length (present with M or D), the copied DDP header
+  // (with D: 14 octets tagged, 18 untagged, by its own T bit) and RDMAP
+  // header (with R: a Read Request's 28), and what of them was missing.
+  bool seglen_valid = false;
+  std::optional<std::uint16_t> seglen;
+  std::vector<std::byte> ddp_header, rdmap_header;
+  std::string missing;
+};
+
+// The DDP segment we sent last: its first octets (DDP header, and the
+// RDMAP header of an untagged one) and its ULPDU length.
+struct SentSegment {
+  std::array<std::byte, 48> head{};
+  std::size_t head_size = 0, ulpdu_size = 0;
+  protocols::Bytes head_bytes() const { return {head.data(), head_size}; }
 };
 
 class QueuePair {
@@ -86,6 +103,7 @@ class QueuePair {
   std::uint16_t effective_ird() const { return ird_eff_; }
   const std::vector<std::byte>& peer_private_data() const { return peer_pd_; }
   std::uint64_t fpdus_sent() const { return fpdus_sent_; }
+  const SentSegment& last_segment_sent() const { return last_sent_; }
   std::uint64_t fpdus_received() const { return fpdus_received_; }
   std::uint64_t markers_sent() const { return ms_.written; }
   std::uint64_t send_messages() const { return send_messages_; }
@@ -156,6 +174,7 @@ class QueuePair {
   std::deque<DueCompletion> due_;
   protocols::iwarp::MarkerStream ms_;  // our marker positions, from our first FPDU
   std::uint64_t fpdus_sent_ = 0;
+  SentSegment last_sent_;
   std::uint64_t read_requests_ = 0;  // RDMA Read Requests posted (for Faults::skip_read_msn)
   std::uint32_t next_msn_[protocols::iwarp::kRdmapQueues] = {1, 1, 1, 1};  // per untagged queue
   std::uint64_t send_messages_ = 0;

@@ -348,6 +348,54 @@ struct Initiator {
     return judge();
   }
 
+  // RFC 5040 §4.8: the parts of the Terminate that describe the segment
+  // that caused it (the one we sent last). MUST: what M, D and R announce
+  // is there (§4.8 Figure 7's fields), the DDP Segment Length is valid with
+  // M, and the copied headers are that segment's ("the DDP Header of the
+  // incoming Message that is associated with the Terminate"; the Read
+  // Request's header as sent, since nothing of it was processed). SHOULD
+  // (Figure 10): a DDP error's Terminate includes the DDP header and length,
+  // an RDMAP error's too where it can, and an RDMA Read Request's protection
+  // error its RDMA header; only a Read Request's.
+  bool copied_headers_match(const eng::TerminateInfo& t) {
+    const SentSegment& bad = s.qp.last_segment_sent();
+    const Bytes head = bad.head_bytes();
+    const bool tagged = !head.empty() && (std::to_integer<unsigned>(head[0]) & 0x80);
+    const std::size_t ddp = tagged ? protocols::iwarp::kDdpTagged.size : protocols::iwarp::kDdpUntagged.size;
+    const bool read_request = !tagged && head.size() >= ddp + protocols::iwarp::kReadRequest.size &&
+                              (std::to_integer<unsigned>(head[1]) & 0x0f) == protocols::iwarp::kOpReadRequest;
+    auto hex = [](Bytes b) { return fmt::format("{:02x}", fmt::join(b, "")); };
+    auto wrong = [&](std::string what) {
+      r.message += fmt::format("; {} (RFC 5040 §4.8)", what);
+      return false;
+    };
+    if (!t.missing.empty())
+      return wrong(fmt::format("its M, D and R bits ({}{}{}) announce {}, which it lacks", int(t.seglen_valid),
+                               int(t.ddp_copied), int(t.rdmap_copied), t.missing));
+    if (t.seglen_valid && t.seglen != bad.ulpdu_size)
+      return wrong(fmt::format("with M set its DDP Segment Length is {}, but the segment that caused it was {} octets",
+                               t.seglen.value_or(0), bad.ulpdu_size));
+    if (t.ddp_copied && !std::ranges::equal(Bytes(t.ddp_header), head.first(std::min(ddp, head.size()))))
+      return wrong(fmt::format("the DDP header it copies ({}) is not that of the segment that caused it ({})",
+                               hex(t.ddp_header), hex(head.first(std::min(ddp, head.size())))));
+    if (t.rdmap_copied && read_request && !std::ranges::equal(Bytes(t.rdmap_header), head.subspan(ddp, protocols::iwarp::kReadRequest.size)))
+      return wrong(fmt::format("the RDMA header it copies ({}) is not the Read Request's ({})", hex(t.rdmap_header),
+                               hex(head.subspan(ddp, protocols::iwarp::kReadRequest.size))));
+    auto should = [&](bool met, std::string what) {
+      if (!met) r.should_not_met.push_back(std::move(what));
+    };
+    if (t.layer == kTermLayerDdp || t.layer == kTermLayerRdma)
+      should(t.seglen_valid && t.ddp_copied, fmt::format("Figure 10: a {} error's Terminate includes the DDP header and "
+                                                         "segment length (M = D = 1); it has M = {}, D = {}",
+                                                         t.layer == kTermLayerDdp ? "DDP" : "RDMAP", int(t.seglen_valid),
+                                                         int(t.ddp_copied)));
+    if (t.layer == kTermLayerRdma && t.etype == kTermRdmaProtection && read_request)
+      should(t.rdmap_copied, "Figure 10: a Read Request's protection error Terminate includes its RDMA header (R = 1)");
+    if (t.rdmap_copied && !read_request)
+      should(false, "the Terminated RDMA header is sent back only for an RDMA Read Request; R is set for another message");
+    return true;
+  }
+
   bool judge() {
     const auto& t = s.qp.terminate_received();
     if (info.close_only) {
@@ -376,6 +424,7 @@ struct Initiator {
       r.message += fmt::format("; expected {}/{}/{:#04x} ({})", e.layer, e.etype, e.code, info.rule);
       return false;
     }
+    if (!copied_headers_match(*t)) return false;
     // After its Terminate the responder must close.
     s.link->run_until([&] { return s.link->peer_eof(); }, s.timeout_ms);
     if (!s.link->peer_eof()) {
@@ -383,6 +432,7 @@ struct Initiator {
       return false;
     }
     r.message += " and closed, as required";
+    for (const auto& n : r.should_not_met) r.message += fmt::format("; SHOULD not met: {}", n);
     return true;
   }
 };
@@ -399,7 +449,8 @@ nlohmann::json RunResult::to_json() const {
                       {"seconds", seconds},
                       {"negotiated", negotiated},
                       {"terminate_received", terminate_json(terminate_received)},
-                      {"terminate_sent", terminate_json(terminate_sent)}};
+                      {"terminate_sent", terminate_json(terminate_sent)},
+                      {"should_not_met", should_not_met}};
   if (seconds > 0 && bytes) j["gbit_per_s"] = static_cast<double>(bytes) * 8 / seconds / 1e9;
   if (seconds > 0 && iterations) j["usec_per_iteration"] = seconds * 1e6 / static_cast<double>(iterations);
   if (seconds > 0 && iterations && scenario.ends_with("-lat"))  // one iteration is a round trip

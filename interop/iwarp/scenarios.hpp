@@ -89,6 +89,10 @@ struct RunResult {
   std::uint64_t iterations = 0, bytes = 0;
   double seconds = 0;    // the measured phase (data exchange)
   std::optional<eng::TerminateInfo> terminate_received, terminate_sent;
+  // SHOULD-level parts of the reaction the peer did not meet (RFC 5040
+  // §4.8, Figure 10: which headers a Terminate includes); they do not fail
+  // the scenario.
+  std::vector<std::string> should_not_met;
   nlohmann::json negotiated;
   nlohmann::json to_json() const;
 };

@@ -301,7 +301,14 @@ struct Session {
 
 inline nlohmann::json terminate_json(const std::optional<TerminateInfo>& t) {
   if (!t) return nullptr;
-  return {{"layer", t->layer}, {"type", t->etype}, {"code", t->code}, {"reason", t->reason}};
+  nlohmann::json j = {{"layer", t->layer}, {"type", t->etype}, {"code", t->code}, {"reason", t->reason},
+                      {"m", t->seglen_valid}, {"d", t->ddp_copied}, {"r", t->rdmap_copied}};
+  auto hex = [](const std::vector<std::byte>& b) { return fmt::format("{:02x}", fmt::join(b, "")); };
+  if (t->seglen) j["ddp_segment_length"] = *t->seglen;
+  if (!t->ddp_header.empty()) j["ddp_header"] = hex(t->ddp_header);
+  if (!t->rdmap_header.empty()) j["rdma_header"] = hex(t->rdmap_header);
+  if (!t->missing.empty()) j["missing"] = t->missing;
+  return j;
 }
 
 // The message of send-lat / write-lat iteration i: the pattern with the

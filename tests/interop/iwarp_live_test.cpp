@@ -204,6 +204,47 @@ BOOST_AUTO_TEST_CASE(terminate_scenarios_draw_the_stated_reaction) {
   }
 }
 
+// The judge of a Terminate reads its copied parts against the segment that
+// caused it (RFC 5040 §4.8): a responder whose copied DDP header differs from
+// the offending segment's fails the scenario; one that copies nothing (M =
+// D = 0 for a DDP or RDMAP error) passes with Figure 10's SHOULD listed as
+// not met; ours, as it is, meets both.
+BOOST_AUTO_TEST_CASE(terminate_judge_reads_the_copied_headers) {
+  const Config cfg{2, true, false, false, false, Rtr::none};
+  using TF = rdmaconf::engine::iwarp::Faults::Terminate;
+  for (const auto fault : {TF::none, TF::wrong_ddp_header, TF::no_headers}) {
+    QpConfig responder = qp_config(cfg, false);
+    responder.faults.terminate = fault;
+    Peer peer(responder, fmt::format("term-copy-{}", static_cast<int>(fault)));
+    for (const char* scenario : {"terminate-msn-skip", "terminate-read-stag", "terminate-invalidate"}) {
+      const std::string what = fmt::format("fault {} {}", static_cast<int>(fault), scenario);
+      ii::RunOptions o;
+      o.scenario = scenario;
+      o.qp = qp_config(cfg, true);
+      o.timeout_ms = 5000;
+      const auto r = ii::run_initiator(peer.addr(), o);
+      BOOST_TEST_REQUIRE(r.terminate_received.has_value(), what << ": " << r.message);
+      switch (fault) {
+        case TF::none:
+          BOOST_TEST(r.ok, what << ": " << r.message);
+          BOOST_TEST(r.should_not_met.empty(), what << ": " << r.message);
+          BOOST_TEST(r.terminate_received->ddp_copied, what);
+          BOOST_TEST(r.terminate_received->rdmap_copied == (std::string_view(scenario) == "terminate-read-stag"), what);
+          break;
+        case TF::wrong_ddp_header:
+          BOOST_TEST(!r.ok, what << ": " << r.message);
+          BOOST_TEST(r.message.find("is not that of the segment that caused it") != std::string::npos, what << ": " << r.message);
+          break;
+        case TF::no_headers:
+          BOOST_TEST(r.ok, what << ": " << r.message);
+          BOOST_TEST(!r.should_not_met.empty(), what << ": " << r.message);
+          BOOST_TEST(r.message.find("SHOULD not met: Figure 10") != std::string::npos, what << ": " << r.message);
+          break;
+      }
+    }
+  }
+}
+
 // The marker fault needs a responder that asked for markers; without that
 // the scenario says it does not apply rather than passing.
 BOOST_AUTO_TEST_CASE(marker_fault_is_skipped_when_the_peer_sends_no_markers) {
