@@ -33,6 +33,11 @@ struct Faults {
   // flipped, or no copied headers at all (M = D = R = 0).
   enum class Terminate : std::uint8_t { none, wrong_ddp_header, no_headers };
   Terminate terminate = Terminate::none;
+  // The Nth FPDU sent (1-based; 0 off) carries DDP version 2, RDMAP version
+  // 2, the undefined opcode 0xF, or (untagged) queue number 5.
+  enum class Segment : std::uint8_t { none, ddp_version, rdmap_version, opcode, qn };
+  Segment segment = Segment::none;
+  std::uint64_t segment_fpdu = 0;
 };
 
 struct QpConfig {

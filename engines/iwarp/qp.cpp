@@ -193,6 +193,26 @@ void QueuePair::release_completions() {
 
 void QueuePair::send_fpdu(Bytes head, Bytes payload) {
   ++fpdus_sent_;
+  std::byte edited[pi::kDdpUntagged.size + 64];
+  if (cfg_.faults.segment != Faults::Segment::none && cfg_.faults.segment_fpdu == fpdus_sent_ &&
+      head.size() <= sizeof edited && head.size() >= pi::kDdpTagged.size) {
+    const bool tagged = control(head, pi::DdpTagged::t);
+    auto h = Header::decode(tagged ? pi::kDdpTagged : pi::kDdpUntagged, head);
+    if (h) {
+      switch (cfg_.faults.segment) {
+        case Faults::Segment::ddp_version: h->set(pi::DdpTagged::dv, 2); break;
+        case Faults::Segment::rdmap_version: h->set(pi::DdpTagged::rv, 2); break;
+        case Faults::Segment::opcode: h->set(pi::DdpTagged::opcode, 0xf); break;
+        case Faults::Segment::qn:
+          if (!tagged) h->set(pi::DdpUntagged::qn, 5);
+          break;
+        case Faults::Segment::none: break;
+      }
+      std::memcpy(edited, head.data(), head.size());
+      std::memcpy(edited, h->bytes().data(), h->def().size);
+      head = Bytes(edited, head.size());
+    }
+  }
   last_sent_.head_size = std::min(head.size(), last_sent_.head.size());
   std::memcpy(last_sent_.head.data(), head.data(), last_sent_.head_size);
   last_sent_.ulpdu_size = head.size() + payload.size();

@@ -58,6 +58,29 @@ std::vector<ScenarioInfo> make_catalog() {
        {"iwarp.rdmap.ird_ord"});
   term("terminate-invalidate", kTermInvalidate, "a Send with Invalidate naming an STag that cannot be invalidated",
        {kTermLayerRdma, kTermRdmaOperation, 0x09}, "RFC 5040 §5.3, §7.2: the STag a Send with Invalidate names must be one that can be invalidated; RDMA operation 0x09", {});
+  term("terminate-ddp-version", kTermDdpVersion, "a Send whose DDP header says version 2",
+       {kTermLayerDdp, kTermDdpUntagged, 0x06},
+       "RFC 5041 §4.1 (DV) and §7.2, RFC 5040 §7.2 item 1: every segment carries DDP version 1; another on an untagged "
+       "segment is DDP untagged 0x06",
+       {"iwarp.ddp.version"});
+  term("terminate-ddp-version-tagged", kTermDdpVersionTagged, "an RDMA Write whose DDP header says version 2",
+       {kTermLayerDdp, kTermDdpTagged, 0x04},
+       "RFC 5041 §4.1 (DV) and §7.2, RFC 5040 §7.2 item 1: every segment carries DDP version 1; another on a tagged "
+       "segment is DDP tagged 0x04",
+       {"iwarp.ddp.version"});
+  term("terminate-rdmap-version", kTermRdmapVersion, "a Send whose RDMAP control field says version 2",
+       {kTermLayerRdma, kTermRdmaOperation, 0x05},
+       "RFC 5040 §4.1 (RV) and §7.2 item 3: the RDMAP version must be valid; another is a Remote Operation Error "
+       "0x05 (§4.8 Figure 9)",
+       {"iwarp.rdmap.version"});
+  term("terminate-opcode", kTermOpcode, "an untagged message with the undefined RDMAP opcode 0xF",
+       {kTermLayerRdma, kTermRdmaOperation, 0x06},
+       "RFC 5040 §7.2 item 2: the RDMA opcode must be valid; an undefined one is a Remote Operation Error 0x06, "
+       "Unexpected OpCode (§4.8 Figure 9)",
+       {"iwarp.rdmap.opcode"});
+  term("terminate-qn", kTermQn, "a Send on DDP queue 5", {kTermLayerDdp, kTermDdpUntagged, 0x01},
+       "RFC 5041 §7.1 (untagged, item 1) and §7.2: the QN must be valid for the stream; another is DDP untagged 0x01",
+       {"iwarp.ddp.qn", "iwarp.rdmap.queue"});  // (a Send belongs on queue 0, RFC 5040 §3.1: both rules break)
   v.push_back({"terminate-before-reply", kTermBeforeReply,
                "an FPDU sent right behind the MPA Request, before the Reply", 64, 1, std::nullopt, true, "RFC 5044 §7.1.2: the initiator sends no FPDU before it has received the Reply; with no framing agreed the "
                "responder can only close",

@@ -307,6 +307,21 @@ struct Initiator {
       case kTermInvalidate:
         s.send(small, WrOpcode::send_invalidate, bad_stag);
         break;
+      case kTermDdpVersion:
+      case kTermDdpVersionTagged:
+      case kTermRdmapVersion:
+      case kTermOpcode:
+      case kTermQn: {
+        using Seg = Faults::Segment;
+        s.qp.faults().segment = info.code == kTermRdmapVersion ? Seg::rdmap_version : info.code == kTermOpcode ? Seg::opcode
+                                : info.code == kTermQn ? Seg::qn : Seg::ddp_version;
+        s.qp.faults().segment_fpdu = s.qp.fpdus_sent() + 1;
+        if (info.code == kTermDdpVersionTagged)
+          s.post(w);
+        else
+          s.send(small);
+        break;
+      }
       case kTermTooLong: {
         auto& big = s.buffer(c->recv_size + 1);
         const auto big_stag = s.pd.register_mr(big, 0);

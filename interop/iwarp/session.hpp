@@ -60,6 +60,11 @@ enum Code : std::uint8_t {
   kMpaKey,
   kMpaRevision,
   kMpaPrivateData,
+  kTermDdpVersion,
+  kTermDdpVersionTagged,
+  kTermRdmapVersion,
+  kTermOpcode,
+  kTermQn,
 };
 
 // -------------------------------------------------- the control messages
