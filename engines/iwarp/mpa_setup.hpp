@@ -17,6 +17,7 @@ enum class Rtr { none, send, write, read };  // RFC 6581 ready-to-receive messag
 
 struct Faults {
   std::uint64_t corrupt_crc_fpdu = 0;      // flip the CRC of the Nth FPDU sent (1-based; 0 off)
+  bool corrupt_every_crc = false;          // every FPDU's CRC field flipped (0x5a5a5a5a without CRC)
   std::uint64_t wrong_marker = 0;          // XOR the pointer of the Nth marker sent
   std::uint64_t skip_msn_message = 0;      // the Nth untagged Send-queue message skips one MSN
   std::uint64_t repeat_msn_message = 0;    // the Nth untagged Send-queue message reuses the last MSN

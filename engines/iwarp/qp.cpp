@@ -218,7 +218,7 @@ void QueuePair::send_fpdu(Bytes head, Bytes payload) {
   last_sent_.ulpdu_size = head.size() + payload.size();
   pi::FpduFaults f;
   if (cfg_.faults.oversize_length_fpdu == fpdus_sent_) f.length_excess = 64;  // the CRC covers the true length
-  if (cfg_.faults.corrupt_crc_fpdu == fpdus_sent_) f.crc_xor = 0x5a5a5a5a;
+  if (cfg_.faults.corrupt_crc_fpdu == fpdus_sent_ || cfg_.faults.corrupt_every_crc) f.crc_xor = 0x5a5a5a5a;
   if (tx_markers_) {
     ms_.fault_index = cfg_.faults.wrong_marker ? static_cast<std::int64_t>(cfg_.faults.wrong_marker - 1) : -1;
     ms_.fault_ptr_xor = 0x0101;

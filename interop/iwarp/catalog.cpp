@@ -17,6 +17,11 @@ std::vector<ScenarioInfo> make_catalog() {
   data("read-bw", kReadBw, "RDMA Read throughput, every response verified", 65536, 2000);
   data("send-lat", kSendLat, "Send ping-pong, every message verified on both sides", 4, 1000);
   data("write-lat", kWriteLat, "RDMA Write ping-pong polled on the last octet, every message verified", 4, 1000);
+  // RFC 5044 §7.1.1 (C): with C = 0 in both frames CRCs are not checked, and
+  // the CRC field passes FPDU checking whatever it holds.
+  data("crc-ignored", kCrcIgnored, "rping's exchange without CRC, every FPDU's CRC field 0x5a5a5a5a instead of zero; the "
+       "responder must accept them all", 64, 20);
+  v.back().rule = "RFC 5044 §7.1.1 (C): without CRCs in use the CRC field is valid whatever it holds";
   auto term = [&](std::string_view n, Code c, std::string_view s, ExpectedTerminate e, std::string_view rule,
                   std::vector<std::string_view> cases, bool crc = false, bool markers = false) {
     v.push_back({n, c, s, 64, 1, e, false, rule, std::move(cases), false, crc, markers});

@@ -484,7 +484,7 @@ RunResult run_initiator(std::string_view peer, const RunOptions& o) {
   }
   const std::uint32_t size = o.size ? o.size : info->default_size;
   const std::uint64_t iters = std::min<std::uint64_t>(o.iterations ? o.iterations : info->default_iterations, 0xffffffffu);
-  if (info->code == kRping && size < fmt::format("rdma-ping-{}: ", iters).size() + 2) {
+  if ((info->code == kRping || info->code == kCrcIgnored) && size < fmt::format("rdma-ping-{}: ", iters).size() + 2) {
     r.message = fmt::format("rping needs a buffer of at least {} octets for {} pings",
                             fmt::format("rdma-ping-{}: ", iters).size() + 2, iters);
     return r;
@@ -492,6 +492,10 @@ RunResult run_initiator(std::string_view peer, const RunOptions& o) {
   QpConfig cfg = o.qp;
   cfg.initiator = true;
   if (info->needs_crc) cfg.crc = true;
+  if (info->code == kCrcIgnored) {
+    cfg.crc = false;
+    cfg.faults.corrupt_every_crc = true;
+  }
   switch (info->code) {
     case kTermBeforeReply: cfg.faults.fpdu_before_reply = true; break;
     case kMpaKey: cfg.faults.request = Faults::Request::key; break;
@@ -526,6 +530,15 @@ RunResult run_initiator(std::string_view peer, const RunOptions& o) {
     r.negotiated = s.negotiated();
     switch (info->code) {
       case kRping: ok = in.rping(); break;
+      case kCrcIgnored:
+        if (s.qp.crc_in_use()) {
+          r.skipped = true;
+          r.message = "not applicable: the responder asked for CRC (the scenario needs C = 0 in both frames)";
+        } else {
+          ok = in.rping();
+          if (ok) r.message += fmt::format(", every one of the {} FPDUs sent with a CRC field of 0x5a5a5a5a", s.qp.fpdus_sent());
+        }
+        break;
       case kWriteBw: ok = in.write_bw(); break;
       case kReadBw: ok = in.read_bw(); break;
       case kSendLat: ok = in.send_lat(); break;

@@ -42,6 +42,7 @@ enum Code : std::uint8_t {
   kReadBw,
   kSendLat,
   kWriteLat,
+  kCrcIgnored,
   kTermCrc = 16,
   kTermMarker,
   kTermMsnSkip,

@@ -245,6 +245,33 @@ BOOST_AUTO_TEST_CASE(terminate_judge_reads_the_copied_headers) {
   }
 }
 
+// RFC 5044 §7.1.1 (C): with CRCs off, a CRC field of any value passes. Our
+// responder takes rping's whole exchange with every CRC field non-zero; one
+// that asks for CRC makes the scenario not applicable, not a pass.
+BOOST_AUTO_TEST_CASE(crc_field_ignored_without_crc) {
+  for (const bool responder_crc : {false, true}) {
+    const Config cfg{2, false, responder_crc, false, false, Rtr::none};
+    Peer peer(qp_config(cfg, false), fmt::format("crc-ignored-{}", responder_crc));
+    ii::RunOptions o;
+    o.scenario = "crc-ignored";
+    o.qp = qp_config(cfg, true);
+    o.pcap = (peer.dir / "init.pcap").string();
+    o.timeout_ms = 5000;
+    const auto r = ii::run_initiator(peer.addr(), o);
+    if (responder_crc) {
+      BOOST_TEST(!r.ok);
+      BOOST_TEST(r.skipped, r.message);
+      continue;
+    }
+    BOOST_TEST_REQUIRE(r.ok, r.message);
+    BOOST_TEST(!r.terminate_received.has_value());
+    BOOST_TEST(r.message.find("CRC field of 0x5a5a5a5a") != std::string::npos, r.message);
+    const auto c = check(o.pcap);
+    BOOST_TEST(c.error.empty(), c.error);
+    BOOST_TEST(c.fails.empty(), fmt::format("{}", fmt::join(c.fails, ", ")));
+  }
+}
+
 // The marker fault needs a responder that asked for markers; without that
 // the scenario says it does not apply rather than passing.
 BOOST_AUTO_TEST_CASE(marker_fault_is_skipped_when_the_peer_sends_no_markers) {
