@@ -28,22 +28,27 @@ std::vector<std::byte> mpa_request(const QpConfig& cfg) {
   p.ird = cfg.ird;
   p.ord = cfg.ord;
   p.private_data = cfg.private_data;
-  if (cfg.faults.request == Faults::Request::revision) {  // revision 1's layout (no RFC 6581 bit), then 0
-    p.revision = 1;
-    p.enhanced = p.p2p = p.send_rtr = p.write_rtr = p.read_rtr = false;
-  }
-  if (cfg.faults.request == Faults::Request::private_data)  // PD_Length 513, the IRD/ORD word included
-    p.private_data.assign(pi::kMpaMaxPrivateData + 1 - (p.revision == 2 && p.enhanced ? pi::kMpaV2.size : 0), std::byte{0x5a});
-  std::vector<std::byte> out;
-  pi::encode_mpa_rr(out, p);
-  if (cfg.faults.request == Faults::Request::key) out[15] ^= std::byte{0x20};  // "... FramE"
-  if (cfg.faults.request == Faults::Request::revision) out[17] = std::byte{0};
+  std::vector<std::byte> out = encode_frame(std::move(p), cfg.faults.request);
   if (cfg.faults.fpdu_before_reply) {
     // Framed as if CRC were on, right behind the Request.
     std::vector<std::byte> seg;
     pi::encode_ddp_untagged(seg, pi::kOpSend, 0, 1, 0, true, {});
     pi::encode_fpdu(out, B(seg), cfg.crc);
   }
+  return out;
+}
+
+std::vector<std::byte> encode_frame(pi::MpaRrParams p, Faults::Frame fault) {
+  if (fault == Faults::Frame::revision) {  // revision 1's layout (no RFC 6581 bit), then 0
+    p.revision = 1;
+    p.enhanced = p.p2p = p.send_rtr = p.write_rtr = p.read_rtr = false;
+  }
+  if (fault == Faults::Frame::private_data)  // PD_Length 513, the IRD/ORD word included
+    p.private_data.assign(pi::kMpaMaxPrivateData + 1 - (p.revision == 2 && p.enhanced ? pi::kMpaV2.size : 0), std::byte{0x5a});
+  std::vector<std::byte> out;
+  pi::encode_mpa_rr(out, p);
+  if (fault == Faults::Frame::key) out[15] ^= std::byte{0x20};  // "MPA ID Req FramE", "MPA ID Rep FramE"
+  if (fault == Faults::Frame::revision) out[17] = std::byte{0};
   return out;
 }
 

@@ -25,11 +25,11 @@ struct Faults {
   bool fpdu_before_reply = false;          // the initiator sends an FPDU right behind its Request
   std::uint64_t oversize_length_fpdu = 0;  // the Nth FPDU's length field claims 64 octets more than sent
   std::uint64_t skip_read_msn = 0;         // the Nth RDMA Read Request skips one MSN on its queue
-  // The initiator's MPA Request breaks one rule of RFC 5044 §7.1.1: a key
-  // that is not "MPA ID Req Frame", revision 0 (no MPA revision a receiver
-  // can interoperate with), or 513 octets of private data.
-  enum class Request : std::uint8_t { none, key, revision, private_data };
-  Request request = Request::none;
+  // Our MPA Request (initiator) or Reply (responder) breaks one rule of
+  // RFC 5044 §7.1.1: a key ending in "FramE", revision 0 (no MPA revision a
+  // receiver can interoperate with), or 513 octets of private data.
+  enum class Frame : std::uint8_t { none, key, revision, private_data };
+  Frame request = Frame::none, reply = Frame::none;
   // Our Terminates: the copied DDP header with a bit of its MSN or TO
   // flipped, or no copied headers at all (M = D = R = 0).
   enum class Terminate : std::uint8_t { none, wrong_ddp_header, no_headers };
@@ -70,6 +70,8 @@ struct Negotiated {
 // The initiator's first octets: its MPA Request (and, with the
 // fpdu_before_reply fault, an FPDU right behind it).
 std::vector<std::byte> mpa_request(const QpConfig& cfg);
+// An MPA Request or Reply of `p`, with `fault` planted (Faults::Frame).
+std::vector<std::byte> encode_frame(protocols::iwarp::MpaRrParams p, Faults::Frame fault);
 
 // The MPA Reply a responder configured by `cfg` answers a decoded Request
 // with (RFC 5044 §7.1.1; RFC 6581 §9.1 IRD/ORD, §9.2 RTR), and the RTR type

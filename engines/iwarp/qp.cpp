@@ -114,7 +114,7 @@ void QueuePair::on_rr(Bytes frame) {
     p2p_ = plan.p2p;
     rtr_ = plan.p2p ? plan.rtr : rtr_;
     plan.params.reject = true;
-    pi::encode_mpa_rr(reply, plan.params);
+    reply = encode_frame(plan.params, cfg_.faults.reply);
     tx_.made(B(reply));
     state_ = QpState::closed;
     error_ = "rejected the Request (configured to)";
@@ -122,7 +122,7 @@ void QueuePair::on_rr(Bytes frame) {
     rx_ = Rx::dead;
     return;
   }
-  pi::encode_mpa_rr(reply, plan.params);
+  reply = encode_frame(plan.params, cfg_.faults.reply);
   tx_.made(B(reply));
   settle(responder_settles(*f, plan, cfg_));
   established();

@@ -119,6 +119,32 @@ const std::vector<ScenarioInfo>& scenarios() {
   return v;
 }
 
+const std::vector<ReplyFault>& reply_faults() {
+  using F = eng::Faults::Frame;
+  static const std::vector<ReplyFault> v = {
+      {"key", F::key, "a Reply whose key ends in \"FramE\"",
+       "RFC 5044 §7.1.1 (Key) and §7.1.2 rules 3 and 5: an initiator finding any other key than \"MPA ID Rep "
+       "Frame\" closes the connection",
+       {"iwarp.mpa.rep.key"}},
+      {"revision", F::revision, "a Reply of revision 0",
+       "RFC 5044 §7.1.1 (Rev): a receiver that cannot interoperate with the revision received (no MPA revision 0 "
+       "exists) closes the connection; §7.1.2 rule 3: an improperly formatted Reply is answered by a close",
+       // (revision 1's layout: to an enhanced Request, a Reply that is not enhanced)
+       {"iwarp.mpa.rr.revision", "iwarp.mpa.v2.reply_enhanced"}},
+      {"private-data", F::private_data, "a Reply with 513 octets of private data",
+       "RFC 5044 §7.1.1 (PD_Length, Private Data): private data of more than 512 octets makes the receiver close "
+       "the connection",
+       {"iwarp.mpa.rr.pd_length"}},
+  };
+  return v;
+}
+
+const ReplyFault* find_reply_fault(std::string_view name) {
+  for (const auto& f : reply_faults())
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
 const ScenarioInfo* find_scenario(std::string_view name) {
   for (const auto& s : scenarios())
     if (s.name == name) return &s;

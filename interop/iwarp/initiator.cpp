@@ -498,9 +498,9 @@ RunResult run_initiator(std::string_view peer, const RunOptions& o) {
   }
   switch (info->code) {
     case kTermBeforeReply: cfg.faults.fpdu_before_reply = true; break;
-    case kMpaKey: cfg.faults.request = Faults::Request::key; break;
-    case kMpaRevision: cfg.faults.request = Faults::Request::revision; break;
-    case kMpaPrivateData: cfg.faults.request = Faults::Request::private_data; break;
+    case kMpaKey: cfg.faults.request = Faults::Frame::key; break;
+    case kMpaRevision: cfg.faults.request = Faults::Frame::revision; break;
+    case kMpaPrivateData: cfg.faults.request = Faults::Frame::private_data; break;
     default: break;
   }
   if (const std::string bad = Device().validate(cfg); !bad.empty()) {

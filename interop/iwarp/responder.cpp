@@ -24,6 +24,30 @@ struct Responder {
     return false;
   }
 
+  // With a fault planted in our Reply the initiator must close the
+  // connection, with no FPDU and no Terminate (ReplyFault's rule).
+  bool faulty_reply() {
+    const ReplyFault* f = nullptr;
+    for (const auto& x : reply_faults())
+      if (x.frame == o.qp.faults.reply) f = &x;
+    if (!f) return false;
+    rep["scenario"] = fmt::format("reply-fault {}", f->name);
+    s.link->run_until([&] { return s.dead() || s.qp.fpdus_received() > 0 || s.qp.terminate_received().has_value(); },
+                      s.timeout_ms);
+    if (s.qp.terminate_received()) {
+      rep["message"] = fmt::format("the initiator answered {} with a Terminate; it must close without one ({})", f->summary, f->rule);
+      return false;
+    }
+    if (s.qp.fpdus_received() > 0) {
+      rep["message"] = fmt::format("the initiator took {}: it sent an FPDU; it must close the connection ({})", f->summary, f->rule);
+      return false;
+    }
+    if (!s.link->peer_eof() && !s.link->peer_reset()) return fail(fmt::format("waiting for the initiator to close after {}", f->summary));
+    rep["message"] = fmt::format("the initiator {} the connection after {}, as required", s.link->peer_reset() ? "reset" : "closed",
+                                 f->summary);
+    return true;
+  }
+
   bool result(std::optional<std::size_t> bad_at) {
     Ctl m;
     m.kind = kResult;
@@ -247,6 +271,8 @@ nlohmann::json serve_one(Fd fd, const PeerOptions& o, const std::string& pcap, M
     ok = resp.fail("MPA setup");
     ok = ok || (o.qp.reject && s.qp.state() == QpState::closed);
     if (o.qp.reject) rep["message"] = "rejected the MPA Request, as configured";
+  } else if (o.qp.faults.reply != Faults::Frame::none) {
+    ok = resp.faulty_reply();
   } else if (const auto first = s.receive_in_place(); !first) {
     resp.fail("waiting for the first message");
   } else if (first->second.size() == kRpingInfo) {

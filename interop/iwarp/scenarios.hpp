@@ -61,6 +61,18 @@ struct ScenarioInfo {
   bool unrecognisable = false;
 };
 
+// Faults our responder can plant in its MPA Reply (rdmaconf serve iwarp
+// --reply-fault NAME): the initiator must close the connection, sending no
+// FPDU and no Terminate (RFC 5044 §7.1.2 rule 3, rule 5).
+struct ReplyFault {
+  std::string_view name;
+  eng::Faults::Frame frame;
+  std::string_view summary, rule;
+  std::vector<std::string_view> failing_cases;  // what the recording must FAIL
+};
+const std::vector<ReplyFault>& reply_faults();
+const ReplyFault* find_reply_fault(std::string_view name);
+
 const std::vector<ScenarioInfo>& scenarios();
 const ScenarioInfo* find_scenario(std::string_view name);
 

@@ -55,6 +55,11 @@ class Suite final : public LiveSuite {
     } else {
       add_responder_options(c, serve_);
       c.add_flag("--reject", reject_, "reject every MPA Request");
+      c.add_option("--reply-fault", reply_fault_,
+                   "plant a fault in every MPA Reply: key (a key ending in \"FramE\"), revision (revision 0) or "
+                   "private-data (513 octets); the initiator must close without an FPDU or a Terminate, and each "
+                   "connection's result says whether it did")
+          ->check(CLI::IsMember({"key", "revision", "private-data"}));
       c.add_flag("--perftest", serve_.perftest, "serve perftest clients (ib_{write,read,send}_bw -R, rdma_cm) instead of our exchange");
       c.add_option("--peer-program", serve_.peer_program,
                    "--perftest: what the clients run: ib_write_bw (the default), ib_read_bw or ib_send_bw (receives "
@@ -84,6 +89,7 @@ class Suite final : public LiveSuite {
     c.private_data.assign(reinterpret_cast<const std::byte*>(private_data_.data()),
                           reinterpret_cast<const std::byte*>(private_data_.data()) + private_data_.size());
     c.reject = reject_;
+    if (const auto* f = find_reply_fault(reply_fault_)) c.faults.reply = f->frame;
     c.setup_timeout_ms = static_cast<std::uint64_t>(timeout_ms);
     return c;
   }
@@ -168,6 +174,7 @@ class Suite final : public LiveSuite {
   InitiatorOptions init_;
   ResponderOptions serve_;
   bool crc_ = true, markers_ = false, no_enhanced_ = false, spin_ = false, reject_ = false;
+  std::string reply_fault_;
   unsigned revision_ = 2;
   std::string p2p_ = "none", private_data_;
   std::uint16_t ird_ = 16, ord_ = 16;

@@ -2,6 +2,8 @@
 // transport over RoCEv2).
 #include "interop/lab/peers.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "interop/ib/scenarios.hpp"
@@ -19,6 +21,13 @@ const iwarp::ScenarioInfo* siw_fault(const Cell& c) {
   return s && (s->expect || s->close_only) ? s : nullptr;
 }
 
+// The fault a cell of our responder plants in its MPA Reply (--reply-fault).
+const iwarp::ReplyFault* siw_reply_fault(const Cell& c) {
+  if (c.our_role != "responder") return nullptr;
+  const auto at = std::find(c.our_args.begin(), c.our_args.end(), "--reply-fault");
+  return at != c.our_args.end() && at + 1 != c.our_args.end() ? iwarp::find_reply_fault(*(at + 1)) : nullptr;
+}
+
 std::string siw_configure(Cell& c, const std::string& config) {
   if (const auto k = SiwKnobs::parse(config.empty() ? "crc-off.v2" : config)) {
     c.siw = *k;
@@ -34,8 +43,10 @@ std::string siw_rules(const Cell& c, std::string_view expect) {
   if (const auto* s = siw_fault(c)) {
     const Expect want = s->expect ? Expect::terminate : Expect::close;
     if (c.expect != want) return fmt::format("expect: scenario {} requires {}, the cell says {}", c.scenario, expect_name(want), expect);
+  } else if (siw_reply_fault(c)) {
+    if (c.expect != Expect::close) return fmt::format("expect: a Reply fault requires close, the cell says {}", expect);
   } else if (c.expect == Expect::terminate || c.expect == Expect::close) {
-    return fmt::format("expect: {} is for our iWARP initiator's terminate-* scenarios", expect);
+    return fmt::format("expect: {} is for our iWARP initiator's terminate-* scenarios and our responder's Reply faults", expect);
   }
   return {};
 }
@@ -43,6 +54,7 @@ std::string siw_rules(const Cell& c, std::string_view expect) {
 bool siw_knows(std::string_view scenario) { return iwarp::find_scenario(scenario) != nullptr; }
 
 std::optional<std::string> siw_rule(const Cell& c) {
+  if (const auto* f = siw_reply_fault(c)) return std::string(f->rule);
   const auto* s = iwarp::find_scenario(c.scenario);
   return s && !s->rule.empty() ? std::optional<std::string>(s->rule) : std::nullopt;
 }
@@ -54,6 +66,7 @@ std::optional<std::string> siw_terminate(const Cell& c) {
 }
 
 std::vector<std::string> siw_planted_failures(const Cell& c) {
+  if (const auto* f = siw_reply_fault(c)) return {f->failing_cases.begin(), f->failing_cases.end()};
   const auto* s = iwarp::find_scenario(c.scenario);
   if (!s || !(s->expect || s->close_only)) return {};
   return {s->failing_cases.begin(), s->failing_cases.end()};

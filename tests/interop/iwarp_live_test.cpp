@@ -272,6 +272,32 @@ BOOST_AUTO_TEST_CASE(crc_field_ignored_without_crc) {
   }
 }
 
+// Our responder's Reply faults: our initiator closes on each, so the
+// responder's report says the initiator did what RFC 5044 §7.1.1 and §7.1.2
+// require, and the recording FAILs the fault's cases and nothing else.
+BOOST_AUTO_TEST_CASE(reply_faults_draw_a_close) {
+  const Config cfg{2, false, false, false, false, Rtr::none};
+  for (const auto& f : ii::reply_faults()) {
+    QpConfig responder = qp_config(cfg, false);
+    responder.faults.reply = f.frame;
+    Peer peer(responder, fmt::format("reply-{}", f.name));
+    ii::RunOptions o;
+    o.scenario = "rping";
+    o.qp = qp_config(cfg, true);
+    o.timeout_ms = 5000;
+    const auto r = ii::run_initiator(peer.addr(), o);
+    BOOST_TEST(!r.ok, f.name << ": " << r.message);
+    BOOST_TEST(!r.terminate_sent.has_value(), f.name);
+    const auto rep = peer.last(1);
+    BOOST_TEST_REQUIRE(!rep.is_null(), f.name);
+    BOOST_TEST(rep.value("ok", false), f.name << ": " << rep.dump());
+    const auto c = check(rep.value("pcap", std::string()));
+    BOOST_TEST(c.error.empty(), c.error);
+    const std::set<std::string> want(f.failing_cases.begin(), f.failing_cases.end());
+    BOOST_TEST(c.fails == want, f.name << ": FAIL " << fmt::format("{}", fmt::join(c.fails, ", ")));
+  }
+}
+
 // The marker fault needs a responder that asked for markers; without that
 // the scenario says it does not apply rather than passing.
 BOOST_AUTO_TEST_CASE(marker_fault_is_skipped_when_the_peer_sends_no_markers) {
