@@ -39,6 +39,7 @@ std::vector<std::byte> mpa_request(const QpConfig& cfg) {
 }
 
 std::vector<std::byte> encode_frame(pi::MpaRrParams p, Faults::Frame fault) {
+  if (fault == Faults::Frame::withheld) return {};
   if (fault == Faults::Frame::revision) {  // revision 1's layout (no RFC 6581 bit), then 0
     p.revision = 1;
     p.enhanced = p.p2p = p.send_rtr = p.write_rtr = p.read_rtr = false;
@@ -49,6 +50,7 @@ std::vector<std::byte> encode_frame(pi::MpaRrParams p, Faults::Frame fault) {
   pi::encode_mpa_rr(out, p);
   if (fault == Faults::Frame::key) out[15] ^= std::byte{0x20};  // "MPA ID Req FramE", "MPA ID Rep FramE"
   if (fault == Faults::Frame::revision) out[17] = std::byte{0};
+  if (fault == Faults::Frame::request_key) out[9] = std::byte{'q'};  // "MPA ID Req Frame" in a Reply
   return out;
 }
 

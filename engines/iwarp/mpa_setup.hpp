@@ -27,16 +27,22 @@ struct Faults {
   std::uint64_t skip_read_msn = 0;         // the Nth RDMA Read Request skips one MSN on its queue
   // Our MPA Request (initiator) or Reply (responder) breaks one rule of
   // RFC 5044 §7.1.1: a key ending in "FramE", revision 0 (no MPA revision a
-  // receiver can interoperate with), or 513 octets of private data.
-  enum class Frame : std::uint8_t { none, key, revision, private_data };
+  // receiver can interoperate with), or 513 octets of private data; or it
+  // is never sent (withheld: §7.1.2 rules 8 and 10, the startup timeouts),
+  // or (a Reply) it carries the Request's key, as a second initiator would
+  // (request_key: §7.1.2 rule 8).
+  enum class Frame : std::uint8_t { none, key, revision, private_data, withheld, request_key };
   Frame request = Frame::none, reply = Frame::none;
   // Our Terminates: the copied DDP header with a bit of its MSN or TO
   // flipped, or no copied headers at all (M = D = R = 0).
   enum class Terminate : std::uint8_t { none, wrong_ddp_header, no_headers };
   Terminate terminate = Terminate::none;
   // The Nth FPDU sent (1-based; 0 off) carries DDP version 2, RDMAP version
-  // 2, the undefined opcode 0xF, or (untagged) queue number 5.
-  enum class Segment : std::uint8_t { none, ddp_version, rdmap_version, opcode, qn };
+  // 2, the undefined opcode 0xF, (untagged) queue number 5, (an Atomic
+  // Request) Atomic Operation Code 1, which RFC 7306 §5.2.1 Figure 5 does
+  // not define, or its RDMAP header's last 4 octets left out (an Immediate
+  // Data message then carries 4 octets of data instead of 8).
+  enum class Segment : std::uint8_t { none, ddp_version, rdmap_version, opcode, qn, atomic_opcode, short_body };
   Segment segment = Segment::none;
   std::uint64_t segment_fpdu = 0;
 };

@@ -23,12 +23,7 @@ constexpr std::size_t kHighWater = 512 * 1024;  // transmit backlog before pump(
 
 Bytes B(const std::vector<std::byte>& v) { return {v.data(), v.size()}; }
 
-// A DDP/RDMAP control field (T, DV, RV, opcode: the rows both DDP layouts
-// share) read through the table from the first two octets of a ULPDU.
-unsigned control(Bytes u, std::size_t field) {
-  const auto& f = pi::kDdpTaggedFields[field];
-  return static_cast<unsigned>(protocols::read_bits(u.first(2), f.bit_offset, f.bit_width));
-}
+using pi::ddp_control;
 
 }  // namespace
 
@@ -105,6 +100,11 @@ void QueuePair::on_rr(Bytes frame) {
     return;
   }
   // Responder.
+  if (cfg_.faults.reply == Faults::Frame::withheld) {  // no Reply at all: the initiator's startup timeout is the test
+    state_ = QpState::idle;
+    rx_ = Rx::dead;
+    return;
+  }
   ReplyPlan plan = plan_reply(*f, cfg_);
   if (!plan.problem.empty()) return fail(plan.problem);
   std::vector<std::byte> reply;
@@ -196,7 +196,7 @@ void QueuePair::send_fpdu(Bytes head, Bytes payload) {
   std::byte edited[pi::kDdpUntagged.size + 64];
   if (cfg_.faults.segment != Faults::Segment::none && cfg_.faults.segment_fpdu == fpdus_sent_ &&
       head.size() <= sizeof edited && head.size() >= pi::kDdpTagged.size) {
-    const bool tagged = control(head, pi::DdpTagged::t);
+    const bool tagged = ddp_control(head, pi::DdpTagged::t);
     auto h = Header::decode(tagged ? pi::kDdpTagged : pi::kDdpUntagged, head);
     if (h) {
       switch (cfg_.faults.segment) {
@@ -206,11 +206,21 @@ void QueuePair::send_fpdu(Bytes head, Bytes payload) {
         case Faults::Segment::qn:
           if (!tagged) h->set(pi::DdpUntagged::qn, 5);
           break;
+        case Faults::Segment::atomic_opcode:
+        case Faults::Segment::short_body:
         case Faults::Segment::none: break;
       }
       std::memcpy(edited, head.data(), head.size());
       std::memcpy(edited, h->bytes().data(), h->def().size);
-      head = Bytes(edited, head.size());
+      std::size_t size = head.size();
+      const std::size_t body_at = h->def().size;
+      if (cfg_.faults.segment == Faults::Segment::atomic_opcode && !tagged && size >= body_at + pi::kAtomicRequest.size) {
+        auto a = Header::decode(pi::kAtomicRequest, Bytes(edited + body_at, pi::kAtomicRequest.size));
+        a->set(pi::AtomicRequest::op, 1);
+        std::memcpy(edited + body_at, a->bytes().data(), pi::kAtomicRequest.size);
+      }
+      if (cfg_.faults.segment == Faults::Segment::short_body && size >= body_at + 4) size -= 4;
+      head = Bytes(edited, size);
     }
   }
   last_sent_.head_size = std::min(head.size(), last_sent_.head.size());
@@ -422,6 +432,7 @@ void QueuePair::pump() {
 // ---------------------------------------------------------------- receive
 
 void QueuePair::receive(Bytes in) {
+  if (rx_ == Rx::dead && term_received_) octets_after_terminate_ += in.size();
   if (rx_ == Rx::dead || in.empty()) return;
   if (state_ == QpState::idle) connect();
   rx_bytes(in);
@@ -431,7 +442,9 @@ void QueuePair::receive(Bytes in) {
 void QueuePair::rx_bytes(Bytes in) {
   while (!in.empty()) {
     switch (rx_) {
-      case Rx::dead: return;
+      case Rx::dead:
+        if (term_received_) octets_after_terminate_ += in.size();
+        return;
       case Rx::rr_header:
       case Rx::rr_private: {
         const std::size_t n = std::min(need_ - stage_.size(), in.size());
@@ -495,8 +508,8 @@ void QueuePair::on_fpdu(Bytes f, std::uint32_t crc) {
 // (MSN 1), a zero-length RDMA Write, or a zero-length RDMA Read Request?
 bool QueuePair::is_rtr(Bytes u) const {
   if (u.size() < 2) return false;
-  const bool tagged = control(u, pi::DdpTagged::t);
-  const unsigned op = control(u, pi::DdpTagged::opcode);
+  const bool tagged = ddp_control(u, pi::DdpTagged::t);
+  const unsigned op = ddp_control(u, pi::DdpTagged::opcode);
   if (rtr_ == Rtr::write) return tagged && op == pi::kOpWrite && u.size() == pi::kDdpTagged.size;
   if (tagged || u.size() < pi::kDdpUntagged.size) return false;
   if (rtr_ == Rtr::send) return op == pi::kOpSend && u.size() == pi::kDdpUntagged.size;
@@ -505,14 +518,14 @@ bool QueuePair::is_rtr(Bytes u) const {
 }
 
 bool QueuePair::is_terminate(Bytes u) const {
-  return u.size() >= pi::kDdpUntagged.size && !control(u, pi::DdpTagged::t) &&
-         control(u, pi::DdpTagged::opcode) == pi::kOpTerminate;
+  return u.size() >= pi::kDdpUntagged.size && !ddp_control(u, pi::DdpTagged::t) &&
+         ddp_control(u, pi::DdpTagged::opcode) == pi::kOpTerminate;
 }
 
 void QueuePair::on_ulpdu(Bytes u) {
   if (u.size() < 2) return terminate(kTermLayerRdma, kTermRdmaOperation, 0xff, "ULPDU shorter than a DDP control field", u);
-  const bool tagged = control(u, pi::DdpTagged::t);
-  const unsigned dv = control(u, pi::DdpTagged::dv), rv = control(u, pi::DdpTagged::rv);
+  const bool tagged = ddp_control(u, pi::DdpTagged::t);
+  const unsigned dv = ddp_control(u, pi::DdpTagged::dv), rv = ddp_control(u, pi::DdpTagged::rv);
   if (dv != 1)
     return terminate(kTermLayerDdp, tagged ? kTermDdpTagged : kTermDdpUntagged, tagged ? 0x04 : 0x06,
                      fmt::format("DDP version {}", dv), u);
@@ -762,7 +775,7 @@ void QueuePair::on_terminate(Bytes body) {
       else whole = false;
     }
     if (whole && info.ddp_copied) {
-      const bool tagged = !rest.empty() && control(rest, pi::DdpTagged::t);
+      const bool tagged = !rest.empty() && ddp_control(rest, pi::DdpTagged::t);
       if (const auto b = take(tagged ? pi::kDdpTagged.size : pi::kDdpUntagged.size, "the terminated DDP header"))
         info.ddp_header.assign(b->begin(), b->end());
       else whole = false;
@@ -794,7 +807,7 @@ void QueuePair::terminate(unsigned layer, unsigned etype, unsigned code, std::st
   std::vector<std::byte> body;
   std::size_t ddp_len = 0;
   if (offending.size() >= 2) {
-    const bool tagged = control(offending, pi::DdpTagged::t);
+    const bool tagged = ddp_control(offending, pi::DdpTagged::t);
     ddp_len = tagged ? pi::kDdpTagged.size : pi::kDdpUntagged.size;
     if (offending.size() < ddp_len) ddp_len = 0;
   }

@@ -93,6 +93,9 @@ class QueuePair {
   const std::string& error() const { return error_; }
   const std::optional<TerminateInfo>& terminate_sent() const { return term_sent_; }
   const std::optional<TerminateInfo>& terminate_received() const { return term_received_; }
+  // Octets the peer sent after its Terminate (its stream ends there: RFC
+  // 5040 §7.1), which are not read.
+  std::uint64_t octets_after_terminate() const { return octets_after_terminate_; }
   // The peer's whole MPA Request or Reply came (whatever it said).
   bool mpa_frame_received() const { return !rr_.empty(); }
   // Negotiated: CRC in use, markers each way, IRD/ORD in effect, peer's private data.
@@ -215,7 +218,7 @@ class QueuePair {
   std::size_t need_ = 20;
   protocols::iwarp::MpaFramer<> framer_;  // FPDUs from the peer's first one on
   std::vector<std::byte> rr_;
-  std::uint64_t fpdus_received_ = 0;
+  std::uint64_t fpdus_received_ = 0, octets_after_terminate_ = 0;
   std::uint32_t expect_msn_[protocols::iwarp::kRdmapQueues] = {1, 1, 1, 1};
   std::deque<RecvWr> rq_;
   struct Inbound {  // the untagged message being received on queue 0

@@ -22,6 +22,21 @@ std::vector<ScenarioInfo> make_catalog() {
   data("crc-ignored", kCrcIgnored, "rping's exchange without CRC, every FPDU's CRC field 0x5a5a5a5a instead of zero; the "
        "responder must accept them all", 64, 20);
   v.back().rule = "RFC 5044 §7.1.1 (C): without CRCs in use the CRC field is valid whatever it holds";
+  // RFC 5040 §5.2.1 and RFC 5041 §5.2: a zero-length RDMA Write or Read
+  // carries an STag and offset that must not be checked.
+  data("zero-length", kZeroLength, "an RDMA Write and an RDMA Read Request of zero octets naming an STag that does not "
+       "exist; the responder must answer the Read (a zero-length Read Response) and send no Terminate", 64, 1);
+  v.back().rule = "RFC 5040 §5.2.1 and RFC 5041 §5.2: for a zero-length Write or Read the STag and offset are not validated";
+  // RFC 7306 §5.1 and §5.2: FetchAdd and CmpSwap, with the original values
+  // returned and the memory left as the text says (kAtomicSteps).
+  data("atomic", kAtomic, "FetchAdd twice, a CmpSwap whose compare fails, one whose compare matches and a FetchAdd of "
+       "zero on one word of the responder's buffer: every original value returned and the word's end value checked", 64, 1);
+  v.back().rule = "RFC 7306 §5.1.1, §5.1.2, §5.2.1: a responder with atomics implements FetchAdd and CmpSwap as specified";
+  v.back().needs_rfc7306 = true;
+  data("immediate", kImmediate, "Immediate Data messages (with and without SE), each value and their order checked at "
+       "the responder", 64, 12);
+  v.back().rule = "RFC 7306 §6.3: Immediate Data consume one untagged buffer each and are delivered in order";
+  v.back().needs_rfc7306 = true;
   auto term = [&](std::string_view n, Code c, std::string_view s, ExpectedTerminate e, std::string_view rule,
                   std::vector<std::string_view> cases, bool crc = false, bool markers = false) {
     v.push_back({n, c, s, 64, 1, e, false, rule, std::move(cases), false, crc, markers});
@@ -86,6 +101,67 @@ std::vector<ScenarioInfo> make_catalog() {
   term("terminate-qn", kTermQn, "a Send on DDP queue 5", {kTermLayerDdp, kTermDdpUntagged, 0x01},
        "RFC 5041 §7.1 (untagged, item 1) and §7.2: the QN must be valid for the stream; another is DDP untagged 0x01",
        {"iwarp.ddp.qn", "iwarp.rdmap.queue"});  // (a Send belongs on queue 0, RFC 5040 §3.1: both rules break)
+  term("terminate-read-version", kTermReadVersion, "a zero-length RDMA Read Request whose RDMAP control field says version 2",
+       {kTermLayerRdma, kTermRdmaOperation, 0x05},
+       "RFC 5040 §7.2 (RDMA Request Messages, item 3): a Read Request's RDMAP version must be valid; another is a "
+       "Remote Operation Error 0x05 (§4.8 Figure 9)",
+       {"iwarp.rdmap.version"});
+  term("terminate-read-opcode", kTermReadOpcode, "a zero-length RDMA Read Request on queue 1 with the undefined opcode 0xF",
+       {kTermLayerRdma, kTermRdmaOperation, 0x06},
+       "RFC 5040 §7.2 (RDMA Request Messages, item 2): a Read Request's opcode must be valid; an undefined one is a "
+       "Remote Operation Error 0x06, Unexpected OpCode (§4.8 Figure 9)",
+       {"iwarp.rdmap.opcode"});
+  term("terminate-read-wrap", kTermReadWrap, "an RDMA Read Request of 64 octets at source offset 2^64 - 32",
+       {kTermLayerRdma, kTermRdmaProtection, 0x04, false, 0x01},
+       "RFC 5040 §7.2 (RDMA Request Messages, items 4c to 4e): offset plus size must not wrap; TO Wrap 0x04 (§4.8 "
+       "Figure 9), or Base or bounds violation 0x01 for the offset outside the region, which a responder may find first",
+       {});
+  term("terminate-zero-send", kTermZeroSend, "zero-length Sends, one more than the receives the responder posted",
+       {kTermLayerDdp, kTermDdpUntagged, 0x02},
+       "RFC 5040 §5.3: a zero-length Send still consumes an untagged buffer, so one more than were posted finds none "
+       "(DDP untagged 0x02, RFC 5041 §7.2)",
+       {});
+  term("terminate-atomic-align", kTermAtomicAlign, "a FetchAdd whose target offset is 4 octets off 64-bit alignment",
+       {kTermLayerRdma, kTermRdmaOperation, 0x07},
+       "RFC 7306 §5.1.1 and §8.2: a misaligned FetchAdd is an error that leaves memory alone and draws a Remote "
+       "Operation Error 0x07, Catastrophic error localized to the RDMAP Stream",
+       {"iwarp.rdmap.atomic.alignment"});
+  term("terminate-cmpswap-align", kTermCmpSwapAlign, "a CmpSwap whose target offset is 4 octets off 64-bit alignment",
+       {kTermLayerRdma, kTermRdmaOperation, 0x07},
+       "RFC 7306 §5.1.2 and §8.2: a misaligned CmpSwap is not performed, leaves memory alone and draws a Remote "
+       "Operation Error 0x07, Catastrophic error localized to the RDMAP Stream",
+       {"iwarp.rdmap.atomic.alignment"});
+  term("terminate-atomic-opcode", kTermAtomicOpcode, "an Atomic Request with Atomic Operation Code 1, which RFC 7306 does not define",
+       {kTermLayerRdma, 0, 0, true},
+       "RFC 7306 §5.2.1 item 4 and §8: an Atomic Operation Code the responder does not support is surfaced as an "
+       "error, reported with a Terminate of the RDMA layer (RFC 5040 §7.1; the text names no code)",
+       {"iwarp.rdmap.atomic.format"});
+  term("terminate-immediate-length", kTermImmediateLength, "an Immediate Data message carrying 4 octets instead of 8",
+       {kTermLayerRdma, 0, 0, true},
+       "RFC 7306 §6.3: the receiver checks that Immediate Data carry exactly 8 octets; one that does not is an error "
+       "on an incoming message, reported with a Terminate (§8.2; the text names no code)",
+       {"iwarp.ddp.segment.header"});  // (the 4 octets are too few for the Immediate Data header the opcode calls for)
+  for (auto* t : {"terminate-atomic-align", "terminate-cmpswap-align", "terminate-atomic-opcode", "terminate-immediate-length"})
+    for (auto& x : v)
+      if (x.name == t) x.needs_rfc7306 = true;
+  term("silent-after-crc", kSilentAfterCrc, "an FPDU with a corrupted CRC, then a zero-length RDMA Read Request",
+       {kTermLayerLlp, 0, 0x02},
+       "RFC 5044 §8: after reporting an error MPA passes no more FPDUs of that half connection; RFC 5040 §7.1: "
+       "nothing follows the Terminate. The Read Request behind the bad FPDU must go unanswered",
+       {"iwarp.mpa.fpdu.crc"}, true);
+  v.back().behind = ScenarioInfo::Behind::zero_read;
+  term("silent-after-msn", kSilentAfterMsn, "a Send whose MSN skips one, then a zero-length RDMA Read Request",
+       {kTermLayerDdp, kTermDdpUntagged, 0x03},
+       "RFC 5041 §7.1: after an error DDP drops every later segment of the stream; RFC 5040 §7.1: nothing follows the "
+       "Terminate. The Read Request behind the bad Send must go unanswered",
+       {"iwarp.ddp.msn"});
+  v.back().behind = ScenarioInfo::Behind::zero_read;
+  term("terminate-first-error", kTermFirstError, "a Send whose MSN skips one, then an RDMA Write to an STag that names no region",
+       {kTermLayerDdp, kTermDdpUntagged, 0x03},
+       "RFC 5040 §7.1 rule 4: with several errors found before the Terminate goes out, it describes the first message "
+       "that erred (here the Send: DDP untagged 0x03, its DDP header copied)",
+       {"iwarp.ddp.msn"});
+  v.back().behind = ScenarioInfo::Behind::second_error;
   v.push_back({"terminate-before-reply", kTermBeforeReply,
                "an FPDU sent right behind the MPA Request, before the Reply", 64, 1, std::nullopt, true, "RFC 5044 §7.1.2: the initiator sends no FPDU before it has received the Reply; with no framing agreed the "
                "responder can only close",
@@ -109,10 +185,23 @@ std::vector<ScenarioInfo> make_catalog() {
               "RFC 5044 §7.1.1 (PD_Length, Private Data): private data of more than 512 octets makes the receiver "
               "close the connection",
               {"iwarp.mpa.rr.pd_length"});
+  // No Request at all: a responder should give up waiting for it (RFC 5044
+  // §7.1.2 rules 8 and 10, SHOULD); judged by the time it takes to close.
+  v.push_back({"mpa-no-request", kMpaWithheld, "a TCP connection on which the initiator never sends its MPA Request",
+               64, 1, std::nullopt, true,
+               "RFC 5044 §7.1.2 rule 8: a responder should time out waiting for the Request (two responders meeting); "
+               "rule 10: a reasonable timeout for the whole set of startup frames (SHOULD)",
+               {}, false, false, false, true, true});
   return v;
 }
 
 }  // namespace
+
+std::string ExpectedTerminate::text() const {
+  if (any_type) return fmt::format("{}/any", layer);
+  return or_code ? fmt::format("{}/{}/{:#04x} or {:#04x}", layer, etype, code, *or_code)
+                 : fmt::format("{}/{}/{:#04x}", layer, etype, code);
+}
 
 const std::vector<ScenarioInfo>& scenarios() {
   static const std::vector<ScenarioInfo> v = make_catalog();
@@ -135,6 +224,13 @@ const std::vector<ReplyFault>& reply_faults() {
        "RFC 5044 §7.1.1 (PD_Length, Private Data): private data of more than 512 octets makes the receiver close "
        "the connection",
        {"iwarp.mpa.rr.pd_length"}},
+      {"request-key", F::request_key, "a Reply that carries the Request's key, as a second initiator would",
+       "RFC 5044 §7.1.2 rule 8: an initiator uses the difference between the Request and the Reply to detect two "
+       "initiators meeting; rule 3: an improperly formatted Reply is answered by a close",
+       {"iwarp.mpa.rep.key"}},
+      {"withheld", F::withheld, "no Reply at all",
+       "RFC 5044 §7.1.2 rule 10: an MPA implementation should time out waiting for the startup frames (SHOULD)",
+       {}},
   };
   return v;
 }

@@ -230,16 +230,115 @@ struct Initiator {
     return true;
   }
 
+  // RFC 7306 §5.1: the steps of kAtomicSteps on the first word of the
+  // responder's buffer, one at a time, each Atomic Response's original
+  // value checked; the responder checks the word's end value.
+  bool atomic() {
+    const auto c = hello({});
+    if (!c) return false;
+    auto& res = s.buffer(8);
+    const auto res_stag = s.pd.register_mr(res, kLocalWrite);
+    std::string bad;
+    std::uint64_t step = 0;
+    s.on_data = [&](const Completion& done) {
+      const auto& st = kAtomicSteps[step];
+      if (bad.empty() && done.atomic_original != st.original)
+        bad = fmt::format("{} {}: the Atomic Response's original value is {:#018x}, expected {:#018x} (RFC 7306 §5.1.{})",
+                          st.compare_swap ? "CmpSwap" : "FetchAdd", step + 1, done.atomic_original.value_or(0),
+                          st.original, st.compare_swap ? 2 : 1);
+    };
+    for (; step < kAtomicSteps.size(); ++step) {
+      const auto& st = kAtomicSteps[step];
+      SendWr w{kDataBase + step, st.compare_swap ? WrOpcode::atomic_compare_swap : WrOpcode::atomic_fetch_add,
+               {res_stag, 0, 8}};
+      w.remote_stag = c->stag;
+      w.remote_to = c->to;
+      w.add_swap = st.add_swap;
+      w.compare = st.compare;
+      const std::uint64_t target = s.completed + 1;
+      s.post(w);
+      if (!s.wait([&] { return s.completed >= target; })) return fail(fmt::format("atomic step {}", step + 1));
+      if (!bad.empty()) {
+        s.on_data = nullptr;
+        r.message = bad;
+        return false;
+      }
+    }
+    s.on_data = nullptr;
+    if (!finish()) return false;
+    r.message = fmt::format("{} Atomic Operations, every original value as RFC 7306 §5.1 computes it; {}",
+                            kAtomicSteps.size(), r.message);
+    return true;
+  }
+
+  // RFC 7306 §6.3: Immediate Data, in batches of the responder's credits,
+  // each batch acknowledged by a Send; the responder checks every value
+  // and the order.
+  bool immediate() {
+    const auto c = hello({});
+    if (!c) return false;
+    const std::uint64_t batch = std::max<std::uint16_t>(c->credits, 1);
+    for (std::uint64_t i = 0; i < iters;) {
+      const std::uint64_t end = std::min(iters, i + batch);
+      for (; i < end; ++i) {
+        SendWr w{kDataBase + i, WrOpcode::immediate, {}};
+        w.imm = immediate_value(i);
+        w.solicited = i % 2 == 1;
+        s.post(w);
+      }
+      if (!s.receive()) return fail(fmt::format("waiting for the responder to take Immediate Data {}", end - 1));
+    }
+    if (!finish()) return false;
+    r.message = fmt::format("{} Immediate Data messages delivered in order with their values; {}", iters, r.message);
+    return true;
+  }
+
+  // RFC 5040 §5.2.1, RFC 5041 §5.2: a zero-length Write and Read naming an
+  // STag that does not exist (and an offset near the top) must go through:
+  // the Read is answered, nothing is terminated.
+  bool zero_length() {
+    std::optional<Ctl> c;
+    if (o.peer_program != "rping" && !(c = hello({}))) return false;
+    const std::uint32_t bogus = (c ? c->stag : 0x5eed0000u) + (0x10000u << 8);
+    auto& local = s.buffer(64);
+    const auto stag = s.pd.register_mr(local, kLocalWrite);
+    SendWr w{kDataBase, WrOpcode::write, {stag, 0, 0}};
+    w.remote_stag = bogus;
+    w.remote_to = ~0ull - 16;
+    s.post(w);
+    SendWr rd{kDataBase + 1, WrOpcode::read, {stag, 0, 0}};
+    rd.remote_stag = bogus;
+    rd.remote_to = ~0ull - 16;
+    s.post(rd);
+    if (!s.wait([&] { return s.completed >= 2; })) return fail("waiting for the zero-length Read Response");
+    if (c) {
+      if (!finish()) return false;
+    } else {  // rping -s: no control exchange; a Terminate would come right behind
+      s.link->run_until([&] { return s.dead(); }, 300);
+      if (s.dead()) return fail("after the zero-length Read Response");
+    }
+    r.message = "a zero-length RDMA Write and Read naming a made-up STag went through without a Terminate, the Read "
+                "answered";
+    return true;
+  }
+
   // What `rping -s` offers instead of a ready message: one posted receive of
   // 16 octets (its buffer advertisement) and no buffer of its own; IRD as
   // negotiated. Faults that need one of the responder's buffers are skipped.
   std::optional<Ctl> rping_server_resources() {
+    if (info.needs_rfc7306) {
+      r.skipped = true;
+      r.message = "not applicable against rping -s: the scenario needs a responder with RFC 7306 (atomics, Immediate "
+                  "Data) and a buffer it advertises";
+      return std::nullopt;
+    }
     switch (info.code) {
       // oversize: its RDMA Write would name our made-up STag, which the
       // responder may rightly report before it finds the framing broken.
       // msn-repeat: a repeat needs a Send before it, which would use rping's only receive.
+      // zero-send: rping -s reposts its receive as soon as a message came.
       case kTermMarker: case kTermBounds: case kTermAccess: case kTermReadBounds: case kTermOrd: case kTermOversize:
-      case kTermMsnRepeat:
+      case kTermMsnRepeat: case kTermReadWrap: case kTermZeroSend:
         r.skipped = true;
         r.message = "not applicable against rping -s: the fault needs a buffer the responder advertises or a second posted receive";
         return std::nullopt;
@@ -258,7 +357,9 @@ struct Initiator {
   // Breaks one rule, then requires the Terminate (or close) of ScenarioInfo.
   bool provoke() {
     if (info.close_only) {  // the fault already happened with the Request
-      s.link->run_until([&] { return s.dead(); }, s.timeout_ms);
+      const auto t0 = Clock::now();
+      s.link->run_until([&] { return s.dead(); }, info.code == kMpaWithheld ? kStartupWaitMs : s.timeout_ms);
+      waited_s = std::chrono::duration<double>(Clock::now() - t0).count();
       return judge();
     }
     const auto c = o.peer_program == "rping" ? rping_server_resources() : hello({});
@@ -322,6 +423,56 @@ struct Initiator {
           s.send(small);
         break;
       }
+      case kTermReadVersion:
+      case kTermReadOpcode: {  // zero length: no STag of the responder's is needed, nor checked
+        s.qp.faults().segment = info.code == kTermReadVersion ? Faults::Segment::rdmap_version : Faults::Segment::opcode;
+        s.qp.faults().segment_fpdu = s.qp.fpdus_sent() + 1;
+        SendWr rd{kDataBase, WrOpcode::read, {local_stag, 0, 0}};
+        rd.remote_stag = bad_stag;
+        s.post(rd);
+        break;
+      }
+      case kTermReadWrap:
+        w.op = WrOpcode::read;
+        w.remote_stag = c->stag_ro;
+        w.remote_to = ~0ull - 31;  // 64 octets from 2^64 - 32
+        s.post(w);
+        break;
+      case kTermZeroSend:
+        for (unsigned k = 0; k <= c->credits; ++k) s.send({});
+        break;
+      case kTermAtomicAlign:
+      case kTermCmpSwapAlign:
+      case kTermAtomicOpcode: {
+        SendWr a{kDataBase, info.code == kTermCmpSwapAlign ? WrOpcode::atomic_compare_swap : WrOpcode::atomic_fetch_add,
+                 {local_stag, 0, 8}};
+        a.remote_stag = c->stag;
+        a.remote_to = c->to + (info.code == kTermAtomicOpcode ? 0 : 4);
+        a.add_swap = 0x0101010101010101ull;
+        if (info.code == kTermAtomicOpcode) {
+          s.qp.faults().segment = Faults::Segment::atomic_opcode;
+          s.qp.faults().segment_fpdu = s.qp.fpdus_sent() + 1;
+        }
+        s.post(a);
+        break;
+      }
+      case kTermImmediateLength: {
+        s.qp.faults().segment = Faults::Segment::short_body;
+        s.qp.faults().segment_fpdu = s.qp.fpdus_sent() + 1;
+        SendWr im{kDataBase, WrOpcode::immediate, {}};
+        im.imm = immediate_value(0);
+        s.post(im);
+        break;
+      }
+      case kSilentAfterCrc:
+        s.qp.faults().corrupt_crc_fpdu = s.qp.fpdus_sent() + 1;
+        s.send(small);
+        break;
+      case kSilentAfterMsn:
+      case kTermFirstError:
+        s.qp.faults().skip_msn_message = s.qp.send_messages() + 1;
+        s.send(small);
+        break;
       case kTermTooLong: {
         auto& big = s.buffer(c->recv_size + 1);
         const auto big_stag = s.pd.register_mr(big, 0);
@@ -359,9 +510,28 @@ struct Initiator {
         break;
       default: break;
     }
+    bad_segment = s.qp.last_segment_sent();
+    if (info.behind == ScenarioInfo::Behind::zero_read) {  // must go unanswered
+      SendWr probe{kProbe, WrOpcode::read, {local_stag, 0, 0}};
+      probe.remote_stag = bad_stag;
+      s.on_data = [this](const Completion& done) { probe_answered = probe_answered || done.wr_id == kProbe; };
+      s.post(probe);
+    } else if (info.behind == ScenarioInfo::Behind::second_error) {  // the Terminate must not describe it
+      w.wr_id = kProbe;
+      w.remote_stag = bad_stag;
+      s.post(w);
+    }
     s.link->run_until([&] { return s.dead() || s.qp.terminate_received().has_value(); }, s.timeout_ms);
     return judge();
   }
+
+  static constexpr std::uint64_t kProbe = kDataBase + 0xffff;
+  // How long mpa-no-request waits for the responder to give up (RFC 5044
+  // §7.1.2 asks for "a reasonable timeout"; siw's is 10 s).
+  static constexpr int kStartupWaitMs = 20000;
+  double waited_s = 0;
+  SentSegment bad_segment{};  // the segment the fault went into (the last one sent with it)
+  bool probe_answered = false;
 
   // RFC 5040 §4.8: the parts of the Terminate that describe the segment
   // that caused it (the one we sent last). MUST: what M, D and R announce
@@ -373,12 +543,13 @@ struct Initiator {
   // an RDMAP error's too where it can, and an RDMA Read Request's protection
   // error its RDMA header; only a Read Request's.
   bool copied_headers_match(const eng::TerminateInfo& t) {
-    const SentSegment& bad = s.qp.last_segment_sent();
+    const SentSegment& bad = bad_segment;
     const Bytes head = bad.head_bytes();
-    const bool tagged = !head.empty() && (std::to_integer<unsigned>(head[0]) & 0x80);
-    const std::size_t ddp = tagged ? protocols::iwarp::kDdpTagged.size : protocols::iwarp::kDdpUntagged.size;
-    const bool read_request = !tagged && head.size() >= ddp + protocols::iwarp::kReadRequest.size &&
-                              (std::to_integer<unsigned>(head[1]) & 0x0f) == protocols::iwarp::kOpReadRequest;
+    namespace pi = protocols::iwarp;
+    const bool tagged = pi::ddp_control(head, pi::DdpTagged::t);
+    const std::size_t ddp = tagged ? pi::kDdpTagged.size : pi::kDdpUntagged.size;
+    const bool read_request = !tagged && head.size() >= ddp + pi::kReadRequest.size &&
+                              pi::ddp_control(head, pi::DdpTagged::opcode) == pi::kOpReadRequest;
     auto hex = [](Bytes b) { return fmt::format("{:02x}", fmt::join(b, "")); };
     auto wrong = [&](std::string what) {
       r.message += fmt::format("; {} (RFC 5040 §4.8)", what);
@@ -424,6 +595,19 @@ struct Initiator {
                                 t->etype, t->code);
         return false;
       }
+      if (info.code == kMpaWithheld) {
+        if (!s.link->peer_eof() && !s.link->peer_reset()) {
+          r.should_not_met.push_back(fmt::format("RFC 5044 §7.1.2 rules 8 and 10: no timeout on the missing MPA Request "
+                                                 "within {} s", kStartupWaitMs / 1000));
+          r.message = fmt::format("the responder still held the connection after {:.1f} s without a Request; SHOULD "
+                                  "not met: {}", waited_s, r.should_not_met.back());
+          return true;
+        }
+        r.message = fmt::format("the responder {} the connection {:.1f} s after it opened, with no Request sent: a "
+                                "startup timeout, as RFC 5044 §7.1.2 rules 8 and 10 recommend",
+                                s.link->peer_reset() ? "reset" : "closed", waited_s);
+        return true;
+      }
       if (s.link->peer_reset()) {  // an abort is a close too (RFC 5044 §7.1.2 asks for no more than that)
         r.message = "the responder reset the connection without a Terminate, as required";
         return true;
@@ -433,10 +617,10 @@ struct Initiator {
       return true;
     }
     const auto& e = *info.expect;
-    if (!t) return fail(fmt::format("waiting for Terminate {}/{}/{:#04x}", e.layer, e.etype, e.code));
+    if (!t) return fail(fmt::format("waiting for Terminate {}", e.text()));
     r.message = fmt::format("the responder sent Terminate {}/{}/{:#04x}", t->layer, t->etype, t->code);
-    if (t->layer != e.layer || t->etype != e.etype || t->code != e.code) {
-      r.message += fmt::format("; expected {}/{}/{:#04x} ({})", e.layer, e.etype, e.code, info.rule);
+    if (!e.matches(*t)) {
+      r.message += fmt::format("; expected {} ({})", e.text(), info.rule);
       return false;
     }
     if (!copied_headers_match(*t)) return false;
@@ -445,6 +629,21 @@ struct Initiator {
     if (!s.link->peer_eof()) {
       r.message += ", but did not close the connection";
       return false;
+    }
+    if (info.behind == ScenarioInfo::Behind::zero_read) {
+      s.drain();
+      s.on_data = nullptr;
+      if (probe_answered) {
+        r.message += "; it answered the zero-length Read Request sent behind the faulty segment: after the error "
+                     "nothing more of the stream may be processed (RFC 5041 §7.1, RFC 5044 §8)";
+        return false;
+      }
+      if (const auto n = s.qp.octets_after_terminate()) {
+        r.message += fmt::format("; {} octets followed its Terminate (the Read Request sent behind the faulty segment "
+                                 "must go unanswered: RFC 5041 §7.1, RFC 5044 §8)", n);
+        return false;
+      }
+      r.message += ", leaving the Read Request sent behind the faulty segment unanswered,";
     }
     r.message += " and closed, as required";
     for (const auto& n : r.should_not_met) r.message += fmt::format("; SHOULD not met: {}", n);
@@ -501,6 +700,10 @@ RunResult run_initiator(std::string_view peer, const RunOptions& o) {
     case kMpaKey: cfg.faults.request = Faults::Frame::key; break;
     case kMpaRevision: cfg.faults.request = Faults::Frame::revision; break;
     case kMpaPrivateData: cfg.faults.request = Faults::Frame::private_data; break;
+    case kMpaWithheld:  // and no timeout of ours: the responder's is the test
+      cfg.faults.request = Faults::Frame::withheld;
+      cfg.setup_timeout_ms = 3600 * 1000;
+      break;
     default: break;
   }
   if (const std::string bad = Device().validate(cfg); !bad.empty()) {
@@ -528,6 +731,11 @@ RunResult run_initiator(std::string_view peer, const RunOptions& o) {
     in.fail("MPA setup");
   } else {
     r.negotiated = s.negotiated();
+    if (o.peer_program == "rping" && info->needs_rfc7306) {
+      r.skipped = true;
+      r.message = "not applicable against rping -s: the scenario needs a responder with RFC 7306 (atomics, Immediate "
+                  "Data) and a buffer it advertises";
+    }
     switch (info->code) {
       case kRping: ok = in.rping(); break;
       case kCrcIgnored:
@@ -539,6 +747,9 @@ RunResult run_initiator(std::string_view peer, const RunOptions& o) {
           if (ok) r.message += fmt::format(", every one of the {} FPDUs sent with a CRC field of 0x5a5a5a5a", s.qp.fpdus_sent());
         }
         break;
+      case kZeroLength: ok = in.zero_length(); break;
+      case kAtomic: ok = o.peer_program != "rping" && in.atomic(); break;
+      case kImmediate: ok = o.peer_program != "rping" && in.immediate(); break;
       case kWriteBw: ok = in.write_bw(); break;
       case kReadBw: ok = in.read_bw(); break;
       case kSendLat: ok = in.send_lat(); break;

@@ -182,8 +182,15 @@ struct Responder {
     auto& ro = s.buffer(ro_len);
     for (std::uint32_t k = 0; info->code == kReadBw && k < slots; ++k)
       fill_pattern(std::span(ro).subspan(std::size_t(k) * size, size), k + 1);
+    // Canaries: what a terminate-* scenario sends may not land in our
+    // buffers (nothing the catalog sends there is legal), so they are filled
+    // with a pattern that must still be there at the end.
+    if (term) {
+      fill_pattern(rw, kCanarySeed);
+      fill_pattern(ro, kCanarySeed + 1);
+    }
     ready.to = random_to();
-    ready.stag = s.pd.register_mr(rw, kRemoteWrite | kLocalWrite, ready.to);
+    ready.stag = s.pd.register_mr(rw, kRemoteWrite | kLocalWrite | (info->needs_rfc7306 ? unsigned{kRemoteAtomic} : 0u), ready.to);
     ready.len = static_cast<std::uint32_t>(rw_len);
     if (ro_len) {
       ready.to_ro = random_to();
@@ -201,7 +208,35 @@ struct Responder {
         return result(std::nullopt);
       }
       case kReadBw:
+      case kZeroLength:
         return wait_done() && result(std::nullopt);
+      case kAtomic: {
+        if (!wait_done()) return false;
+        std::uint64_t word;
+        std::memcpy(&word, rw.data(), 8);
+        if (word != kAtomicFinal) {
+          (void)result(0);
+          rep["message"] = fmt::format("after the Atomic Operations our word holds {:#018x}, expected {:#018x}", word, kAtomicFinal);
+          return false;
+        }
+        return result(std::nullopt);
+      }
+      case kImmediate: {
+        const std::uint64_t batch = std::max<std::uint16_t>(ready.credits, 1);
+        const std::array<std::byte, 8> ack{};
+        for (std::uint64_t i = 0; i < iters; ++i) {
+          const auto c = s.next_receive();
+          if (!c) return fail(fmt::format("waiting for Immediate Data {}", i));
+          if (c->op != WcOpcode::recv_immediate || c->imm != immediate_value(i)) {
+            (void)result(i);
+            rep["message"] = fmt::format("message {} is not Immediate Data {:#018x} (RFC 7306 §6.3: in order, one per buffer)",
+                                         i, immediate_value(i));
+            return false;
+          }
+          if (((i + 1) % batch == 0 || i + 1 == iters) && !s.send(ack)) return fail("acknowledging Immediate Data");
+        }
+        return wait_done() && result(std::nullopt);
+      }
       case kSendLat: {
         auto& msg = s.buffer(size);
         fill_pattern(msg, kSeedLat);
@@ -238,6 +273,16 @@ struct Responder {
         rep["message"] = fmt::format("sent Terminate {}/{}/{:#04x}: {}", s.qp.terminate_sent()->layer,
                                      s.qp.terminate_sent()->etype, s.qp.terminate_sent()->code,
                                      s.qp.terminate_sent()->reason);
+        if (const auto at = check_pattern(rw, kCanarySeed)) {
+          rep["message"] = fmt::format("{}; yet octet {} of our buffer changed (nothing of a faulty message may be placed)",
+                                       rep["message"].get<std::string>(), *at);
+          return false;
+        }
+        if (const auto at = check_pattern(ro, kCanarySeed + 1)) {
+          rep["message"] = fmt::format("{}; yet octet {} of our read-only buffer changed", rep["message"].get<std::string>(), *at);
+          return false;
+        }
+        rep["canaries"] = "intact";
         return true;
     }
   }
@@ -267,12 +312,12 @@ nlohmann::json serve_one(Fd fd, const PeerOptions& o, const std::string& pcap, M
   Reservation mem(budget);
   Responder resp{s, o, rep, mem};
   bool ok = false;
-  if (!s.wait([&] { return s.qp.state() == QpState::connected; })) {
+  if (o.qp.faults.reply != Faults::Frame::none) {
+    ok = resp.faulty_reply();
+  } else if (!s.wait([&] { return s.qp.state() == QpState::connected; })) {
     ok = resp.fail("MPA setup");
     ok = ok || (o.qp.reject && s.qp.state() == QpState::closed);
     if (o.qp.reject) rep["message"] = "rejected the MPA Request, as configured";
-  } else if (o.qp.faults.reply != Faults::Frame::none) {
-    ok = resp.faulty_reply();
   } else if (const auto first = s.receive_in_place(); !first) {
     resp.fail("waiting for the first message");
   } else if (first->second.size() == kRpingInfo) {

@@ -31,6 +31,16 @@ namespace eng = engine::iwarp;
 
 struct ExpectedTerminate {
   unsigned layer = 0, etype = 0, code = 0;
+  // What else the text allows: any error type and code of the layer (the
+  // text requires an error but names no code), or a second code of the type.
+  bool any_type = false;
+  std::optional<unsigned> or_code = std::nullopt;
+  bool matches(const eng::TerminateInfo& t) const {
+    if (t.layer != layer) return false;
+    if (any_type) return true;
+    return t.etype == etype && (t.code == code || (or_code && t.code == *or_code));
+  }
+  std::string text() const;  // "1/2/0x00", "2/any", "2/1/0x01 or 0x04"
 };
 
 struct ScenarioInfo {
@@ -59,6 +69,17 @@ struct ScenarioInfo {
   // Nothing in the recording reads as iWARP: neither side's first octets
   // are an MPA frame (a Request with a wrong key, rightly left unanswered).
   bool unrecognisable = false;
+  // What goes out right behind the fault. A zero-length RDMA Read Request,
+  // which the responder must not answer: after the error nothing more of
+  // the stream is processed (RFC 5041 §7.1, RFC 5044 §8) and nothing
+  // follows its Terminate. Or a second error (an RDMA Write to an STag that
+  // names no region): the Terminate must still describe the first (RFC
+  // 5040 §7.1 rule 4).
+  enum class Behind : std::uint8_t { nothing, zero_read, second_error };
+  Behind behind = Behind::nothing;
+  // What the responder needs beyond rping -s: a responder implementing RFC
+  // 7306 (atomics, Immediate Data), and a buffer of its own.
+  bool needs_rfc7306 = false;
 };
 
 // Faults our responder can plant in its MPA Reply (rdmaconf serve iwarp

@@ -43,6 +43,9 @@ enum Code : std::uint8_t {
   kSendLat,
   kWriteLat,
   kCrcIgnored,
+  kAtomic,
+  kImmediate,
+  kZeroLength,
   kTermCrc = 16,
   kTermMarker,
   kTermMsnSkip,
@@ -66,7 +69,39 @@ enum Code : std::uint8_t {
   kTermRdmapVersion,
   kTermOpcode,
   kTermQn,
+  kTermReadVersion,
+  kTermReadOpcode,
+  kTermReadWrap,
+  kTermZeroSend,
+  kTermAtomicAlign,
+  kTermCmpSwapAlign,
+  kTermAtomicOpcode,
+  kTermImmediateLength,
+  kSilentAfterCrc,
+  kSilentAfterMsn,
+  kTermFirstError,
+  kMpaWithheld,
 };
+
+// The `atomic` scenario's steps on the first word of the responder's
+// buffer (zero to begin with), each with the original value the Atomic
+// Response must carry; the word ends as kAtomicFinal.
+struct AtomicStep {
+  bool compare_swap;
+  std::uint64_t add_swap, compare, original;
+};
+inline constexpr std::uint64_t kAtomicA = 0x0000000100000001ull, kAtomicB = 0x00000000fffffffeull,
+                               kAtomicSwap = 0x5eed5eed5eed5eedull;
+inline constexpr std::array<AtomicStep, 5> kAtomicSteps = {{
+    {false, kAtomicA, 0, 0},                                        // FetchAdd A
+    {false, kAtomicB, 0, kAtomicA},                                 // FetchAdd B
+    {true, kAtomicSwap, kAtomicA, kAtomicA + kAtomicB},             // CmpSwap, compare fails: unchanged
+    {true, kAtomicSwap, kAtomicA + kAtomicB, kAtomicA + kAtomicB},  // CmpSwap, compare matches: swapped
+    {false, 0, 0, kAtomicSwap},                                     // FetchAdd 0 reads the swapped value
+}};
+inline constexpr std::uint64_t kAtomicFinal = kAtomicSwap;
+// The `immediate` scenario's n-th Immediate Data value.
+inline constexpr std::uint64_t immediate_value(std::uint64_t n) { return 0x1d1d000000000000ull ^ (n * 0x9e3779b97f4a7c15ull); }
 
 // -------------------------------------------------- the control messages
 
@@ -283,6 +318,15 @@ struct Session {
     repost(i);
     return out;
   }
+  // The next receive completion (its slot reposted): Immediate Data carry
+  // their value in it.
+  std::optional<Completion> next_receive() {
+    if (!wait([&] { return !recvs.empty(); })) return std::nullopt;
+    const Completion c = recvs.front();
+    recvs.pop_front();
+    repost((c.wr_id - kRecvBase) % kSlots);
+    return c;
+  }
   // A received message left in its slot (no copy); call repost(slot) after use.
   std::optional<std::pair<std::size_t, Bytes>> receive_in_place() {
     if (!wait([&] { return !recvs.empty(); })) return std::nullopt;
@@ -340,6 +384,7 @@ inline bool same_message(Bytes got, Bytes base, std::uint64_t i, bool send_lat) 
 }
 
 constexpr std::uint64_t kSeedLat = 7;
+constexpr std::uint64_t kCanarySeed = 0xca11;  // the pattern our buffers hold in terminate-* scenarios
 
 // Number of slots in the responder's bandwidth buffer.
 inline std::uint32_t bw_slots(std::uint32_t size, std::uint64_t iterations) {

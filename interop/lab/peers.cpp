@@ -62,7 +62,7 @@ std::optional<std::string> siw_rule(const Cell& c) {
 std::optional<std::string> siw_terminate(const Cell& c) {
   const auto* s = iwarp::find_scenario(c.scenario);
   if (!s || !s->expect) return std::nullopt;
-  return fmt::format("{}/{}/{:#04x}", s->expect->layer, s->expect->etype, s->expect->code);
+  return s->expect->text();
 }
 
 std::vector<std::string> siw_planted_failures(const Cell& c) {

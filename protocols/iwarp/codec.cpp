@@ -207,6 +207,12 @@ Result<DdpSegment> decode_ddp(Bytes ulpdu) {
   return s;
 }
 
+unsigned ddp_control(Bytes ulpdu, std::size_t field) {
+  if (ulpdu.size() < 2) return 0;
+  const auto& f = kDdpTaggedFields[field];
+  return static_cast<unsigned>(read_bits(ulpdu.first(2), f.bit_offset, f.bit_width));
+}
+
 Header ddp_header(bool tagged, std::uint8_t opcode, bool last) {
   Header h(tagged ? kDdpTagged : kDdpUntagged);
   h.set(DdpTagged::t, tagged);

@@ -120,6 +120,11 @@ struct DdpSegment {
 };
 Result<DdpSegment> decode_ddp(Bytes ulpdu);
 
+// A DDP/RDMAP control field (T, L, DV, RV, opcode: the rows both DDP
+// layouts share, e.g. DdpTagged::t) read from a ULPDU's first two octets
+// (0 when fewer are there).
+unsigned ddp_control(Bytes ulpdu, std::size_t field);
+
 // A DDP header with DV 1, RV 1, the opcode and L set (both layouts share
 // these control rows); the caller fills STag/TO or QN/MSN/MO.
 Header ddp_header(bool tagged, std::uint8_t opcode, bool last);
