@@ -50,7 +50,7 @@ std::vector<reports::CoverageCell> lab_cells(const std::string& lab_dir) {
   lo.sweep = true;
   std::vector<reports::CoverageCell> cells;
   for (const auto& c : interop::lab::cells_to_run(lo))
-    cells.push_back({c.id, std::string(interop::lab::family_of(c)), {}, std::string(interop::lab::provoked_scenario(c)), c.kernel});
+    cells.push_back({c.id, std::string(interop::lab::family_of(c)), {}, interop::lab::provoked_scenario(c), c.kernel});
   return cells;
 }
 

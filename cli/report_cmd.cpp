@@ -158,7 +158,7 @@ int ReportCommands::coverage() const {
     for (const auto& c : interop::lab::cells_to_run(lo)) {
       auto fail = interop::lab::planted_failures(c);
       fail.insert(fail.end(), c.finding_cases.begin(), c.finding_cases.end());
-      in.cells.push_back({c.id, std::string(interop::lab::family_of(c)), std::move(fail), std::string(interop::lab::provoked_scenario(c)), c.kernel});
+      in.cells.push_back({c.id, std::string(interop::lab::family_of(c)), std::move(fail), interop::lab::provoked_scenario(c), c.kernel});
     }
   } catch (const interop::lab::CellsError& e) {
     std::cerr << "rdmaconf report coverage: " << e.what() << "\n";

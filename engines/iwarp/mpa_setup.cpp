@@ -44,6 +44,11 @@ std::vector<std::byte> encode_frame(pi::MpaRrParams p, Faults::Frame fault) {
     p.revision = 1;
     p.enhanced = p.p2p = p.send_rtr = p.write_rtr = p.read_rtr = false;
   }
+  if (fault == Faults::Frame::rtr_bits) {
+    p.p2p = false;
+    p.send_rtr = p.write_rtr = p.read_rtr = true;
+  }
+  if (fault == Faults::Frame::ord_excess) p.ord = 0x3FFE;  // (0x3FFF would mean "left to the ULP")
   if (fault == Faults::Frame::private_data)  // PD_Length 513, the IRD/ORD word included
     p.private_data.assign(pi::kMpaMaxPrivateData + 1 - (p.revision == 2 && p.enhanced ? pi::kMpaV2.size : 0), std::byte{0x5a});
   std::vector<std::byte> out;

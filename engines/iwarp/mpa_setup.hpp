@@ -30,8 +30,10 @@ struct Faults {
   // receiver can interoperate with), or 513 octets of private data; or it
   // is never sent (withheld: §7.1.2 rules 8 and 10, the startup timeouts),
   // or (a Reply) it carries the Request's key, as a second initiator would
-  // (request_key: §7.1.2 rule 8).
-  enum class Frame : std::uint8_t { none, key, revision, private_data, withheld, request_key };
+  // (request_key: §7.1.2 rule 8). With the RFC 6581 word: A = 0 with B, C
+  // and D set (rtr_bits, §9.2), or (a Reply) an ORD of 0x3FFE, beyond any
+  // initiator's IRD (ord_excess, §9.1).
+  enum class Frame : std::uint8_t { none, key, revision, private_data, withheld, request_key, rtr_bits, ord_excess };
   Frame request = Frame::none, reply = Frame::none;
   // Our Terminates: the copied DDP header with a bit of its MSN or TO
   // flipped, or no copied headers at all (M = D = R = 0).

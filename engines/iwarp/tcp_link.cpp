@@ -1,5 +1,7 @@
 #include "engines/iwarp/tcp_link.hpp"
 
+#include <thread>
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -11,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -79,6 +82,15 @@ bool TcpLink::flush() {
     msghdr m{};
     m.msg_iov = iov;
     m.msg_iovlen = out.gather(iov);
+    if (split_) {  // at most split_ octets, a moment after the last piece
+      std::size_t room = split_, k = 0;
+      for (; k < m.msg_iovlen && room; ++k) {
+        iov[k].iov_len = std::min(iov[k].iov_len, room);
+        room -= iov[k].iov_len;
+      }
+      m.msg_iovlen = k;
+      if (sent_) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
     // One piece (small messages): send(), whose single buffer the kernel
     // takes on a shorter path than an iovec array.
     const ssize_t n = m.msg_iovlen == 1 ? ::send(fd_.get(), iov[0].iov_base, iov[0].iov_len, MSG_NOSIGNAL | MSG_DONTWAIT)

@@ -59,6 +59,12 @@ class TcpLink {
   // up to timeout_ms for the peer to close its side.
   void close(int timeout_ms = 2000);
 
+  // Deliberate misalignment for conformance testing (RFC 5044 §5.1 and
+  // Appendix A: a receiver must not depend on FPDUs lining up with TCP
+  // segments): every write carries at most `octets`, and writes are spaced
+  // so that each leaves as a segment of its own (0: off).
+  void split_writes(std::size_t octets) { split_ = octets; }
+
   bool ended() const { return ended_; }     // the connection is over (EOF, reset, closed by us)
   bool peer_eof() const { return peer_eof_; }
   bool peer_reset() const { return peer_reset_; }  // the peer aborted the connection (RST)
@@ -83,6 +89,7 @@ class TcpLink {
   std::string error_;
   std::vector<std::byte> rbuf_;
   std::uint64_t sent_ = 0, received_ = 0;
+  std::size_t split_ = 0;
   std::chrono::steady_clock::time_point t0_;
   // recording
   std::unique_ptr<StreamTap> stream_;

@@ -27,6 +27,21 @@ std::vector<ScenarioInfo> make_catalog() {
   data("zero-length", kZeroLength, "an RDMA Write and an RDMA Read Request of zero octets naming an STag that does not "
        "exist; the responder must answer the Read (a zero-length Read Response) and send no Terminate", 64, 1);
   v.back().rule = "RFC 5040 §5.2.1 and RFC 5041 §5.2: for a zero-length Write or Read the STag and offset are not validated";
+  // RFC 5044 §5.1, §6 and Appendix A.4: a receiver finds FPDUs from their
+  // length fields wherever TCP cut the stream.
+  // (37-octet segments are then the sender's segment size, which its FPDUs
+  // exceed: iwarp.mpa.fpdu.alignment finds nothing to blame, and FPDUs of a
+  // 128-octet MULPDU meet iwarp.ddp.segment_size.)
+  data("fpdu-split", kFpduSplit, "rping's exchange with a MULPDU of 128 octets (a 300-octet Read Response is three "
+       "FPDUs), written 37 octets at a time, each write a TCP segment of its own: FPDUs split across segments, segments "
+       "holding the end of one FPDU and the start of the next", 300, 20);
+  v.back().rule = "RFC 5044 §5.1, §6 and Appendix A.4: a receiver works whether or not FPDUs line up with TCP segments, "
+                  "finding each from its ULPDU length";
+  // RFC 6581 §9.2: with A = 0 in the Request, B, C and D are ignored.
+  data("mpa-rtr-bits", kRtrBits, "rping's exchange after an enhanced Request with the peer-to-peer bit A = 0 but the "
+       "RTR bits B, C and D set; the responder must ignore them (expect no RTR, answer A = 0)", 64, 5);
+  v.back().rule = "RFC 6581 §9.2: on reception, with A = 0 the RTR flags B, C and D are ignored";
+  v.back().failing_cases = {"iwarp.mpa.v2.rtr_flags"};  // (the initiator's own MUST, broken on purpose)
   // RFC 7306 §5.1 and §5.2: FetchAdd and CmpSwap, with the original values
   // returned and the memory left as the text says (kAtomicSteps).
   data("atomic", kAtomic, "FetchAdd twice, a CmpSwap whose compare fails, one whose compare matches and a FetchAdd of "
@@ -231,6 +246,11 @@ const std::vector<ReplyFault>& reply_faults() {
       {"withheld", F::withheld, "no Reply at all",
        "RFC 5044 §7.1.2 rule 10: an MPA implementation should time out waiting for the startup frames (SHOULD)",
        {}},
+      {"ord-excess", F::ord_excess, "an enhanced Reply whose ORD is 0x3FFE, beyond the IRD the Request offered",
+       "RFC 6581 §9.1: an initiator without the resources for the IRD the responder's ORD needs sends a Terminate "
+       "LLP/0/6 (insufficient IRD) and ends the connection",
+       {"iwarp.mpa.v2.ird_ord"},
+       ExpectedTerminate{kTermLayerLlp, 0, pi::kTermLlpInsufficientIrd}},
   };
   return v;
 }

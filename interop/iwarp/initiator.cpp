@@ -526,9 +526,6 @@ struct Initiator {
   }
 
   static constexpr std::uint64_t kProbe = kDataBase + 0xffff;
-  // How long mpa-no-request waits for the responder to give up (RFC 5044
-  // §7.1.2 asks for "a reasonable timeout"; siw's is 10 s).
-  static constexpr int kStartupWaitMs = 20000;
   double waited_s = 0;
   SentSegment bad_segment{};  // the segment the fault went into (the last one sent with it)
   bool probe_answered = false;
@@ -619,18 +616,12 @@ struct Initiator {
     const auto& e = *info.expect;
     if (!t) return fail(fmt::format("waiting for Terminate {}", e.text()));
     r.message = fmt::format("the responder sent Terminate {}/{}/{:#04x}", t->layer, t->etype, t->code);
-    if (!e.matches(*t)) {
-      r.message += fmt::format("; expected {} ({})", e.text(), info.rule);
-      return false;
-    }
-    if (!copied_headers_match(*t)) return false;
-    // After its Terminate the responder must close.
-    s.link->run_until([&] { return s.link->peer_eof(); }, s.timeout_ms);
-    if (!s.link->peer_eof()) {
-      r.message += ", but did not close the connection";
-      return false;
-    }
-    if (info.behind == ScenarioInfo::Behind::zero_read) {
+    // The probe behind the fault: answered (before the Terminate, or any
+    // octet after it) is a failure of its own, reported even when the
+    // Terminate itself is wrong.
+    auto probe_silent = [&] {
+      if (info.behind != ScenarioInfo::Behind::zero_read) return true;
+      s.link->run_until([&] { return s.link->ended(); }, s.timeout_ms);
       s.drain();
       s.on_data = nullptr;
       if (probe_answered) {
@@ -643,9 +634,23 @@ struct Initiator {
                                  "must go unanswered: RFC 5041 §7.1, RFC 5044 §8)", n);
         return false;
       }
-      r.message += ", leaving the Read Request sent behind the faulty segment unanswered,";
+      r.message += "; it left the Read Request sent behind the faulty segment unanswered (RFC 5041 §7.1, RFC 5044 §8)";
+      return true;
+    };
+    if (!e.matches(*t)) {
+      r.message += fmt::format("; expected {} ({})", e.text(), info.rule);
+      probe_silent();
+      return false;
+    }
+    if (!copied_headers_match(*t)) return false;
+    // After its Terminate the responder must close.
+    s.link->run_until([&] { return s.link->peer_eof(); }, s.timeout_ms);
+    if (!s.link->peer_eof()) {
+      r.message += ", but did not close the connection";
+      return false;
     }
     r.message += " and closed, as required";
+    if (!probe_silent()) return false;
     for (const auto& n : r.should_not_met) r.message += fmt::format("; SHOULD not met: {}", n);
     return true;
   }
@@ -683,7 +688,7 @@ RunResult run_initiator(std::string_view peer, const RunOptions& o) {
   }
   const std::uint32_t size = o.size ? o.size : info->default_size;
   const std::uint64_t iters = std::min<std::uint64_t>(o.iterations ? o.iterations : info->default_iterations, 0xffffffffu);
-  if ((info->code == kRping || info->code == kCrcIgnored) && size < fmt::format("rdma-ping-{}: ", iters).size() + 2) {
+  if ((info->code == kRping || info->code == kCrcIgnored || info->code == kFpduSplit || info->code == kRtrBits) && size < fmt::format("rdma-ping-{}: ", iters).size() + 2) {
     r.message = fmt::format("rping needs a buffer of at least {} octets for {} pings",
                             fmt::format("rdma-ping-{}: ", iters).size() + 2, iters);
     return r;
@@ -691,6 +696,8 @@ RunResult run_initiator(std::string_view peer, const RunOptions& o) {
   QpConfig cfg = o.qp;
   cfg.initiator = true;
   if (info->needs_crc) cfg.crc = true;
+  if (info->code == kFpduSplit) cfg.mulpdu = 128;
+  if (info->code == kRtrBits) cfg.faults.request = Faults::Frame::rtr_bits;  // several FPDUs to a Read Response, so that writes straddle them
   if (info->code == kCrcIgnored) {
     cfg.crc = false;
     cfg.faults.corrupt_every_crc = true;
@@ -722,6 +729,7 @@ RunResult run_initiator(std::string_view peer, const RunOptions& o) {
     return r;
   }
   s.setup_slots(info->code == kSendLat ? size : kMinSlot, kSlots);
+  if (info->code == kFpduSplit) s.link->split_writes(37);
   s.qp.connect();
   Initiator in{s, *info, o, r, size, iters};
   bool ok = false;
@@ -737,7 +745,16 @@ RunResult run_initiator(std::string_view peer, const RunOptions& o) {
                   "Data) and a buffer it advertises";
     }
     switch (info->code) {
-      case kRping: ok = in.rping(); break;
+      case kRping:
+      case kFpduSplit: ok = in.rping(); break;
+      case kRtrBits:
+        if (!(cfg.revision == 2 && cfg.enhanced && !cfg.p2p)) {
+          r.skipped = true;
+          r.message = "not applicable: the scenario needs an enhanced MPA revision 2 Request outside peer-to-peer mode";
+        } else {
+          ok = in.rping();
+        }
+        break;
       case kCrcIgnored:
         if (s.qp.crc_in_use()) {
           r.skipped = true;

@@ -32,8 +32,31 @@ struct Responder {
       if (x.frame == o.qp.faults.reply) f = &x;
     if (!f) return false;
     rep["scenario"] = fmt::format("reply-fault {}", f->name);
+    const bool withheld = f->frame == Faults::Frame::withheld;
+    const auto t0 = Clock::now();
     s.link->run_until([&] { return s.dead() || s.qp.fpdus_received() > 0 || s.qp.terminate_received().has_value(); },
-                      s.timeout_ms);
+                      withheld ? std::max(s.timeout_ms, kStartupWaitMs) : s.timeout_ms);
+    if (withheld && !s.link->ended()) {  // a SHOULD: not met, not failed
+      rep["should_not_met"] = {fmt::format("RFC 5044 §7.1.2 rule 10: no timeout on the missing MPA Reply within {} s",
+                                           std::max(s.timeout_ms, kStartupWaitMs) / 1000)};
+      rep["message"] = fmt::format("the initiator still held the connection without a Reply; SHOULD not met: {}",
+                                   rep["should_not_met"][0].get<std::string>());
+      return true;
+    }
+    if (f->expect) {  // a Terminate first, then the close
+      const auto& t = s.qp.terminate_received();
+      if (!t) return fail(fmt::format("waiting for the initiator's Terminate {} after {}", f->expect->text(), f->summary));
+      if (!f->expect->matches(*t)) {
+        rep["message"] = fmt::format("the initiator answered {} with Terminate {}/{}/{:#04x}; expected {} ({})", f->summary,
+                                     t->layer, t->etype, t->code, f->expect->text(), f->rule);
+        return false;
+      }
+      s.link->run_until([&] { return s.link->ended(); }, s.timeout_ms);
+      if (!s.link->ended()) return fail(fmt::format("waiting for the initiator to close after its Terminate"));
+      rep["message"] = fmt::format("the initiator answered {} with Terminate {} and closed, as required", f->summary,
+                                   f->expect->text());
+      return true;
+    }
     if (s.qp.terminate_received()) {
       rep["message"] = fmt::format("the initiator answered {} with a Terminate; it must close without one ({})", f->summary, f->rule);
       return false;
@@ -45,6 +68,11 @@ struct Responder {
     if (!s.link->peer_eof() && !s.link->peer_reset()) return fail(fmt::format("waiting for the initiator to close after {}", f->summary));
     rep["message"] = fmt::format("the initiator {} the connection after {}, as required", s.link->peer_reset() ? "reset" : "closed",
                                  f->summary);
+    if (withheld)
+      rep["message"] = fmt::format("the initiator {} the connection {:.1f} s after its Request, with no Reply sent: a startup "
+                                   "timeout, as RFC 5044 §7.1.2 rule 10 recommends",
+                                   s.link->peer_reset() ? "reset" : "closed",
+                                   std::chrono::duration<double>(Clock::now() - t0).count());
     return true;
   }
 

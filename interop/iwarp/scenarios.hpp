@@ -84,12 +84,14 @@ struct ScenarioInfo {
 
 // Faults our responder can plant in its MPA Reply (rdmaconf serve iwarp
 // --reply-fault NAME): the initiator must close the connection, sending no
-// FPDU and no Terminate (RFC 5044 §7.1.2 rule 3, rule 5).
+// FPDU and no Terminate (RFC 5044 §7.1.2 rule 3, rule 5); or, where the
+// fault is one the initiator answers in FPDU framing, send `expect` first.
 struct ReplyFault {
   std::string_view name;
   eng::Faults::Frame frame;
   std::string_view summary, rule;
   std::vector<std::string_view> failing_cases;  // what the recording must FAIL
+  std::optional<ExpectedTerminate> expect = std::nullopt;
 };
 const std::vector<ReplyFault>& reply_faults();
 const ReplyFault* find_reply_fault(std::string_view name);

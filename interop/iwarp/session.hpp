@@ -46,6 +46,8 @@ enum Code : std::uint8_t {
   kAtomic,
   kImmediate,
   kZeroLength,
+  kFpduSplit,
+  kRtrBits,
   kTermCrc = 16,
   kTermMarker,
   kTermMsnSkip,
@@ -384,6 +386,10 @@ inline bool same_message(Bytes got, Bytes base, std::uint64_t i, bool send_lat) 
 }
 
 constexpr std::uint64_t kSeedLat = 7;
+// How long a side whose startup frame we withhold is given to give up (RFC
+// 5044 §7.1.2 rules 8 and 10 ask for "a reasonable timeout"; siw's are 5 s
+// as responder and 10 s as initiator, siw_cm.c:1216-1222).
+constexpr int kStartupWaitMs = 20000;
 constexpr std::uint64_t kCanarySeed = 0xca11;  // the pattern our buffers hold in terminate-* scenarios
 
 // Number of slots in the responder's bandwidth buffer.

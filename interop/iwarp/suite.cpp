@@ -56,10 +56,15 @@ class Suite final : public LiveSuite {
       add_responder_options(c, serve_);
       c.add_flag("--reject", reject_, "reject every MPA Request");
       c.add_option("--reply-fault", reply_fault_,
-                   "plant a fault in every MPA Reply: key (a key ending in \"FramE\"), revision (revision 0) or "
-                   "private-data (513 octets); the initiator must close without an FPDU or a Terminate, and each "
+                   "plant a fault in every MPA Reply: key (a key ending in \"FramE\"), revision (revision 0), "
+                   "private-data (513 octets), request-key (the Request's key, as a second initiator would) or "
+                   "withheld (no Reply at all); the initiator must close without an FPDU or a Terminate, and each "
                    "connection's result says whether it did")
-          ->check(CLI::IsMember({"key", "revision", "private-data"}));
+          ->check(CLI::IsMember([] {
+            std::vector<std::string> names;
+            for (const auto& f : reply_faults()) names.emplace_back(f.name);
+            return names;
+          }()));
       c.add_flag("--perftest", serve_.perftest, "serve perftest clients (ib_{write,read,send}_bw -R, rdma_cm) instead of our exchange");
       c.add_option("--peer-program", serve_.peer_program,
                    "--perftest: what the clients run: ib_write_bw (the default), ib_read_bw or ib_send_bw (receives "

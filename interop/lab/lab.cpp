@@ -346,7 +346,7 @@ void export_capture(const Cell& c, const CellOutcome& oc, const Verdict& v, cons
 
 std::string_view family_of(const Cell& c) { return c.peer->family; }
 
-std::string_view provoked_scenario(const Cell& c) { return c.fault.empty() ? c.scenario : c.fault; }
+std::string provoked_scenario(const Cell& c) { return c.peer->provoked(c); }
 
 std::vector<std::string> planted_failures(const Cell& c) { return c.peer->planted_failures(c); }
 

@@ -152,8 +152,9 @@ struct Verdict {
 // The checker family whose cases judge a cell's capture: rxe speaks RoCE,
 // siw iWARP.
 std::string_view family_of(const Cell& c);
-// The live scenario a cell provokes: the fault it plants, else its scenario.
-std::string_view provoked_scenario(const Cell& c);
+// The live scenario a cell provokes, as the ledger names it (its peer says:
+// the fault it plants, else its scenario; our responder's Reply fault).
+std::string provoked_scenario(const Cell& c);
 
 // The cases a cell's planted fault must make FAIL (its iWARP terminate-*
 // scenario's, or its RoCE fault-* scenario's); none for other cells.

@@ -65,10 +65,15 @@ std::optional<std::string> siw_terminate(const Cell& c) {
   return s->expect->text();
 }
 
+std::string siw_provoked(const Cell& c) {
+  if (const auto* f = siw_reply_fault(c)) return fmt::format("reply-fault-{}", f->name);
+  return c.scenario;
+}
+
 std::vector<std::string> siw_planted_failures(const Cell& c) {
   if (const auto* f = siw_reply_fault(c)) return {f->failing_cases.begin(), f->failing_cases.end()};
   const auto* s = iwarp::find_scenario(c.scenario);
-  if (!s || !(s->expect || s->close_only)) return {};
+  if (!s) return {};
   return {s->failing_cases.begin(), s->failing_cases.end()};
 }
 
@@ -167,6 +172,8 @@ std::optional<std::string> rxe_rule(const Cell& c) {
 
 std::optional<std::string> no_terminate(const Cell&) { return std::nullopt; }
 
+std::string rxe_provoked(const Cell& c) { return c.fault.empty() ? c.scenario : c.fault; }
+
 std::vector<std::string> rxe_planted_failures(const Cell& c) {
   const auto* f = ib::find_scenario(c.fault);
   if (!f) return {};
@@ -232,9 +239,9 @@ std::pair<std::string, nlohmann::json> rxe_manifest_setup(const Cell& c) {
 
 const std::vector<KernelPeer>& kernel_peers() {
   static const std::vector<KernelPeer> peers = {
-      {"siw", "iwarp", "siw", siw_configure, siw_rules, siw_knows, siw_rule, siw_terminate, siw_planted_failures, siw_framing_lost,
+      {"siw", "iwarp", "siw", siw_configure, siw_rules, siw_knows, siw_rule, siw_terminate, siw_provoked, siw_planted_failures, siw_framing_lost,
        siw_required_terminate, siw_load, siw_plan, siw_configuration, siw_manifest_setup},
-      {"rxe", "ib", "", rxe_configure, rxe_rules, rxe_knows, rxe_rule, no_terminate, rxe_planted_failures, rxe_framing_lost,
+      {"rxe", "ib", "", rxe_configure, rxe_rules, rxe_knows, rxe_rule, no_terminate, rxe_provoked, rxe_planted_failures, rxe_framing_lost,
        rxe_required_terminate, rxe_load, rxe_plan, rxe_configuration, rxe_manifest_setup},
   };
   return peers;

@@ -35,6 +35,9 @@ struct KernelPeer {
   // Terminate it requires ("layer/etype/code"), for the cell's templates.
   std::optional<std::string> (*rule)(const Cell& c);
   std::optional<std::string> (*terminate)(const Cell& c);
+  // The live scenario the cell provokes, as the ledger's "provoked" lists
+  // name it (a scenario, a fault, or our responder's "reply-fault-NAME").
+  std::string (*provoked)(const Cell& c);
   // The checker cases the cell's planted fault must FAIL, and whether the
   // fault breaks framing (what follows on that direction may FAIL too).
   std::vector<std::string> (*planted_failures)(const Cell& c);

@@ -154,15 +154,18 @@ BOOST_AUTO_TEST_CASE(data_scenarios_in_every_configuration) {
   }
 }
 
-// RFC 7306's Atomic Operations and Immediate Data, and zero-length tagged
-// operations naming a made-up STag (RFC 5040 §5.2.1, RFC 5041 §5.2): the
-// original values, the word's end value and the Immediate Data's order are
-// checked by the scenarios; the recordings FAIL nothing.
+// RFC 7306's Atomic Operations and Immediate Data, zero-length tagged
+// operations naming a made-up STag (RFC 5040 §5.2.1, RFC 5041 §5.2), and
+// FPDUs cut across TCP segments on purpose (RFC 5044 §5.1, Appendix A.4):
+// the original values, the word's end value, the Immediate Data's order
+// and rping's buffers are checked by the scenarios; the recordings FAIL
+// only what the scenario breaks on purpose (fpdu-split: the senders'
+// alignment SHOULD).
 BOOST_AUTO_TEST_CASE(atomic_immediate_and_zero_length_scenarios) {
   for (const auto& cfg : {Config{2, true, false, false, true, Rtr::none}, Config{1, false, false, true, false, Rtr::none}}) {
     Peer peer(qp_config(cfg, false), "more-" + cfg.name());
     std::size_t n = 0;
-    for (const char* name : {"atomic", "immediate", "zero-length"}) {
+    for (const char* name : {"atomic", "immediate", "zero-length", "fpdu-split", "mpa-rtr-bits"}) {
       const std::string what = fmt::format("{} {}", cfg.name(), name);
       ii::RunOptions o;
       o.scenario = name;
@@ -170,13 +173,24 @@ BOOST_AUTO_TEST_CASE(atomic_immediate_and_zero_length_scenarios) {
       o.pcap = (peer.dir / fmt::format("init-{}.pcap", name)).string();
       o.timeout_ms = 5000;
       const auto r = ii::run_initiator(peer.addr(), o);
+      if (std::string_view(name) == "mpa-rtr-bits" && cfg.rev == 1) {  // no RFC 6581 word to plant it in
+        BOOST_TEST((r.skipped && !r.ok), what << ": " << r.message);
+        (void)peer.last(++n);
+        continue;
+      }
       BOOST_TEST_REQUIRE(r.ok, what << ": " << r.message);
       BOOST_TEST(!r.terminate_received.has_value(), what);
       const auto rep = peer.last(++n);
       BOOST_TEST_REQUIRE(!rep.is_null(), what);
       BOOST_TEST(rep.value("ok", false), what << ": peer: " << rep.dump());
-      require_clean(o.pcap, what + " (initiator's recording)");
-      require_clean(rep.value("pcap", ""), what + " (responder's recording)");
+      const auto& info = *ii::find_scenario(name);
+      const std::set<std::string> want(info.failing_cases.begin(), info.failing_cases.end());
+      for (const auto& pcap : {o.pcap, rep.value("pcap", std::string())}) {
+        const auto c = check(pcap);
+        BOOST_TEST(c.error.empty(), what << ": " << c.error);
+        BOOST_TEST(c.iwarp_scopes == 1u, what);
+        BOOST_TEST(c.fails == want, what << ": FAIL " << fmt::format("{}", fmt::join(c.fails, ", ")) << " in " << pcap);
+      }
     }
     // Against rping -s these need what it does not have.
     ii::RunOptions o;
@@ -326,7 +340,12 @@ BOOST_AUTO_TEST_CASE(reply_faults_draw_a_close) {
     o.timeout_ms = 5000;
     const auto r = ii::run_initiator(peer.addr(), o);
     BOOST_TEST(!r.ok, f.name << ": " << r.message);
-    BOOST_TEST(!r.terminate_sent.has_value(), f.name);
+    if (f.expect) {
+      BOOST_TEST_REQUIRE(r.terminate_sent.has_value(), f.name << ": " << r.message);
+      BOOST_TEST(f.expect->matches(*r.terminate_sent), f.name << ": " << r.message);
+    } else {
+      BOOST_TEST(!r.terminate_sent.has_value(), f.name);
+    }
     const auto rep = peer.last(1);
     BOOST_TEST_REQUIRE(!rep.is_null(), f.name);
     BOOST_TEST(rep.value("ok", false), f.name << ": " << rep.dump());
