@@ -8,6 +8,10 @@ using namespace detail;
 
 namespace {
 
+constexpr const char* kNeedsRfc7306 =
+    "not applicable against rping -s: the scenario needs a responder with RFC 7306 (atomics, Immediate Data) and a "
+    "buffer it advertises";
+
 // ---------------------------------------------------------- initiator side
 
 struct Initiator {
@@ -328,8 +332,7 @@ struct Initiator {
   std::optional<Ctl> rping_server_resources() {
     if (info.needs_rfc7306) {
       r.skipped = true;
-      r.message = "not applicable against rping -s: the scenario needs a responder with RFC 7306 (atomics, Immediate "
-                  "Data) and a buffer it advertises";
+      r.message = kNeedsRfc7306;
       return std::nullopt;
     }
     switch (info.code) {
@@ -741,8 +744,7 @@ RunResult run_initiator(std::string_view peer, const RunOptions& o) {
     r.negotiated = s.negotiated();
     if (o.peer_program == "rping" && info->needs_rfc7306) {
       r.skipped = true;
-      r.message = "not applicable against rping -s: the scenario needs a responder with RFC 7306 (atomics, Immediate "
-                  "Data) and a buffer it advertises";
+      r.message = kNeedsRfc7306;
     }
     switch (info->code) {
       case kRping:
