@@ -1,6 +1,7 @@
 #include "engines/iwarp/mpa_setup.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -55,7 +56,8 @@ std::vector<std::byte> encode_frame(pi::MpaRrParams p, Faults::Frame fault) {
   pi::encode_mpa_rr(out, p);
   if (fault == Faults::Frame::key) out[15] ^= std::byte{0x20};  // "MPA ID Req FramE", "MPA ID Rep FramE"
   if (fault == Faults::Frame::revision) out[17] = std::byte{0};
-  if (fault == Faults::Frame::request_key) out[9] = std::byte{'q'};  // "MPA ID Req Frame" in a Reply
+  if (fault == Faults::Frame::request_key)  // the Request's key in a Reply
+    std::memcpy(out.data(), pi::kMpaRequestKey.data(), pi::kMpaRequestKey.size());
   return out;
 }
 

@@ -377,6 +377,7 @@ struct Initiator {
     w.remote_to = c->to;
     switch (info.code) {
       case kTermCrc:
+      case kSilentAfterCrc:
         s.qp.faults().corrupt_crc_fpdu = s.qp.fpdus_sent() + 1;
         s.send(small);
         break;
@@ -391,6 +392,8 @@ struct Initiator {
         s.post(w);
         break;
       case kTermMsnSkip:
+      case kSilentAfterMsn:
+      case kTermFirstError:
         s.qp.faults().skip_msn_message = s.qp.send_messages() + 1;
         s.send(small);
         break;
@@ -467,15 +470,6 @@ struct Initiator {
         s.post(im);
         break;
       }
-      case kSilentAfterCrc:
-        s.qp.faults().corrupt_crc_fpdu = s.qp.fpdus_sent() + 1;
-        s.send(small);
-        break;
-      case kSilentAfterMsn:
-      case kTermFirstError:
-        s.qp.faults().skip_msn_message = s.qp.send_messages() + 1;
-        s.send(small);
-        break;
       case kTermTooLong: {
         auto& big = s.buffer(c->recv_size + 1);
         const auto big_stag = s.pd.register_mr(big, 0);
