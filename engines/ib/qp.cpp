@@ -219,6 +219,14 @@ void QueuePair::pump_requester() {
         --ctr_.packets_sent;
       } else if (f.corrupt_icrc == req_packets_) {
         p.corrupt_icrc = true;
+      } else if (f.foreign_pkey == req_packets_) {  // BTH octets 2-3
+        p.bytes[2] = std::byte{0x80};
+        p.bytes[3] = std::byte{0x01};
+      } else if (f.duplicate_packet == req_packets_) {
+        OutPacket& copy = stage();  // a deque: p stays valid
+        copy.bytes = p.bytes;
+        copy.corrupt_icrc = false;
+        ++ctr_.packets_sent;
       }
       if (++emit_pkt_ == packets) {
         emit_pkt_ = 0;
@@ -350,6 +358,17 @@ void QueuePair::emit_request(Wqe& w, std::uint32_t k, OutPacket& p) {
     const auto pc = (std::to_integer<unsigned>(p.bytes[1]) >> 4) & 3;
     p.bytes[1] = (p.bytes[1] & std::byte{0xcf}) | std::byte(((pc + 1) & 3) << 4);
   }
+  if (cfg_.type != QpType::ud && (f.foreign_transport == req_packets_ + 1 || f.out_of_sequence == req_packets_ + 1)) {
+    const auto code = std::to_integer<std::uint8_t>(p.bytes[0]);
+    if (f.foreign_transport == req_packets_ + 1) {
+      p.bytes[0] = std::byte((code & 0x1f) | kUc);  // same headers, another transport service
+    } else {
+      // A Middle packet where a First or Only belongs: the RETH of a First
+      // or Only WRITE is left out, so the layout stays that of a Middle.
+      if (is_write(wr.op) && first) p.bytes.erase(p.bytes.begin() + pib::kBth.size, p.bytes.begin() + pib::kBth.size + pib::kReth.size);
+      p.bytes[0] = std::byte(base | (is_write(wr.op) ? kWriteMiddle : kSendMiddle));
+    }
+  }
 }
 
 void QueuePair::retire() {
@@ -436,6 +455,7 @@ void QueuePair::on_response(const pib::IbPacket& pk) {
   // Responses must answer a PSN we sent and that is not yet complete.
   if (wq_.empty() || psn_diff(psn, wq_.front().first_psn) < 0 || psn_diff(psn, next_psn_) >= 0) {
     ++ctr_.duplicates;
+    if (code == kAtomicAck) note_atomic_replay(psn, pk);
     return;
   }
   const auto& ae = pk.get(pib::kExtAeth);
@@ -483,6 +503,7 @@ void QueuePair::on_response(const pib::IbPacket& pk) {
     if (d >= static_cast<std::int32_t>(w.npsn)) continue;
     if (w.done) {
       ++ctr_.duplicates;
+      if (code == kAtomicAck) note_atomic_replay(psn, pk);
       return;
     }
     ack_up_to(psn_add(w.first_psn, -1));  // implies everything before it
@@ -495,6 +516,8 @@ void QueuePair::on_response(const pib::IbPacket& pk) {
         std::memcpy(dst, &orig, 8);
       w.done = true;
       w.orig = orig;
+      atomics_done_.emplace_back(psn, orig);
+      if (atomics_done_.size() > 64) atomics_done_.pop_front();
       retire();
       progress_ms_ = now_ms_;
       return;
@@ -532,6 +555,20 @@ void QueuePair::on_response(const pib::IbPacket& pk) {
     return;
   }
   ++ctr_.duplicates;
+}
+
+// An ATOMIC Acknowledge for an Atomic already answered: the responder's
+// answer to a duplicate request, which must repeat the saved original value
+// rather than execute the Atomic again.
+void QueuePair::note_atomic_replay(std::uint32_t psn, const pib::IbPacket& pk) {
+  const auto& eth = pk.get(pib::kExtAtomicAckEth);
+  if (!eth) return;
+  for (const auto& [done_psn, orig] : atomics_done_) {
+    if (done_psn != psn) continue;
+    ++ctr_.atomic_replays;
+    if (eth->get(0) != orig) ++ctr_.atomic_replays_differing;
+    return;
+  }
 }
 
 // ---------------------------------------------------------------- responder

@@ -39,6 +39,10 @@ struct Faults {
   std::uint64_t corrupt_icrc = 0;    // the Nth request packet leaves with a wrong ICRC
   std::uint64_t oversize_packet = 0; // the Nth request packet carries 64 octets more than the path MTU
   std::uint64_t wrong_pad = 0;       // the Nth request packet's pad count is one more than its pad
+  std::uint64_t duplicate_packet = 0;  // the Nth request packet is sent twice in a row (the copy is a duplicate)
+  std::uint64_t foreign_pkey = 0;    // the Nth request packet names P_Key 0x8001, a partition not the default one
+  std::uint64_t foreign_transport = 0;  // the Nth request packet (a SEND or WRITE) carries the UC opcode of its kind
+  std::uint64_t out_of_sequence = 0; // the Nth request packet (a SEND or WRITE) goes as a Middle, its RETH left out
 };
 
 struct QpConfig {
@@ -74,6 +78,10 @@ struct Counters {
   std::uint64_t dropped_icrc = 0, dropped_header = 0, dropped_sequence = 0, dropped_uc_ud = 0;
   std::uint64_t duplicates = 0, retransmitted = 0, timeouts = 0;
   std::uint64_t acks_sent = 0, naks_sent = 0, rnr_naks_sent = 0, naks_received = 0, rnr_naks_received = 0;
+  // Requester: ATOMIC Acknowledges that came again for a completed Atomic
+  // (the answer to a duplicate request), and those of them whose original
+  // value differs from the first answer's (the Atomic was executed again).
+  std::uint64_t atomic_replays = 0, atomic_replays_differing = 0;
 };
 
 // What the responder side did last about a packet it refused (for reports).
@@ -137,6 +145,7 @@ class QueuePair {
   void retire();
   void rewind(std::uint32_t psn);
   void fail_wqe(std::uint32_t psn, WcStatus st, std::string why);
+  void note_atomic_replay(std::uint32_t psn, const protocols::ib::IbPacket& pk);
   // ---- responder
   void on_request(const protocols::ib::IbPacket& pk);
   void on_request_uc_ud(const protocols::ib::IbPacket& pk);
@@ -175,6 +184,7 @@ class QueuePair {
   std::uint64_t rnr_until_ms_ = 0;
   bool rnr_wait_ = false;
   std::uint64_t req_packets_ = 0; // request packets emitted (fault counter)
+  std::deque<std::pair<std::uint32_t, std::uint64_t>> atomics_done_;  // PSN and original of recent Atomics
 
   // responder
   std::deque<RecvWr> rq_;

@@ -27,6 +27,37 @@ const std::vector<ScenarioInfo> kScenarios = {
      30, 1, "the packet's length must equal what the RETH announced (IBTA Vol.1 ch. 9: ledger ib-length-nak)", {"ib.reth.dma_length"}},
     {"fault-no-receive", "SEND with no receive posted: RNR NAKs until the retry count runs out", QpType::rc, 64, 1,
      "a responder with no receive posted answers RNR NAK and executes nothing (IBTA Vol.1 ch. 9: ledger ib-rnr-nak)"},
+    {"fault-duplicate", "RC RDMA WRITEs, the third request packet sent twice: acknowledged again, placed once", QpType::rc,
+     1024, 8, "a duplicate request is answered again, not executed again: a WRITE is acknowledged (IBTA Vol.1 ch. 9, C9-105: "
+     "ledger ib-duplicate)"},
+    {"fault-duplicate-send", "RC SENDs, the third sent twice: acknowledged again, delivered once", QpType::rc, 1024, 8,
+     "a duplicate SEND is acknowledged again and consumes no second receive (IBTA Vol.1 ch. 9, C9-105: ledger ib-duplicate)"},
+    {"fault-duplicate-read", "RC RDMA READs, the third request sent twice: the responder answers it again", QpType::rc, 1024, 8,
+     "a duplicate READ request is served again from memory (IBTA Vol.1 ch. 9: ledger ib-duplicate)"},
+    {"fault-duplicate-atomic", "RC Fetch and Adds, the third sent twice: the saved original comes back, nothing is added twice",
+     QpType::rc, 8, 8,
+     "a duplicate Atomic is answered with the result saved from its first execution and not executed again (IBTA Vol.1 "
+     "ch. 9: ledger ib-duplicate)"},
+    {"fault-pkey", "one packet naming P_Key 0x8001: dropped silently, recovered by the requester's timer", QpType::rc, 100, 1,
+     "a packet whose P_Key is not of the QP's partition is dropped without any answer (IBTA Vol.1 ch. 10: ledger "
+     "ib-pkey-check)", {"ib.qp.pkey"}},
+    {"fault-qp-type", "one RC WRITE sent with the UC opcode: dropped silently, recovered by the requester's timer", QpType::rc,
+     100, 1,
+     "a packet whose opcode belongs to another transport service than the destination QP's is dropped without any answer "
+     "(IBTA Vol.1 ch. 9: ledger ib-qp-type)", {"ib.qp.transport"}},
+    {"fault-opseq", "two RDMA WRITEs, the second sent as a Middle with no First before it: NAK Invalid Request", QpType::rc,
+     1024, 2,
+     "an opcode out of sequence draws NAK Invalid Request and the responder's QP goes to error (IBTA Vol.1 ch. 9: ledger "
+     "ib-opseq-nak)", {"ib.opseq"}},
+    {"fault-opseq-uc", "UC RDMA WRITEs, the first sent as a Middle: that one is dropped, the rest land", QpType::uc, 1024, 4,
+     "an unreliable responder drops a message whose opcode is out of sequence and takes the next First (IBTA Vol.1 ch. 9: "
+     "ledger ib-opseq-nak, ib-uc-data)", {"ib.opseq"}},
+    {"fault-zero-length-rkey", "a zero-length RDMA WRITE and READ naming an R_Key that does not exist: both acknowledged",
+     QpType::rc, 64, 1,
+     "a zero-length RDMA WRITE or READ is not checked for its R_Key or address (IBTA Vol.1 ch. 9, C9-88: ledger "
+     "ib-zero-length-rkey)"},
+    {"fault-qkey", "UD SENDs, the second with a Q_Key that is not the responder's: that one is dropped", QpType::ud, 1024, 8,
+     "a UD datagram whose Q_Key is not the destination QP's is dropped (IBTA Vol.1 ch. 10: ledger ib-qkey-check)"},
 };
 
 }  // namespace
@@ -45,6 +76,11 @@ void plant_fault(std::string_view name, eng::QpConfig& cfg) {
   if (name == "fault-oversize") cfg.faults.oversize_packet = 1;
   if (name == "fault-wrong-pad") cfg.faults.wrong_pad = 1;
   if (name == "fault-no-receive") cfg.rnr_retry = 2;
+  if (name.starts_with("fault-duplicate")) cfg.faults.duplicate_packet = 3;
+  if (name == "fault-pkey") cfg.faults.foreign_pkey = 1;
+  if (name == "fault-qp-type") cfg.faults.foreign_transport = 1;
+  if (name == "fault-opseq") cfg.faults.out_of_sequence = 2;
+  if (name == "fault-opseq-uc") cfg.faults.out_of_sequence = 1;
 }
 
 json counters_json(const eng::Counters& c, const eng::UdpLink& link) {
@@ -55,7 +91,8 @@ json counters_json(const eng::Counters& c, const eng::UdpLink& link) {
           {"duplicates", c.duplicates},           {"retransmitted", c.retransmitted},
           {"timeouts", c.timeouts},               {"acks_sent", c.acks_sent},
           {"naks_sent", c.naks_sent},             {"rnr_naks_sent", c.rnr_naks_sent},
-          {"naks_received", c.naks_received},     {"rnr_naks_received", c.rnr_naks_received}};
+          {"naks_received", c.naks_received},     {"rnr_naks_received", c.rnr_naks_received},
+          {"atomic_replays", c.atomic_replays},   {"atomic_replays_differing", c.atomic_replays_differing}};
 }
 
 json refusals_json(const eng::QueuePair& qp) {

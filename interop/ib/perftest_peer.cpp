@@ -17,6 +17,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "captures/io/pcap_tap.hpp"
 #include "engines/common/socket.hpp"
@@ -122,7 +123,54 @@ bool perftest_connect(PerftestRun& run, PerftestSession& ses, UdpLink& link, QpC
   return true;
 }
 
+const std::vector<PerftestFault> kPerftestFaults = {
+    {"fault-psn-gap", {"ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw"}},
+    {"fault-icrc", {"ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw"}},
+    {"fault-pkey", {"ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw"}, QpType::rc, "bad_pkey_cntr"},
+    {"fault-qp-type", {"ib_write_bw", "ib_send_bw"}},
+    {"fault-duplicate", {"ib_write_bw"}, QpType::rc, {}, true},
+    {"fault-duplicate-send", {"ib_send_bw"}, QpType::rc, {}, true},
+    {"fault-duplicate-read", {"ib_read_bw"}, QpType::rc, {}, true},
+    {"fault-duplicate-atomic", {"ib_atomic_bw"}},
+    {"fault-zero-length-rkey", {"ib_write_bw", "ib_read_bw"}},
+    {"fault-bad-rkey", {"ib_write_bw"}},
+    {"fault-oversize", {"ib_write_bw"}, QpType::rc, {}, true},
+    {"fault-wrong-pad", {"ib_write_bw"}, QpType::rc, {}, true},
+    {"fault-opseq", {"ib_write_bw", "ib_send_bw"}, QpType::rc, {}, true},
+    {"fault-qkey", {"ib_send_bw"}, QpType::ud, "qkey_viol_cntr"},
+};
+
+bool fatal_perftest_fault(std::string_view f) {
+  return f == "fault-bad-rkey" || f == "fault-oversize" || f == "fault-wrong-pad" || f == "fault-opseq";
+}
+
 }  // namespace
+
+const std::vector<PerftestFault>& perftest_faults() { return kPerftestFaults; }
+
+const PerftestFault* find_perftest_fault(std::string_view name) {
+  for (const auto& f : kPerftestFaults)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+std::string perftest_fault_problem(std::string_view fault, std::string_view program, QpType type, std::uint32_t size,
+                                   unsigned pmtu) {
+  const auto* f = find_perftest_fault(fault);
+  if (!f) {
+    std::string names;
+    for (const auto& k : kPerftestFaults) names += (names.empty() ? "" : ", ") + std::string(k.name);
+    return fmt::format("fault '{}' cannot be planted against perftest; these can: {}", fault, names);
+  }
+  if (std::find(f->programs.begin(), f->programs.end(), program) == f->programs.end())
+    return fmt::format("fault '{}' runs against {}, not {}", fault, fmt::join(f->programs, " or "), program);
+  if (type != f->type)
+    return fmt::format("fault '{}' runs over {} only", fault, qp_type_name(f->type));
+  if (f->one_packet_messages && size > pmtu)
+    return fmt::format("fault '{}' names a packet that must start a message: --size {} must not exceed the path MTU {}",
+                       fault, size, pmtu);
+  return {};
+}
 
 RunResult run_perftest_client(std::string_view server, std::string_view program, const RunOptions& o) {
   RunResult r;
@@ -132,18 +180,16 @@ RunResult run_perftest_client(std::string_view server, std::string_view program,
     r.message = fmt::format("perftest program '{}': {}", program, kPerftestPrograms);
     return r;
   }
-  if (!o.fault.empty() && o.fault != "fault-psn-gap" && o.fault != "fault-icrc") {
-    r.message = fmt::format("fault '{}' against perftest: fault-psn-gap or fault-icrc (the faults a conforming "
-                            "responder recovers from)", o.fault);
-    return r;
-  }
   if (const auto bad = perftest_type_problem(*verb, o.qp.type, program); !bad.empty()) {
     r.message = bad;
     return r;
   }
-  if (!o.fault.empty() && o.qp.type != QpType::rc) {
-    r.message = fmt::format("fault '{}' against perftest: RC only (over UC and UD nothing is resent)", o.fault);
-    return r;
+  const std::uint32_t size = *verb == PerftestVerb::atomic ? 8 : o.size ? o.size : 65536;
+  if (!o.fault.empty()) {
+    if (auto bad = perftest_fault_problem(o.fault, program, o.qp.type, size, o.qp.pmtu); !bad.empty()) {
+      r.message = std::move(bad);
+      return r;
+    }
   }
   if (o.qp.type != QpType::rc) r.scenario += fmt::format(".{}", qp_type_name(o.qp.type));
   if (!o.fault.empty()) r.scenario += "." + o.fault;
@@ -151,7 +197,6 @@ RunResult run_perftest_client(std::string_view server, std::string_view program,
                      : *verb == PerftestVerb::send   ? "SEND"
                      : *verb == PerftestVerb::atomic ? "FETCH_ADD"
                                                      : "WRITE";
-  const std::uint32_t size = *verb == PerftestVerb::atomic ? 8 : o.size ? o.size : 65536;
   const std::uint64_t iters = o.iterations ? o.iterations : 1000;
   r.size = size;
   if (o.qp.type == QpType::ud && size > o.qp.pmtu) {
@@ -184,16 +229,57 @@ RunResult run_perftest_client(std::string_view server, std::string_view program,
     return r;
   }
   QueuePair& qp = *run.qp;
-  std::uint64_t posted = 0, completed = 0;
   std::string bad;
+  const bool fatal = fatal_perftest_fault(o.fault);
+  const std::uint64_t fatal_wr = o.fault == "fault-opseq" ? 1 : 0;  // the work request the fault hits (plant_fault)
+  // fault-zero-length-rkey: before the test, a zero-length WRITE and READ
+  // naming an R_Key and an address perftest never gave us; both must
+  // succeed. fault-qkey: one more SEND than the server counts, the second
+  // with a Q_Key not perftest's.
+  std::vector<SendWr> prologue;
+  if (o.fault == "fault-zero-length-rkey")
+    for (const WrOpcode op : {WrOpcode::write, WrOpcode::read}) {
+      SendWr w{};
+      w.wr_id = ~0ull - prologue.size();
+      w.op = op;
+      w.local = {run.key, 0, 0};
+      w.remote_stag = run.theirs.rkey ^ 0x5a5a00;
+      w.remote_to = ~0ull - 15;
+      prologue.push_back(w);
+    }
+  const std::uint64_t total = iters + prologue.size() + (o.fault == "fault-qkey" ? 1 : 0);
+  std::uint64_t posted = 0, completed = 0;
+  std::optional<std::uint64_t> first_original;  // ib_atomic_bw: FetchAdds of 1 on one word find consecutive values
+  std::optional<WcStatus> fatal_status;
   const auto t0 = Clock::now();
   const bool ran = link.run_until(qp, [&] {
     while (auto c = run.scq.poll()) {
-      ++completed;
+      const std::uint64_t k = completed++;
+      if (fatal && !fatal_status && c->status != WcStatus::success) {
+        fatal_status = c->status;  // judged below; what follows it is flushed
+        if (c->wr_id != fatal_wr && bad.empty())
+          bad = fmt::format("{} {} completed with '{}'; the faulty one is {}", what, c->wr_id, wc_status_name(c->status), fatal_wr);
+        continue;
+      }
+      if (fatal && fatal_status) {
+        if (c->status != WcStatus::flushed && bad.empty())
+          bad = fmt::format("{} {} completed with '{}' after the fatal NAK, not flushed", what, c->wr_id, wc_status_name(c->status));
+        continue;
+      }
       if (c->status != WcStatus::success && bad.empty())
         bad = fmt::format("{} {} completed with '{}'", what, c->wr_id, wc_status_name(c->status));
+      if (*verb == PerftestVerb::atomic && c->atomic_original && bad.empty()) {
+        if (!first_original) first_original = *c->atomic_original - k;
+        else if (*c->atomic_original != *first_original + k)
+          bad = fmt::format("FETCH_ADD {} found {}, expected {}: an Atomic was executed other than once, in order", k,
+                            *c->atomic_original, *first_original + k);
+      }
     }
-    while (posted < iters && posted - completed < o.window) {
+    while (posted < total && posted - completed < o.window) {
+      if (posted < prologue.size()) {
+        qp.post_send(prologue[posted++]);
+        continue;
+      }
       SendWr w{};
       w.wr_id = posted++;
       w.op = *verb == PerftestVerb::read     ? WrOpcode::read
@@ -202,13 +288,13 @@ RunResult run_perftest_client(std::string_view server, std::string_view program,
                                              : WrOpcode::write;
       w.add_swap = 1;
       w.local = {run.key, 0, size};
-      w.remote_stag = run.theirs.rkey;
+      w.remote_stag = o.fault == "fault-bad-rkey" && w.wr_id == 0 ? run.theirs.rkey ^ 0x100 : run.theirs.rkey;
       w.remote_to = run.theirs.vaddr;
       w.remote_qpn = run.theirs.qpn;
-      w.remote_qkey = kPerftestQkey;
+      w.remote_qkey = o.fault == "fault-qkey" && w.wr_id == 1 ? kPerftestQkey ^ 0x0100 : kPerftestQkey;
       qp.post_send(w);
     }
-    return completed >= iters;
+    return completed >= total;
   }, o.timeout_ms);
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.iterations = iters;
@@ -232,11 +318,28 @@ RunResult run_perftest_client(std::string_view server, std::string_view program,
   std::string reaction;
   if (!o.fault.empty()) {
     const auto& k = qp.counters();
-    if (k.retransmitted == 0 && bad.empty()) bad = fmt::format("{}: the lost packet was never resent", o.fault);
+    const bool lost = o.fault == "fault-psn-gap" || o.fault == "fault-icrc" || o.fault == "fault-pkey" || o.fault == "fault-qp-type";
+    if (lost && k.retransmitted == 0 && bad.empty()) bad = fmt::format("{}: the lost packet was never resent", o.fault);
     if (o.fault == "fault-psn-gap" && k.naks_received == 0 && bad.empty())
       bad = "fault-psn-gap: the responder sent no NAK for the gap (a PSN Sequence Error NAK is required)";
-    reaction = fmt::format("; reaction: {} NAK(s), {} timeout(s), {} packet(s) resent", k.naks_received, k.timeouts,
-                           k.retransmitted);
+    if (o.fault.starts_with("fault-duplicate") && bad.empty()) {
+      if (k.naks_received != 0) bad = fmt::format("{}: the responder sent {} NAKs for a duplicate request", o.fault, k.naks_received);
+      else if (o.fault == "fault-duplicate-read" && k.duplicates == 0)
+        bad = "fault-duplicate-read: the responder did not answer the duplicate READ request again";
+      else if (o.fault == "fault-duplicate-atomic" && (k.atomic_replays != 1 || k.atomic_replays_differing != 0))
+        bad = fmt::format("fault-duplicate-atomic: the duplicate Atomic was answered {} times again, {} of them with "
+                          "another original value than the first answer's",
+                          k.atomic_replays, k.atomic_replays_differing);
+    }
+    if (fatal && bad.empty()) {
+      const WcStatus want = o.fault == "fault-bad-rkey" ? WcStatus::remote_access_error : WcStatus::remote_invalid_request;
+      if (fatal_status != want)
+        bad = fmt::format("{}: the faulty {} completed with '{}', a conforming responder's NAK gives '{}'", o.fault, what,
+                          fatal_status ? wc_status_name(*fatal_status) : "success", wc_status_name(want));
+    }
+    reaction = fmt::format("; reaction: {} NAK(s), {} timeout(s), {} packet(s) resent, {} duplicate answer(s){}",
+                           k.naks_received, k.timeouts, k.retransmitted, k.duplicates,
+                           fatal_status ? fmt::format(", the faulty request completed with '{}'", wc_status_name(*fatal_status)) : "");
   }
   r.ok = ran && bad.empty();
   r.message = !ran ? fmt::format("{}: {}", program, link.error()) : !bad.empty() ? bad

@@ -61,7 +61,14 @@ RunResult run_initiator(std::string_view control_peer, const RunOptions& o) {
   // between the same addresses then keep their conversations apart.
   cfg.qpn = 0x1000 + static_cast<std::uint32_t>((Clock::now().time_since_epoch().count() >> 12) & 0xffff);
   const std::string& name = o.scenario;
-  const bool sends = name == "send" || name == "ud-send" || name == "fault-no-receive";
+  const bool sends = name == "send" || name == "ud-send" || name == "fault-no-receive" || name == "fault-duplicate-send" ||
+                     name == "fault-qkey";
+  const bool writes = name == "write" || name == "uc-write" || name == "fault-psn-gap" || name == "fault-icrc" ||
+                      name == "fault-duplicate" || name == "fault-pkey" || name == "fault-qp-type" || name == "fault-opseq-uc";
+  const bool reads = name == "read" || name == "fault-duplicate-read";
+  const bool atomics = name == "atomic" || name == "fault-duplicate-atomic";
+  // fault-qkey: this message carries a Q_Key not the responder's; fault-opseq-uc: this one is dropped.
+  constexpr std::uint64_t kBadQkeyMessage = 1;
   // The responder's buffer: one slot per message, at most 64 MiB.
   const std::uint64_t slots = std::max<std::uint64_t>(1, std::min<std::uint64_t>(iters, (64u << 20) / std::max(1u, size)));
   const std::uint64_t seed = static_cast<std::uint64_t>(Clock::now().time_since_epoch().count()) | 1;
@@ -136,7 +143,7 @@ RunResult run_initiator(std::string_view control_peer, const RunOptions& o) {
   finished = t0;
   bool ran = true;
   std::uint64_t expect_recv_digest = interop::kDigestInit;
-  if (name == "write" || name == "uc-write" || name == "fault-psn-gap" || name == "fault-icrc") {
+  if (writes) {
     ran = pump(iters, [&](std::uint64_t i) {
       const std::uint64_t k = i % slots;
       SendWr w{};
@@ -147,9 +154,11 @@ RunResult run_initiator(std::string_view control_peer, const RunOptions& o) {
       w.remote_to = peer_va + k * size;
       return w;
     });
-    std::memcpy(peer_view.data(), src.data(), std::min<std::size_t>(iters, slots) * size);
+    // fault-opseq-uc: the first WRITE went as a Middle and must have been dropped.
+    const std::size_t skip = name == "fault-opseq-uc" ? size : 0;
+    std::memcpy(peer_view.data() + skip, src.data() + skip, std::min<std::size_t>(iters, slots) * size - skip);
     r.bytes = iters * size;
-  } else if (name == "read") {
+  } else if (reads) {
     ran = pump(iters, [&](std::uint64_t i) {
       const std::uint64_t k = i % slots;
       SendWr w{};
@@ -171,13 +180,14 @@ RunResult run_initiator(std::string_view control_peer, const RunOptions& o) {
       w.imm = static_cast<std::uint32_t>(i * 7 + 1);
       w.local = {src_key, (i % slots) * size, size};
       w.remote_qpn = cfg.dest_qpn;
-      w.remote_qkey = qkey;
+      w.remote_qkey = name == "fault-qkey" && i == kBadQkeyMessage ? qkey ^ 0x0100 : qkey;
       return w;
     });
     for (std::uint64_t i = 0; i < iters; ++i)
-      expect_recv_digest = digest(std::span(src).subspan((i % slots) * size, size), expect_recv_digest);
+      if (name != "fault-qkey" || i != kBadQkeyMessage)
+        expect_recv_digest = digest(std::span(src).subspan((i % slots) * size, size), expect_recv_digest);
     r.bytes = iters * size;
-  } else if (name == "atomic") {
+  } else if (atomics) {
     ran = pump(iters + 1, [&](std::uint64_t i) {
       SendWr w{};
       w.wr_id = i;
@@ -195,9 +205,22 @@ RunResult run_initiator(std::string_view control_peer, const RunOptions& o) {
       if (done[i].atomic_original.value_or(~0ull) != i)
         bad = fmt::format("atomic {} found {}, expected {}", i, done[i].atomic_original.value_or(~0ull), i);
     r.bytes = 8 * (iters + 1);
-  } else if (name == "fault-bad-rkey" || name == "fault-oversize" || name == "fault-wrong-pad") {
-    ran = pump(1, [&](std::uint64_t) {
+  } else if (name == "fault-zero-length-rkey") {
+    // Neither names anything of the responder's: an R_Key it never issued,
+    // an address near the top of the 64-bit space.
+    ran = pump(2, [&](std::uint64_t i) {
       SendWr w{};
+      w.wr_id = i;
+      w.op = i == 0 ? WrOpcode::write : WrOpcode::read;
+      w.local = {i == 0 ? src_key : sink_key, 0, 0};
+      w.remote_stag = rkey ^ 0x5a5a00;
+      w.remote_to = ~0ull - 15;
+      return w;
+    });
+  } else if (name == "fault-bad-rkey" || name == "fault-oversize" || name == "fault-wrong-pad" || name == "fault-opseq") {
+    ran = pump(iters, [&](std::uint64_t i) {
+      SendWr w{};
+      w.wr_id = i;
       w.op = WrOpcode::write;
       w.local = {src_key, 0, size};
       w.remote_stag = name == "fault-bad-rkey" ? rkey ^ 0x100 : rkey;
@@ -208,7 +231,8 @@ RunResult run_initiator(std::string_view control_peer, const RunOptions& o) {
   r.seconds = std::chrono::duration<double>(finished - t0).count();
   r.iterations = iters;
   const bool fault = name.starts_with("fault-");
-  const bool fatal_fault = fault && name != "fault-psn-gap" && name != "fault-icrc";
+  const bool fatal_fault = name == "fault-bad-rkey" || name == "fault-oversize" || name == "fault-wrong-pad" ||
+                           name == "fault-opseq" || name == "fault-no-receive";
   if (!ran && !fatal_fault) {
     r.message = fmt::format("{}: {}", name, link.error());
     r.counters = counters_json(qp.counters(), link);
@@ -237,19 +261,27 @@ RunResult run_initiator(std::string_view control_peer, const RunOptions& o) {
       if (f.value("what", "") == what) return true;
     return false;
   };
-  auto status_of_first = [&] { return done.empty() ? std::string("no completion") : std::string(wc_status_name(done[0].status)); };
+  // The faulty request is the last one posted; what came before it must have succeeded.
+  const Completion* faulty = done.empty() ? nullptr : &done.back();
+  for (const auto& c : done)
+    if (c.status != WcStatus::success) {
+      faulty = &c;
+      break;
+    }
+  auto status_of_first = [&] { return faulty ? std::string(wc_status_name(faulty->status)) : std::string("no completion"); };
   if (bad.empty() && !fatal_fault) bad = want_success();
   if (bad.empty()) {
-    if (name == "write" || name == "uc-write" || name == "fault-psn-gap" || name == "fault-icrc") {
+    if (writes) {
       if (pr.value("buffer_digest", 0ull) != digest(peer_view)) bad = "the responder's buffer does not hold what we wrote";
     } else if (sends) {
-      if (name != "fault-no-receive" && pr.value("recv_count", 0ull) != iters)
-        bad = fmt::format("the responder received {} messages, we sent {}", pr.value("recv_count", 0ull), iters);
+      const std::uint64_t want = name == "fault-qkey" ? iters - 1 : iters;
+      if (name != "fault-no-receive" && pr.value("recv_count", 0ull) != want)
+        bad = fmt::format("the responder received {} messages, {} should have arrived", pr.value("recv_count", 0ull), want);
       else if (name != "fault-no-receive" && pr.value("recv_digest", 0ull) != expect_recv_digest)
         bad = "the responder's received data differs from what we sent";
       else if (name == "ud-send" && pr.value("src_qp", 0u) != cfg.qpn)
         bad = fmt::format("the responder saw source QP {}, ours is {}", pr.value("src_qp", 0u), cfg.qpn);
-    } else if (name == "atomic") {
+    } else if (atomics) {
       if (pr.value("atomic_value", 0ull) != 0xdeadu) bad = fmt::format("the responder's atomic holds {}", pr.value("atomic_value", 0ull));
     }
   }
@@ -258,10 +290,31 @@ RunResult run_initiator(std::string_view control_peer, const RunOptions& o) {
     if (pc.value("naks_sent", 0) != 1 || !refused("NAK PSN Sequence Error") || qp.counters().naks_received != 1)
       bad = fmt::format("expected exactly one NAK PSN Sequence Error; the responder sent {} NAKs, we received {}",
                         pc.value("naks_sent", 0), qp.counters().naks_received);
-  } else if (bad.empty() && name == "fault-icrc") {
-    if (pc.value("dropped_icrc", 0) != 1 || pc.value("naks_sent", 0) != 0)
-      bad = fmt::format("expected one silent drop; the responder dropped {} for ICRC and sent {} NAKs",
-                        pc.value("dropped_icrc", 0), pc.value("naks_sent", 0));
+  } else if (bad.empty() && (name == "fault-icrc" || name == "fault-pkey" || name == "fault-qp-type" ||
+                             name == "fault-opseq-uc" || name == "fault-qkey")) {
+    // One silent drop: counted where the responder counts it, no NAK, and
+    // (RC) recovered by our retransmission timer.
+    const char* counter = name == "fault-icrc" ? "dropped_icrc" : name == "fault-pkey" || name == "fault-qp-type" ? "dropped_header"
+                                                                                                             : "dropped_uc_ud";
+    if (pc.value(counter, 0) != 1 || pc.value("naks_sent", 0) != 0)
+      bad = fmt::format("expected one silent drop; the responder counted {} in {} and sent {} NAKs", pc.value(counter, 0),
+                        counter, pc.value("naks_sent", 0));
+    else if (info->type == QpType::rc && qp.counters().retransmitted == 0)
+      bad = "the dropped packet was never resent";
+  } else if (bad.empty() && name.starts_with("fault-duplicate")) {
+    const auto& k = qp.counters();
+    if (pc.value("duplicates", 0) != 1 || pc.value("naks_sent", 0) != 0)
+      bad = fmt::format("the responder counted {} duplicate requests and sent {} NAKs; one duplicate and no NAK were due",
+                        pc.value("duplicates", 0), pc.value("naks_sent", 0));
+    else if (name == "fault-duplicate-read" && k.duplicates == 0)
+      bad = "the responder did not answer the duplicate READ request again";
+    else if (name == "fault-duplicate-atomic" && (k.atomic_replays != 1 || k.atomic_replays_differing != 0))
+      bad = fmt::format("the duplicate Atomic was answered {} times again, {} of them with another original value",
+                        k.atomic_replays, k.atomic_replays_differing);
+  } else if (bad.empty() && name == "fault-zero-length-rkey") {
+    if (pc.value("naks_sent", 0) != 0 || !pr.value("refusals", json::array()).empty())
+      bad = fmt::format("the responder refused a zero-length request ({} NAKs): {}", pc.value("naks_sent", 0),
+                        pr.value("refusals", json::array()).dump());
   } else if (fatal_fault) {
     const WcStatus want = name == "fault-bad-rkey"     ? WcStatus::remote_access_error
                           : name == "fault-no-receive" ? WcStatus::rnr_retry_exceeded
@@ -269,7 +322,7 @@ RunResult run_initiator(std::string_view control_peer, const RunOptions& o) {
     const std::string_view nak = name == "fault-bad-rkey"     ? "NAK Remote Access Error"
                                  : name == "fault-no-receive" ? "RNR NAK"
                                                               : "NAK Invalid Request";
-    if (done.empty() || done[0].status != want)
+    if (!faulty || faulty->status != want || faulty != &done.back())
       bad = fmt::format("our request completed with '{}', a conforming responder gives '{}'", status_of_first(),
                         wc_status_name(want));
     else if (!refused(nak))

@@ -82,6 +82,30 @@ RunResult run_initiator(std::string_view control_peer, const RunOptions& o);
 // verified; perftest's server does not look at its buffer.
 RunResult run_perftest_client(std::string_view server, std::string_view program, const RunOptions& o);
 
+// The fault-* scenarios whose fault run_perftest_client can plant against a
+// perftest server, the programs and connection each needs, and how the
+// reaction shows from our side alone (perftest's server looks at nothing):
+// every work request completes after a recovery, the faulty one completes
+// with the error a fatal NAK gives, or only the responder's port counters
+// (ibv_devinfo -v) tell.
+struct PerftestFault {
+  std::string_view name;
+  std::vector<std::string_view> programs;
+  eng::QpType type = eng::QpType::rc;
+  // The port counter of the responder's device that must rise by one
+  // (bad_pkey_cntr, qkey_viol_cntr); empty: none is read.
+  std::string_view port_counter = {};
+  // One request packet per message needed (the fault names a packet that
+  // must start a message): perftest's -s at most the path MTU.
+  bool one_packet_messages = false;
+};
+const std::vector<PerftestFault>& perftest_faults();
+const PerftestFault* find_perftest_fault(std::string_view name);
+// Empty when `fault` can be planted against `program` over `type` with
+// messages of `size` octets at path MTU `pmtu`; else why not.
+std::string perftest_fault_problem(std::string_view fault, std::string_view program, eng::QpType type, std::uint32_t size,
+                                   unsigned pmtu);
+
 
 struct PeerOptions {
   eng::QpConfig qp;                 // limits and timers; QPN and PSNs come from the hello (the type too, except for perftest: its -c)

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "engines/common/socket.hpp"
 #include "interop/ib/scenarios.hpp"
@@ -52,10 +53,13 @@ class Suite final : public LiveSuite {
                    "ib_read_bw, ib_send_bw, ib_atomic_bw (a perftest server without -R; --size and --iterations must "
                    "match its -s and -n; atomics are 8 octets)")
           ->check(CLI::IsMember({"rdmaconf", "ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw"}));
+      std::vector<std::string> faults;
+      for (const auto& f : perftest_faults()) faults.emplace_back(f.name);
       c.add_option("--fault", fault_,
-                   "with a perftest --peer-program: plant the fault of fault-psn-gap or fault-icrc in the traffic; "
-                   "passes when the responder recovers as the IBTA requires and the data completes")
-          ->check(CLI::IsMember({"fault-psn-gap", "fault-icrc"}));
+                   fmt::format("with a perftest --peer-program: plant this fault-* scenario's fault in the traffic "
+                               "({}); passes when what our side sees of the reaction is what the IBTA requires",
+                               fmt::join(faults, ", ")))
+          ->check(CLI::IsMember(faults));
     } else {
       add_responder_options(c, serve_);
       c.add_flag("--perftest", serve_.perftest,

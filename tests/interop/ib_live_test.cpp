@@ -179,6 +179,83 @@ BOOST_AUTO_TEST_CASE(perftest_exchange_our_client_against_our_server) {
   fs::remove_all(dir);
 }
 
+// Every fault our client can plant against a perftest server, against our
+// own perftest server (a conforming responder): each run passes, judged from
+// the client's side alone as against rxe in the lab, and the server's own
+// account shows the reaction (its NAKs, drops and duplicates); the
+// recordings FAIL exactly the cases of the broken rule.
+BOOST_AUTO_TEST_CASE(perftest_faults_against_our_server) {
+  constexpr std::uint16_t port = 4791;
+  const fs::path dir = fs::temp_directory_path() / fmt::format("rdmaconf-perftest-faults-{}", getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  using rdmaconf::engine::ib::QpType;
+  BOOST_TEST(ib::perftest_faults().size() >= 14u);
+  for (const auto& f : ib::perftest_faults()) {
+    for (const auto program : f.programs) {
+      BOOST_TEST_CONTEXT(f.name << " against " << program) {
+        const std::uint32_t size = f.one_packet_messages || f.type == QpType::ud ? 1024 : 4096;
+        std::string err;
+        Fd lfd = rdmaconf::engine::tcp_listen("127.0.0.3:0", err);
+        BOOST_REQUIRE_MESSAGE(lfd, err);
+        ib::PeerOptions po;
+        po.udp_local = fmt::format("127.0.0.3:{}", port);
+        po.idle_timeout_ms = 10000;
+        po.connections = 1;
+        po.max_size = 1u << 20;
+        po.perftest_program = std::string(program);
+        po.qp.type = f.type;
+        po.pcap_dir = dir.string();
+        nlohmann::json rep;
+        std::jthread peer([&](std::stop_token st) {
+          ib::serve_perftest(lfd.get(), po, [&](const nlohmann::json& j) { rep = j; }, st);
+        });
+        ib::RunOptions ro;
+        ro.udp_local = fmt::format("127.0.0.4:{}", port);
+        ro.size = size;
+        ro.iterations = 8;
+        ro.timeout_ms = 10000;
+        ro.qp.type = f.type;
+        ro.fault = std::string(f.name);
+        const fs::path ours = dir / fmt::format("ours-{}-{}.pcap", f.name, program);
+        ro.pcap = ours.string();
+        const auto r = ib::run_perftest_client(fmt::format("127.0.0.3:{}", rdmaconf::engine::local_port(lfd.get())), program, ro);
+        peer.join();
+        BOOST_TEST(r.ok, r.message);
+        BOOST_REQUIRE_MESSAGE(rep.is_object(), "the server reported nothing");
+        const auto& c = rep.value("counters", nlohmann::json::object());
+        if (f.name.starts_with("fault-duplicate")) BOOST_TEST(c.value("duplicates", 0) == 1, rep.dump());
+        if (f.name == "fault-pkey" || f.name == "fault-qp-type") BOOST_TEST(c.value("dropped_header", 0) == 1, rep.dump());
+        if (f.name == "fault-qkey") {
+          BOOST_TEST(c.value("dropped_uc_ud", 0) == 1, rep.dump());
+          BOOST_TEST(rep.value("received", 0u) == 8u, rep.dump());
+        }
+        if (f.name == "fault-zero-length-rkey") BOOST_TEST(c.value("naks_sent", 0) == 0, rep.dump());
+        const auto* s = ib::find_scenario(f.name);
+        BOOST_REQUIRE(s);
+        const std::set<std::string> want(s->failing_cases.begin(), s->failing_cases.end());
+        std::size_t packets = 0;
+        const auto got = fails_of(ours, {port}, packets, err);
+        BOOST_TEST(err.empty(), err);
+        BOOST_TEST(packets > 0u);
+        BOOST_TEST((got == want), ours << ": FAIL " << fmt::format("{}", fmt::join(got, ", ")) << "; expected "
+                                       << fmt::format("{}", fmt::join(want, ", ")));
+        fs::remove(dir / "peer-perftest-0.pcap");
+      }
+    }
+  }
+  // What cannot be planted says why.
+  ib::RunOptions ro;
+  ro.fault = "fault-no-receive";
+  BOOST_TEST(ib::run_perftest_client("127.0.0.1:1", "ib_send_bw", ro).message.find("cannot be planted against perftest") !=
+             std::string::npos);
+  ro.fault = "fault-opseq";
+  ro.size = 4096;
+  BOOST_TEST(ib::run_perftest_client("127.0.0.1:1", "ib_write_bw", ro).message.find("must not exceed the path MTU") !=
+             std::string::npos);
+  fs::remove_all(dir);
+}
+
 // The perftest server serves its clients at once: a silent connection
 // delays no one, two clients (each from a loopback address of its own, as
 // perftest's keys name no port) run side by side on QPNs drawn at random,
