@@ -600,6 +600,13 @@ void QueuePair::to_error(std::string why) {
   wq_.clear();
   sq_.clear();
   rq_.clear();
+  // Requests generated but not yet handed to the link stay unsent: after a
+  // fatal NAK the requester sends nothing more (IBTA Vol.1 ch. 9; the
+  // capture's ib.nak.fatal). A NAK owed is in nak_due_, not here.
+  while (!staged_.empty()) {
+    if (spare_.size() < 64) spare_.push_back(std::move(staged_.back().bytes));
+    staged_.pop_back();
+  }
   in_ = {};
   replies_.clear();
   ack_due_ = false;

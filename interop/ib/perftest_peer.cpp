@@ -133,7 +133,7 @@ const std::vector<PerftestFault> kPerftestFaults = {
     {"fault-duplicate-read", {"ib_read_bw"}, QpType::rc, {}, true},
     {"fault-duplicate-atomic", {"ib_atomic_bw"}},
     {"fault-zero-length-rkey", {"ib_write_bw", "ib_read_bw"}},
-    {"fault-bad-rkey", {"ib_write_bw"}},
+    {"fault-bad-rkey", {"ib_write_bw"}, QpType::rc, {}, true},
     {"fault-oversize", {"ib_write_bw"}, QpType::rc, {}, true},
     {"fault-wrong-pad", {"ib_write_bw"}, QpType::rc, {}, true},
     {"fault-opseq", {"ib_write_bw", "ib_send_bw"}, QpType::rc, {}, true},
@@ -232,27 +232,26 @@ RunResult run_perftest_client(std::string_view server, std::string_view program,
   std::string bad;
   const bool fatal = fatal_perftest_fault(o.fault);
   const std::uint64_t fatal_wr = o.fault == "fault-opseq" ? 1 : 0;  // the work request the fault hits (plant_fault)
-  // fault-zero-length-rkey: before the test, a zero-length WRITE and READ
-  // naming an R_Key and an address perftest never gave us; both must
-  // succeed. fault-qkey: one more SEND than the server counts, the second
-  // with a Q_Key not perftest's.
+  // fault-zero-length-rkey: before the test, a zero-length operation of the
+  // program's kind (its server's QP allows no other remote access) naming
+  // an R_Key and an address perftest never gave us; it must succeed.
+  // fault-qkey: one more SEND than the server counts, the second with a
+  // Q_Key not perftest's.
   std::vector<SendWr> prologue;
-  if (o.fault == "fault-zero-length-rkey")
-    for (const WrOpcode op : {WrOpcode::write, WrOpcode::read}) {
-      SendWr w{};
-      w.wr_id = ~0ull - prologue.size();
-      w.op = op;
-      w.local = {run.key, 0, 0};
-      w.remote_stag = run.theirs.rkey ^ 0x5a5a00;
-      w.remote_to = ~0ull - 15;
-      prologue.push_back(w);
-    }
+  if (o.fault == "fault-zero-length-rkey") {
+    SendWr& w = prologue.emplace_back();
+    w.wr_id = ~0ull;
+    w.op = *verb == PerftestVerb::read ? WrOpcode::read : WrOpcode::write;
+    w.local = {run.key, 0, 0};
+    w.remote_stag = run.theirs.rkey ^ 0x5a5a00;
+    w.remote_to = ~0ull - 15;
+  }
   const std::uint64_t total = iters + prologue.size() + (o.fault == "fault-qkey" ? 1 : 0);
   std::uint64_t posted = 0, completed = 0;
   std::optional<std::uint64_t> first_original;  // ib_atomic_bw: FetchAdds of 1 on one word find consecutive values
   std::optional<WcStatus> fatal_status;
   const auto t0 = Clock::now();
-  const bool ran = link.run_until(qp, [&] {
+  auto take = [&] {
     while (auto c = run.scq.poll()) {
       const std::uint64_t k = completed++;
       if (fatal && !fatal_status && c->status != WcStatus::success) {
@@ -275,7 +274,13 @@ RunResult run_perftest_client(std::string_view server, std::string_view program,
                             *c->atomic_original, *first_original + k);
       }
     }
-    while (posted < total && posted - completed < o.window) {
+  };
+  bool ran = link.run_until(qp, [&] {
+    take();
+    // A fatal fault's requests go one at a time: nothing of ours is on the
+    // wire when the NAK comes, so the capture shows the requester sending
+    // nothing after it (ib.nak.fatal) rather than a race with our window.
+    while (posted < total && posted - completed < (fatal ? 1u : o.window)) {
       if (posted < prologue.size()) {
         qp.post_send(prologue[posted++]);
         continue;
@@ -294,8 +299,12 @@ RunResult run_perftest_client(std::string_view server, std::string_view program,
       w.remote_qkey = o.fault == "fault-qkey" && w.wr_id == 1 ? kPerftestQkey ^ 0x0100 : kPerftestQkey;
       qp.post_send(w);
     }
-    return completed >= total;
+    return completed >= total || (fatal_status && qp.state() == QpState::error);
   }, o.timeout_ms);
+  // A fatal NAK ends the run with the QP in error, as it must: what it
+  // flushed is judged, what was never posted does not matter.
+  take();
+  if (!ran && fatal_status && qp.state() == QpState::error) ran = true;
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.iterations = iters;
   r.bytes = iters * size;

@@ -183,6 +183,12 @@ wait_listen() {
   return 1
 }
 
+# port_counters NAME DEV: the port attributes of RDMA device DEV, with its
+# bad P_Key and Q_Key violation counters, as counters-NAME.txt.
+port_counters() {
+  ibv_devinfo -v -d "$2" >"$DIR/counters-$1.txt" 2>&1
+}
+
 # finish GRACE: waits up to GRACE seconds for the servers (they end with
 # their client), kills what is left, stops the capture and copies it out.
 finish() {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -151,6 +152,15 @@ Verdict judge(const Cell& c, const CellOutcome& o) {
           problems.push_back(fmt::format("our responder received {} SENDs ({} octets) of {} x {}",
                                          j.value("received", 0ull), j.value("received_octets", 0ull), c.iterations,
                                          c.size));
+        // A fault whose drop only the peer's device counts: its counter must
+        // rise by exactly one during our run.
+        if (const auto counter = c.peer->port_counter(c)) {
+          if (!o.port_counter_rise)
+            problems.push_back(fmt::format("{}'s port counter {} could not be read before and after our run", c.kernel, *counter));
+          else if (*o.port_counter_rise != 1)
+            problems.push_back(fmt::format("{}'s port counter {} rose by {} during our run; the one packet it must drop "
+                                           "raises it by one", c.kernel, *counter, *o.port_counter_rise));
+        }
         // A planted fault (rxe cells) must FAIL its cases and nothing else.
         if (const auto extra = planted_fault_problems(o, problems); !extra.empty())
           problems.push_back(fmt::format("the capture FAILs {}", fmt::join(extra, ", ")));
@@ -240,6 +250,16 @@ int shell(const std::string& cmd) {
   return rc == -1 ? -1 : WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
 }
 
+// A counter's value in `ibv_devinfo -v` output ("\t\t\tbad_pkey_cntr:\t\t0x0").
+std::optional<std::uint64_t> port_counter_value(const std::string& devinfo, const std::string& counter) {
+  const auto at = devinfo.find(counter + ":");
+  if (at == std::string::npos) return std::nullopt;
+  const char* p = devinfo.c_str() + at + counter.size() + 1;
+  char* end = nullptr;
+  const auto v = std::strtoull(p, &end, 0);
+  return end == p ? std::nullopt : std::optional<std::uint64_t>(v);
+}
+
 CellOutcome collect(const Cell& c, const fs::path& dir, const conformance::Checker& checker,
                     const reports::RunInfo& run) {
   CellOutcome o;
@@ -284,6 +304,11 @@ CellOutcome collect(const Cell& c, const fs::path& dir, const conformance::Check
   }
   o.required_failures = planted_failures(c);
   o.framing_lost = c.peer->framing_lost(c);
+  if (const auto counter = c.peer->port_counter(c)) {
+    const auto before = port_counter_value(read_text(dir / "counters-before.txt"), *counter);
+    const auto after = port_counter_value(read_text(dir / "counters-after.txt"), *counter);
+    if (before && after) o.port_counter_rise = static_cast<std::int64_t>(*after) - static_cast<std::int64_t>(*before);
+  }
   const fs::path pcap = dir / "wire.pcap";
   if (!fs::exists(pcap)) {
     o.check_error = "no capture";
@@ -469,6 +494,9 @@ int run(const LabOptions& o, std::ostream& log) {
 
   conformance::CheckOptions co;
   co.hash = true;
+  // Every RoCE device of the guest sits on a veth of MTU 1500, so rxe's
+  // active path MTU is 1024 (what perftest and rdma_cm use there).
+  co.family_options["--roce-mtu"] = {kLabRoceMtu};
   const conformance::Checker checker(co);
   const reports::RunInfo run{"lab", {"lab", "run"}, false, {}, checker.active_cases()};
   std::vector<CellOutcome> outcomes;

@@ -140,6 +140,9 @@ struct CellOutcome {
   std::vector<std::string> required_failures;  // terminate cells: cases the fault must FAIL
   bool framing_lost = false;
   std::string kernel_trouble;  // the first BUG/Oops/WARNING line the guest kernel logged during the cell
+  // The peer's port counter the cell reads (KernelPeer::port_counter): how
+  // far it rose during our run; nothing when it could not be read.
+  std::optional<std::int64_t> port_counter_rise;
 };
 
 struct Verdict {

@@ -1,9 +1,12 @@
 #pragma once
 #include <cstddef>
+#include <cstdint>
 
 // The lab's network and timing, shared by the table of cells (cells.cpp) and the
 // orchestration (lab.cpp): addresses of the guest's veth pairs, ports, budgets.
 namespace rdmaconf::interop::lab {
+
+inline constexpr std::uint64_t kLabRoceMtu = 1024;  // rxe on the guest's veths (MTU 1500)
 
 inline constexpr const char* kSiwAddr = "192.0.2.1";   // veth0, the initial namespace (siw0)
 inline constexpr const char* kOurAddr = "192.0.2.2";   // veth1, namespace eng (our engine)

@@ -88,6 +88,8 @@ std::optional<std::pair<unsigned, unsigned>> siw_required_terminate(const Cell& 
   return std::pair{s->expect->layer, s->expect->etype};
 }
 
+std::optional<std::string> no_port_counter(const Cell&) { return std::nullopt; }
+
 std::string siw_load(const Cell& c) { return fmt::format("siw_load {}", c.siw.load_args()); }
 
 void siw_plan(const Cell& c, std::string& plan) {
@@ -154,10 +156,17 @@ std::pair<std::string, nlohmann::json> siw_manifest_setup(const Cell& c) { retur
 
 std::string rxe_configure(Cell&, const std::string&) { return {}; }
 
+engine::ib::QpType qp_type_of(const Cell& c) {
+  return c.connection == "UC" ? engine::ib::QpType::uc : c.connection == "UD" ? engine::ib::QpType::ud : engine::ib::QpType::rc;
+}
+
 std::string rxe_rules(const Cell& c, std::string_view expect) {
   if (c.connection != "RC" && c.our_role == "none") return "connection: only cells of our RoCE engine against rxe choose UC or UD";
   if (!c.fault.empty() && !(c.fault.starts_with("fault-") && ib::find_scenario(c.fault) && c.our_role == "initiator"))
     return fmt::format("fault: \"{}\" is not a fault-* scenario of our RoCE initiator", c.fault);
+  if (!c.fault.empty())
+    if (auto bad = ib::perftest_fault_problem(c.fault, c.scenario, qp_type_of(c), c.size, 1024); !bad.empty())
+      return "fault: " + bad;
   if (c.expect == Expect::terminate || c.expect == Expect::close)
     return fmt::format("expect: {} is for our iWARP initiator's terminate-* scenarios", expect);
   return {};
@@ -172,7 +181,21 @@ std::optional<std::string> rxe_rule(const Cell& c) {
 
 std::optional<std::string> no_terminate(const Cell&) { return std::nullopt; }
 
-std::string rxe_provoked(const Cell& c) { return c.fault.empty() ? c.scenario : c.fault; }
+// A perftest data cell runs the operations of our own data scenario of the
+// same verb and transport against rxe (every work request's completion
+// checked, Fetch and Add originals consecutive; perftest's buffer holds
+// nothing to compare), so the ledger counts it as that scenario.
+std::string rxe_provoked(const Cell& c) {
+  if (!c.fault.empty()) return c.fault;
+  if (c.our_role == "none") return c.scenario;
+  static const std::pair<std::string_view, std::string_view> kSame[] = {
+      {"ib_write_bw/RC", "write"}, {"ib_read_bw/RC", "read"}, {"ib_send_bw/RC", "send"},
+      {"ib_atomic_bw/RC", "atomic"}, {"ib_write_bw/UC", "uc-write"}, {"ib_send_bw/UD", "ud-send"}};
+  const std::string key = c.scenario + "/" + c.connection;
+  for (const auto& [cell, scenario] : kSame)
+    if (cell == key) return std::string(scenario);
+  return c.scenario;
+}
 
 std::vector<std::string> rxe_planted_failures(const Cell& c) {
   const auto* f = ib::find_scenario(c.fault);
@@ -183,6 +206,11 @@ std::vector<std::string> rxe_planted_failures(const Cell& c) {
 bool rxe_framing_lost(const Cell&) { return false; }
 
 std::optional<std::pair<unsigned, unsigned>> rxe_required_terminate(const Cell&) { return std::nullopt; }
+
+std::optional<std::string> rxe_port_counter(const Cell& c) {
+  const auto* f = c.fault.empty() ? nullptr : ib::find_perftest_fault(c.fault);
+  return f && !f->port_counter.empty() ? std::optional<std::string>(f->port_counter) : std::nullopt;
+}
 
 std::string rxe_load(const Cell&) { return "rxe_load"; }
 
@@ -195,11 +223,14 @@ void rxe_plan(const Cell& c, std::string& plan) {
     plan += fmt::format("cell {} veth0 udp\n", c.id);
     plan += fmt::format("server peer siw {} -F -d rxe0 -p {} -n {}{}\n", c.scenario, c.port, c.iterations, psize);
     plan += fmt::format("wait_listen siw {}\n", c.port);
+    const bool counters = rxe_port_counter(c).has_value();
+    if (counters) plan += "port_counters before rxe0\n";
     plan += fmt::format(
         "client our our $ENGINE live ib --peer-program {} --peer {}:{} --udp {}:4791 --size {} "
         "--iterations {} --raw-receive --timeout {}{}{} --json \"$DIR/our.json\"\n",
         c.scenario, kSiwAddr, c.port, kOurAddr, c.size, c.iterations, kStepTimeoutMs,
         c.fault.empty() ? "" : " --fault " + c.fault, our_conn);
+    if (counters) plan += "port_counters after rxe0\n";
     plan += fmt::format("finish {}\n", kGraceS);
     return;
   }
@@ -240,9 +271,9 @@ std::pair<std::string, nlohmann::json> rxe_manifest_setup(const Cell& c) {
 const std::vector<KernelPeer>& kernel_peers() {
   static const std::vector<KernelPeer> peers = {
       {"siw", "iwarp", "siw", siw_configure, siw_rules, siw_knows, siw_rule, siw_terminate, siw_provoked, siw_planted_failures, siw_framing_lost,
-       siw_required_terminate, siw_load, siw_plan, siw_configuration, siw_manifest_setup},
+       siw_required_terminate, no_port_counter, siw_load, siw_plan, siw_configuration, siw_manifest_setup},
       {"rxe", "ib", "", rxe_configure, rxe_rules, rxe_knows, rxe_rule, no_terminate, rxe_provoked, rxe_planted_failures, rxe_framing_lost,
-       rxe_required_terminate, rxe_load, rxe_plan, rxe_configuration, rxe_manifest_setup},
+       rxe_required_terminate, rxe_port_counter, rxe_load, rxe_plan, rxe_configuration, rxe_manifest_setup},
   };
   return peers;
 }

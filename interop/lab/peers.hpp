@@ -45,6 +45,10 @@ struct KernelPeer {
   // The Terminate the cell's scenario requires as {layer, etype}, to name a
   // reply whose nibbles are exchanged; nothing when none is required.
   std::optional<std::pair<unsigned, unsigned>> (*required_terminate)(const Cell& c);
+  // The port counter of the peer's device (as `ibv_devinfo -v` names it)
+  // that the cell's planted fault must raise by exactly one, read before and
+  // after our engine's run; nothing when the cell reads none.
+  std::optional<std::string> (*port_counter)(const Cell& c);
   // The guest line that loads the peer in the cell's configuration (the plan
   // loads again only when it changes), and the cell's own lines.
   std::string (*load)(const Cell& c);
