@@ -105,6 +105,20 @@ BOOST_AUTO_TEST_CASE(every_scenario_against_our_peer) { every_scenario("127.0.0.
 // checker tells the two ends apart by port.
 BOOST_AUTO_TEST_CASE(every_scenario_over_ipv6) { every_scenario("[::1]", "[::1]", true); }
 
+// Our perftest server on 127.0.0.3:4791 for one client running `program`
+// over `type`, recording into `dir`.
+ib::PeerOptions one_perftest_client(std::string_view program, rdmaconf::engine::ib::QpType type, const fs::path& dir) {
+  ib::PeerOptions po;
+  po.udp_local = "127.0.0.3:4791";
+  po.idle_timeout_ms = 10000;
+  po.connections = 1;
+  po.max_size = 1u << 20;
+  po.perftest_program = std::string(program);
+  po.qp.type = type;
+  po.pcap_dir = dir.string();
+  return po;
+}
+
 // perftest's own TCP exchange (interop/ib/perftest), our client against our
 // server for each program (ib_write_bw, ib_read_bw, ib_send_bw, ib_atomic_bw). The real peer is perftest on rxe in the lab
 // (docs/lab.md); this keeps both sides' sequences in step with each other in
@@ -129,14 +143,7 @@ BOOST_AUTO_TEST_CASE(perftest_exchange_our_client_against_our_server) {
       std::string err;
       Fd lfd = rdmaconf::engine::tcp_listen("127.0.0.3:0", err);
       BOOST_REQUIRE_MESSAGE(lfd, err);
-      ib::PeerOptions po;
-      po.udp_local = fmt::format("127.0.0.3:{}", port);
-      po.idle_timeout_ms = 10000;
-      po.connections = 1;
-      po.max_size = 1u << 20;
-      po.perftest_program = prog;
-      po.qp.type = type;
-      po.pcap_dir = dir.string();
+      const ib::PeerOptions po = one_perftest_client(prog, type, dir);
       nlohmann::json rep;
       std::jthread peer([&](std::stop_token st) {
         ib::serve_perftest(lfd.get(), po, [&](const nlohmann::json& j) { rep = j; }, st);
@@ -198,14 +205,7 @@ BOOST_AUTO_TEST_CASE(perftest_faults_against_our_server) {
         std::string err;
         Fd lfd = rdmaconf::engine::tcp_listen("127.0.0.3:0", err);
         BOOST_REQUIRE_MESSAGE(lfd, err);
-        ib::PeerOptions po;
-        po.udp_local = fmt::format("127.0.0.3:{}", port);
-        po.idle_timeout_ms = 10000;
-        po.connections = 1;
-        po.max_size = 1u << 20;
-        po.perftest_program = std::string(program);
-        po.qp.type = f.type;
-        po.pcap_dir = dir.string();
+        const ib::PeerOptions po = one_perftest_client(program, f.type, dir);
         nlohmann::json rep;
         std::jthread peer([&](std::stop_token st) {
           ib::serve_perftest(lfd.get(), po, [&](const nlohmann::json& j) { rep = j; }, st);
