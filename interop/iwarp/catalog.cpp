@@ -177,6 +177,38 @@ std::vector<ScenarioInfo> make_catalog() {
        "that erred (here the Send: DDP untagged 0x03, its DDP header copied)",
        {"iwarp.ddp.msn"});
   v.back().behind = ScenarioInfo::Behind::second_error;
+  // Two connections: the STag of the first, used on the second (RFC 5040
+  // §7.2 and §8.1.1, RFC 5041 §8.2 and §8.3.1); the first goes on after the
+  // second's Terminate, and its data must be intact.
+  term("terminate-stag-stream", kTermStagStream,
+       "an RDMA Write on a second connection to the STag the responder advertised on the first",
+       {kTermLayerDdp, kTermDdpTagged, 0x00, false, 0x02},
+       "RFC 5041 §8.2 and §8.3.1, RFC 5040 §8.1.1: an STag is used only on the streams of its protection domain (and "
+       "its stream); a Write naming another's is not placed and is reported (DDP tagged 0x00 invalid STag, or 0x02 "
+       "STag not associated with the stream). The first connection's buffer must be untouched",
+       {});
+  v.back().second_connection = true;
+  term("terminate-read-stag-stream", kTermReadStagStream,
+       "an RDMA Read Request on a second connection naming the source STag the responder advertised on the first",
+       {kTermLayerRdma, kTermRdmaProtection, 0x00, false, 0x03},
+       "RFC 5040 §7.2 (RDMA Request item 4b) and §8.1.1: a Read Request's Data Source STag must be associated with the "
+       "stream it arrives on (RDMA protection 0x03, or 0x00 invalid STag)",
+       {});
+  v.back().second_connection = true;
+  term("terminate-invalidate-stream", kTermInvalidateStream,
+       "a Send with Invalidate on a second connection naming the STag the responder advertised on the first",
+       {kTermLayerRdma, 0, 0, true},
+       "RFC 5040 §7.2 (Send with Invalidate items 4-5): the Invalidate STag must be valid and associated with the "
+       "stream it arrives on; the text names no code (any RDMA-layer Terminate). The first connection's STag must "
+       "still work afterwards",
+       {});
+  v.back().second_connection = true;
+  term("terminate-revoked", kTermRevoked,
+       "a Send with Invalidate naming the responder's own writable STag, then an RDMA Write to it",
+       {kTermLayerDdp, kTermDdpTagged, 0x00},
+       "RFC 5040 §8.1.1 and RFC 5041 §8.3.1: once remote access to an STag is revoked the network can no longer change "
+       "the buffer; the Write names an invalid STag (DDP tagged 0x00)",
+       {});
   v.push_back({"terminate-before-reply", kTermBeforeReply,
                "an FPDU sent right behind the MPA Request, before the Reply", 64, 1, std::nullopt, true, "RFC 5044 §7.1.2: the initiator sends no FPDU before it has received the Reply; with no framing agreed the "
                "responder can only close",

@@ -21,15 +21,21 @@ struct Initiator {
   RunResult& r;
   std::uint32_t size;
   std::uint64_t iters;
+  // For the scenarios that open a second connection to the same peer.
+  std::string_view peer = {};
+  QpConfig cfg = {};
+  std::shared_ptr<engine::FrameTap> tap = {};
 
   bool fail(std::string_view step) {
     r.message = s.why(step);
     return false;
   }
 
-  std::optional<Ctl> hello(Ctl h) {
+  // `as`: announce this scenario instead of ours (the first connection of
+  // the two-connection scenarios runs plain data).
+  std::optional<Ctl> hello(Ctl h, std::optional<Code> as = std::nullopt) {
     h.kind = kHello;
-    h.scenario = info.code;
+    h.scenario = as.value_or(static_cast<Code>(info.code));
     h.size = size;
     h.iterations = static_cast<std::uint32_t>(iters);
     const auto b = h.encode();
@@ -341,11 +347,16 @@ struct Initiator {
       // msn-repeat: a repeat needs a Send before it, which would use rping's only receive.
       // zero-send: rping -s reposts its receive as soon as a message came.
       case kTermMarker: case kTermBounds: case kTermAccess: case kTermReadBounds: case kTermOrd: case kTermOversize:
-      case kTermMsnRepeat: case kTermReadWrap: case kTermZeroSend:
+      case kTermMsnRepeat: case kTermReadWrap: case kTermZeroSend: case kTermRevoked:
         r.skipped = true;
         r.message = "not applicable against rping -s: the fault needs a buffer the responder advertises or a second posted receive";
         return std::nullopt;
       default: break;
+    }
+    if (info.second_connection) {
+      r.skipped = true;
+      r.message = "not applicable against rping -s: the fault needs a buffer the responder advertises on a first connection";
+      return std::nullopt;
     }
     Ctl c;
     c.credits = 1;
@@ -365,6 +376,7 @@ struct Initiator {
       waited_s = std::chrono::duration<double>(Clock::now() - t0).count();
       return judge();
     }
+    if (info.second_connection && o.peer_program != "rping") return other_stream();
     const auto c = o.peer_program == "rping" ? rping_server_resources() : hello({});
     if (!c) return false;
     const std::uint32_t bad_stag = c->stag + (0x10000u << 8);  // an index no region has
@@ -413,6 +425,10 @@ struct Initiator {
         break;
       case kTermInvalidate:
         s.send(small, WrOpcode::send_invalidate, bad_stag);
+        break;
+      case kTermRevoked:  // a legal invalidation, then a Write the revoked STag must refuse
+        s.send(small, WrOpcode::send_invalidate, c->stag);
+        s.post(w);
         break;
       case kTermDdpVersion:
       case kTermDdpVersionTagged:
@@ -520,6 +536,84 @@ struct Initiator {
     }
     s.link->run_until([&] { return s.dead() || s.qp.terminate_received().has_value(); }, s.timeout_ms);
     return judge();
+  }
+
+  // RFC 5040 §7.2 and §8.1.1, RFC 5041 §8.2 and §8.3.1: an STag is good
+  // only on the stream (and protection domain) it was advertised on. This
+  // connection runs one slot of `write` (or `read`); a second connection,
+  // opened meanwhile, names this one's STag and must draw the Terminate;
+  // then this one goes on: its buffer holds only what it wrote itself (its
+  // source still reads as advertised; its STag still takes a Write).
+  bool other_stream() {
+    const bool read = info.code == kTermReadStagStream;
+    const auto a = hello({}, read ? kReadBw : kWriteBw);
+    if (!a) return false;
+    auto& mine = s.buffer(size);
+    fill_pattern(mine, 1);  // slot 0 as the responder checks it (or, read, finds it)
+    const auto mine_stag = s.pd.register_mr(mine, kLocalWrite);
+    SendWr own{kDataBase, read ? WrOpcode::read : WrOpcode::write, {mine_stag, 0, size}};
+    own.remote_stag = read ? a->stag_ro : a->stag;
+    own.remote_to = read ? a->to_ro : a->to;
+    if (!read) {
+      s.post(own);
+      if (!s.wait([&] { return s.completed >= 1; })) return fail("RDMA Write on the first connection");
+    }
+    std::string err;
+    Fd fd = tcp_connect(peer, o.timeout_ms, err);
+    if (!fd) {
+      r.message = "opening the second connection: " + err;
+      return false;
+    }
+    Session b(cfg, std::move(fd), o.wait, o.timeout_ms);
+    if (tap && !b.link->record(tap)) {
+      r.message = "recording the second connection";
+      return false;
+    }
+    b.setup_slots(kMinSlot, kSlots);
+    b.qp.connect();
+    if (!b.wait([&] { return b.qp.state() == QpState::connected; })) {
+      r.message = b.why("MPA setup of the second connection");
+      return false;
+    }
+    Initiator second{b, info, o, r, size, iters};
+    if (!second.hello({})) return false;
+    auto& theirs = b.buffer(size);
+    fill_pattern(theirs, 3);
+    SendWr w{kDataBase, read ? WrOpcode::read : WrOpcode::write, {b.pd.register_mr(theirs, kLocalWrite), 0, size}};
+    w.remote_stag = own.remote_stag;
+    w.remote_to = own.remote_to;
+    if (info.code == kTermInvalidateStream)
+      b.send(std::span(theirs).first(16), WrOpcode::send_invalidate, a->stag);
+    else
+      b.post(w);
+    second.bad_segment = b.qp.last_segment_sent();
+    b.link->run_until([&] { return b.dead() || b.qp.terminate_received().has_value(); }, b.timeout_ms);
+    const bool judged = second.judge();
+    r.terminate_received = b.qp.terminate_received();
+    b.link->close(2000);
+    if (!judged) {
+      r.message = "second connection: " + r.message;
+      return false;
+    }
+    const std::string on_second = r.message;
+    // The first connection: untouched by the second.
+    if (read || info.code == kTermInvalidateStream) {
+      if (read) std::fill(mine.begin(), mine.end(), std::byte{0});
+      s.post(own);
+      if (!s.wait([&] { return s.completed >= (read ? 1u : 2u); }))
+        return fail(read ? "RDMA Read on the first connection after the second's Terminate"
+                         : "RDMA Write to the first connection's STag after the second tried to invalidate it");
+      if (read && check_pattern(mine, 1)) {
+        r.message = "the first connection's source buffer no longer reads as the responder advertised it";
+        return false;
+      }
+    }
+    if (!finish()) return false;
+    r.message = fmt::format("second connection: {}; first connection: {}", on_second,
+                            read ? "its source still read as advertised"
+                            : info.code == kTermInvalidateStream ? "its STag still took a Write, data verified"
+                                                                 : "its buffer held only what it wrote itself");
+    return true;
   }
 
   static constexpr std::uint64_t kProbe = kDataBase + 0xffff;
@@ -721,14 +815,15 @@ RunResult run_initiator(std::string_view peer, const RunOptions& o) {
     return r;
   }
   Session s(cfg, std::move(fd), o.wait, o.timeout_ms);
-  if (!o.pcap.empty() && !s.link->record(captures::io::pcap_tap(o.pcap, err))) {
+  std::shared_ptr<engine::FrameTap> tap;
+  if (!o.pcap.empty() && !((tap = captures::io::pcap_tap(o.pcap, err)) && s.link->record(tap))) {
     r.message = err;
     return r;
   }
   s.setup_slots(info->code == kSendLat ? size : kMinSlot, kSlots);
   if (info->code == kFpduSplit) s.link->split_writes(37);
   s.qp.connect();
-  Initiator in{s, *info, o, r, size, iters};
+  Initiator in{s, *info, o, r, size, iters, peer, cfg, tap};
   bool ok = false;
   if (info->close_only) {
     ok = in.provoke();
@@ -773,7 +868,7 @@ RunResult run_initiator(std::string_view peer, const RunOptions& o) {
   r.ok = ok && !r.skipped;
   r.size = size;
   r.iterations = info->expect || info->close_only ? 0 : iters;
-  r.terminate_received = s.qp.terminate_received();
+  if (!r.terminate_received) r.terminate_received = s.qp.terminate_received();  // (or the second connection's)
   r.terminate_sent = s.qp.terminate_sent();
   if (r.negotiated.is_null()) r.negotiated = s.negotiated();
   s.link->close(2000);

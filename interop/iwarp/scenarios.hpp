@@ -80,6 +80,10 @@ struct ScenarioInfo {
   // What the responder needs beyond rping -s: a responder implementing RFC
   // 7306 (atomics, Immediate Data), and a buffer of its own.
   bool needs_rfc7306 = false;
+  // The fault goes on a second connection, which names what the responder
+  // advertised on the first (one slot of write-bw or read-bw, finished after
+  // the second's Terminate).
+  bool second_connection = false;
 };
 
 // Faults our responder can plant in its MPA Reply (rdmaconf serve iwarp

@@ -83,6 +83,10 @@ enum Code : std::uint8_t {
   kSilentAfterMsn,
   kTermFirstError,
   kMpaWithheld,
+  kTermStagStream,
+  kTermReadStagStream,
+  kTermInvalidateStream,
+  kTermRevoked,
 };
 
 // The `atomic` scenario's steps on the first word of the responder's
