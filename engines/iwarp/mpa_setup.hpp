@@ -19,6 +19,7 @@ struct Faults {
   std::uint64_t corrupt_crc_fpdu = 0;      // flip the CRC of the Nth FPDU sent (1-based; 0 off)
   bool corrupt_every_crc = false;          // every FPDU's CRC field flipped (0x5a5a5a5a without CRC)
   std::uint64_t wrong_marker = 0;          // XOR the pointer of the Nth marker sent
+  bool marker_reserved_bits = false;       // every marker with its reserved field and its pointer's two low bits set
   std::uint64_t skip_msn_message = 0;      // the Nth untagged Send-queue message skips one MSN
   std::uint64_t repeat_msn_message = 0;    // the Nth untagged Send-queue message reuses the last MSN
   bool ignore_ord = false;                 // send Read Requests beyond the negotiated ORD

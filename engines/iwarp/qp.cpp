@@ -232,6 +232,8 @@ void QueuePair::send_fpdu(Bytes head, Bytes payload) {
   if (tx_markers_) {
     ms_.fault_index = cfg_.faults.wrong_marker ? static_cast<std::int64_t>(cfg_.faults.wrong_marker - 1) : -1;
     ms_.fault_ptr_xor = 0x0101;
+    ms_.ptr_or = cfg_.faults.marker_reserved_bits ? 0x3 : 0;
+    ms_.rsvd_or = cfg_.faults.marker_reserved_bits ? 0xffff : 0;
     // Markers every 512 octets leave pieces too short to send as views
     // (TxQueue): the FPDU is laid down in the queue directly, markers in
     // place, and its CRC taken in one pass.
@@ -476,7 +478,9 @@ void QueuePair::rx_bytes(Bytes in) {
         const auto f = framer_.next(in);
         if (!f) break;
         for (const auto& m : f->markers)
-          if (m.fpduptr != m.expected_ptr || m.rsvd != 0)
+          // RFC 5044 §4.2 and §4.3: the reserved field is ignored on
+          // receipt, and the pointer's two low bits are taken as zero.
+          if ((m.fpduptr & ~0x3u) != m.expected_ptr)
             return terminate(kTermLayerLlp, 0, 0x03,
                              fmt::format("marker at stream offset {} points {} back; the FPDU started {} back", m.pos,
                                          m.fpduptr, m.expected_ptr));

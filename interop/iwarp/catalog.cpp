@@ -42,6 +42,15 @@ std::vector<ScenarioInfo> make_catalog() {
        "RTR bits B, C and D set; the responder must ignore them (expect no RTR, answer A = 0)", 64, 5);
   v.back().rule = "RFC 6581 §9.2: on reception, with A = 0 the RTR flags B, C and D are ignored";
   v.back().failing_cases = {"iwarp.mpa.v2.rtr_flags"};  // (the initiator's own MUST, broken on purpose)
+  // RFC 5044 §4.2 and §4.3: a marker's reserved field is ignored on
+  // receipt, and its pointer's two low bits are taken as zero.
+  data("marker-reserved-bits", kMarkerReservedBits, "rping's exchange with markers towards the responder, every marker "
+       "with its reserved field all ones and its FPDU pointer's two low bits set; the responder must ignore the one and "
+       "compute with the other as zero", 1000, 10);
+  v.back().rule = "RFC 5044 §4.2 (RESERVED: ignored on receive) and §4.3 (the FPDUPTR's two low bits are treated as "
+                  "zero at the receiver)";
+  v.back().needs_markers = true;
+  v.back().failing_cases = {"iwarp.mpa.marker.fpduptr", "iwarp.mpa.marker.reserved"};  // (the sender's own MUSTs, broken on purpose)
   // RFC 7306 §5.1 and §5.2: FetchAdd and CmpSwap, with the original values
   // returned and the memory left as the text says (kAtomicSteps).
   data("atomic", kAtomic, "FetchAdd twice, a CmpSwap whose compare fails, one whose compare matches and a FetchAdd of "
@@ -156,7 +165,26 @@ std::vector<ScenarioInfo> make_catalog() {
        "RFC 7306 §6.3: the receiver checks that Immediate Data carry exactly 8 octets; one that does not is an error "
        "on an incoming message, reported with a Terminate (§8.2; the text names no code)",
        {"iwarp.ddp.segment.header"});  // (the 4 octets are too few for the Immediate Data header the opcode calls for)
-  for (auto* t : {"terminate-atomic-align", "terminate-cmpswap-align", "terminate-atomic-opcode", "terminate-immediate-length"})
+  // RFC 7306 §8.2 items 1-3: an incoming Atomic Request gets the checks of
+  // every message first (DDP fields, RDMAP opcode and version).
+  term("terminate-atomic-ddp-version", kTermAtomicDdpVersion, "a FetchAdd whose DDP header says version 2",
+       {kTermLayerDdp, kTermDdpUntagged, 0x06},
+       "RFC 7306 §8.2 item 1, RFC 5041 §4.1 (DV) and §7.2: DDP validates every field of an Atomic Request's segment; "
+       "another DDP version on an untagged segment is DDP untagged 0x06",
+       {"iwarp.ddp.version"});
+  term("terminate-atomic-rdmap-opcode", kTermAtomicRdmapOpcode,
+       "a FetchAdd's segment (queue 3, Atomic Request header) with the undefined RDMAP opcode 0xF",
+       {kTermLayerRdma, kTermRdmaOperation, 0x06},
+       "RFC 7306 §8.2 item 2, RFC 5040 §4.8 Figure 9: the RDMAP opcode of an incoming Atomic message is validated; an "
+       "undefined one is a Remote Operation Error 0x06, Unexpected OpCode",
+       {"iwarp.rdmap.opcode"});
+  term("terminate-atomic-version", kTermAtomicVersion, "a FetchAdd whose RDMAP control field says version 2",
+       {kTermLayerRdma, kTermRdmaOperation, 0x05},
+       "RFC 7306 §8.2 item 3, RFC 5040 §4.8 Figure 9: the RDMAP version of an incoming Atomic message is validated; "
+       "another is a Remote Operation Error 0x05",
+       {"iwarp.rdmap.version"});
+  for (auto* t : {"terminate-atomic-align", "terminate-cmpswap-align", "terminate-atomic-opcode", "terminate-immediate-length",
+                  "terminate-atomic-ddp-version", "terminate-atomic-rdmap-opcode", "terminate-atomic-version"})
     for (auto& x : v)
       if (x.name == t) x.needs_rfc7306 = true;
   term("silent-after-crc", kSilentAfterCrc, "an FPDU with a corrupted CRC, then a zero-length RDMA Read Request",
@@ -286,6 +314,8 @@ const std::vector<ReplyFault>& reply_faults() {
   };
   return v;
 }
+
+std::vector<std::string_view> rping_faults() { return {"terminate-read-bounds", "terminate-ord", "terminate-bounds"}; }
 
 const ReplyFault* find_reply_fault(std::string_view name) {
   for (const auto& f : reply_faults())

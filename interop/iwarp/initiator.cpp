@@ -465,14 +465,22 @@ struct Initiator {
         break;
       case kTermAtomicAlign:
       case kTermCmpSwapAlign:
-      case kTermAtomicOpcode: {
+      case kTermAtomicOpcode:
+      case kTermAtomicDdpVersion:
+      case kTermAtomicRdmapOpcode:
+      case kTermAtomicVersion: {
+        using Seg = Faults::Segment;
+        const bool misaligned = info.code == kTermAtomicAlign || info.code == kTermCmpSwapAlign;
         SendWr a{kDataBase, info.code == kTermCmpSwapAlign ? WrOpcode::atomic_compare_swap : WrOpcode::atomic_fetch_add,
                  {local_stag, 0, 8}};
         a.remote_stag = c->stag;
-        a.remote_to = c->to + (info.code == kTermAtomicOpcode ? 0 : 4);
+        a.remote_to = c->to + (misaligned ? 4 : 0);
         a.add_swap = 0x0101010101010101ull;
-        if (info.code == kTermAtomicOpcode) {
-          s.qp.faults().segment = Faults::Segment::atomic_opcode;
+        if (!misaligned) {
+          s.qp.faults().segment = info.code == kTermAtomicOpcode       ? Seg::atomic_opcode
+                                  : info.code == kTermAtomicDdpVersion ? Seg::ddp_version
+                                  : info.code == kTermAtomicRdmapOpcode ? Seg::opcode
+                                                                        : Seg::rdmap_version;
           s.qp.faults().segment_fpdu = s.qp.fpdus_sent() + 1;
         }
         s.post(a);
@@ -621,53 +629,10 @@ struct Initiator {
   SentSegment bad_segment{};  // the segment the fault went into (the last one sent with it)
   bool probe_answered = false;
 
-  // RFC 5040 §4.8: the parts of the Terminate that describe the segment
-  // that caused it (the one we sent last). MUST: what M, D and R announce
-  // is there (§4.8 Figure 7's fields), the DDP Segment Length is valid with
-  // M, and the copied headers are that segment's ("the DDP Header of the
-  // incoming Message that is associated with the Terminate"; the Read
-  // Request's header as sent, since nothing of it was processed). SHOULD
-  // (Figure 10): a DDP error's Terminate includes the DDP header and length,
-  // an RDMAP error's too where it can, and an RDMA Read Request's protection
-  // error its RDMA header; only a Read Request's.
   bool copied_headers_match(const eng::TerminateInfo& t) {
-    const SentSegment& bad = bad_segment;
-    const Bytes head = bad.head_bytes();
-    namespace pi = protocols::iwarp;
-    const bool tagged = pi::ddp_control(head, pi::DdpTagged::t);
-    const std::size_t ddp = tagged ? pi::kDdpTagged.size : pi::kDdpUntagged.size;
-    const bool read_request = !tagged && head.size() >= ddp + pi::kReadRequest.size &&
-                              pi::ddp_control(head, pi::DdpTagged::opcode) == pi::kOpReadRequest;
-    auto hex = [](Bytes b) { return fmt::format("{:02x}", fmt::join(b, "")); };
-    auto wrong = [&](std::string what) {
-      r.message += fmt::format("; {} (RFC 5040 §4.8)", what);
-      return false;
-    };
-    if (!t.missing.empty())
-      return wrong(fmt::format("its M, D and R bits ({}{}{}) announce {}, which it lacks", int(t.seglen_valid),
-                               int(t.ddp_copied), int(t.rdmap_copied), t.missing));
-    if (t.seglen_valid && t.seglen != bad.ulpdu_size)
-      return wrong(fmt::format("with M set its DDP Segment Length is {}, but the segment that caused it was {} octets",
-                               t.seglen.value_or(0), bad.ulpdu_size));
-    if (t.ddp_copied && !std::ranges::equal(Bytes(t.ddp_header), head.first(std::min(ddp, head.size()))))
-      return wrong(fmt::format("the DDP header it copies ({}) is not that of the segment that caused it ({})",
-                               hex(t.ddp_header), hex(head.first(std::min(ddp, head.size())))));
-    if (t.rdmap_copied && read_request && !std::ranges::equal(Bytes(t.rdmap_header), head.subspan(ddp, protocols::iwarp::kReadRequest.size)))
-      return wrong(fmt::format("the RDMA header it copies ({}) is not the Read Request's ({})", hex(t.rdmap_header),
-                               hex(head.subspan(ddp, protocols::iwarp::kReadRequest.size))));
-    auto should = [&](bool met, std::string what) {
-      if (!met) r.should_not_met.push_back(std::move(what));
-    };
-    if (t.layer == kTermLayerDdp || t.layer == kTermLayerRdma)
-      should(t.seglen_valid && t.ddp_copied, fmt::format("Figure 10: a {} error's Terminate includes the DDP header and "
-                                                         "segment length (M = D = 1); it has M = {}, D = {}",
-                                                         t.layer == kTermLayerDdp ? "DDP" : "RDMAP", int(t.seglen_valid),
-                                                         int(t.ddp_copied)));
-    if (t.layer == kTermLayerRdma && t.etype == kTermRdmaProtection && read_request)
-      should(t.rdmap_copied, "Figure 10: a Read Request's protection error Terminate includes its RDMA header (R = 1)");
-    if (t.rdmap_copied && !read_request)
-      should(false, "the Terminated RDMA header is sent back only for an RDMA Read Request; R is set for another message");
-    return true;
+    const std::string wrong = copied_headers_problem(t, bad_segment, r.should_not_met);
+    if (!wrong.empty()) r.message += "; " + wrong;
+    return wrong.empty();
   }
 
   bool judge() {
@@ -779,7 +744,8 @@ RunResult run_initiator(std::string_view peer, const RunOptions& o) {
   }
   const std::uint32_t size = o.size ? o.size : info->default_size;
   const std::uint64_t iters = std::min<std::uint64_t>(o.iterations ? o.iterations : info->default_iterations, 0xffffffffu);
-  if ((info->code == kRping || info->code == kCrcIgnored || info->code == kFpduSplit || info->code == kRtrBits) && size < fmt::format("rdma-ping-{}: ", iters).size() + 2) {
+  if ((info->code == kRping || info->code == kCrcIgnored || info->code == kFpduSplit || info->code == kRtrBits ||
+       info->code == kMarkerReservedBits) && size < fmt::format("rdma-ping-{}: ", iters).size() + 2) {
     r.message = fmt::format("rping needs a buffer of at least {} octets for {} pings",
                             fmt::format("rdma-ping-{}: ", iters).size() + 2, iters);
     return r;
@@ -788,7 +754,8 @@ RunResult run_initiator(std::string_view peer, const RunOptions& o) {
   cfg.initiator = true;
   if (info->needs_crc) cfg.crc = true;
   if (info->code == kFpduSplit) cfg.mulpdu = 128;
-  if (info->code == kRtrBits) cfg.faults.request = Faults::Frame::rtr_bits;  // several FPDUs to a Read Response, so that writes straddle them
+  if (info->code == kRtrBits) cfg.faults.request = Faults::Frame::rtr_bits;
+  if (info->code == kMarkerReservedBits) cfg.faults.marker_reserved_bits = true;  // several FPDUs to a Read Response, so that writes straddle them
   if (info->code == kCrcIgnored) {
     cfg.crc = false;
     cfg.faults.corrupt_every_crc = true;
@@ -853,6 +820,15 @@ RunResult run_initiator(std::string_view peer, const RunOptions& o) {
         } else {
           ok = in.rping();
           if (ok) r.message += fmt::format(", every one of the {} FPDUs sent with a CRC field of 0x5a5a5a5a", s.qp.fpdus_sent());
+        }
+        break;
+      case kMarkerReservedBits:
+        if (!s.qp.markers_to_peer()) {
+          r.skipped = true;
+          r.message = "not applicable: the responder did not ask for markers (start the peer with --markers)";
+        } else {
+          ok = in.rping();
+          if (ok) r.message += fmt::format(", every one of the {} markers sent with its reserved field and its FPDU pointer's low bits set", s.qp.markers_sent());
         }
         break;
       case kZeroLength: ok = in.zero_length(); break;

@@ -96,9 +96,44 @@ struct Responder {
     return true;
   }
 
+  // The fault of terminate-* scenario `f`, planted by post() in the
+  // buffers an rping client advertised; then its Terminate (layer, type,
+  // code, copied headers) and the close are required.
+  bool rping_fault(const ScenarioInfo& f, const std::function<void()>& post) {
+    rep["scenario"] = fmt::format("rping {}", f.name);
+    post();
+    const SentSegment bad = s.qp.last_segment_sent();
+    s.link->run_until([&] { return s.dead() || s.qp.terminate_received().has_value(); }, s.timeout_ms);
+    const auto& t = s.qp.terminate_received();
+    const auto& e = *f.expect;
+    if (!t) return fail(fmt::format("waiting for Terminate {} after the fault of {} (planted in the buffers the initiator advertised)", e.text(), f.name));
+    std::string msg = fmt::format("the initiator answered the fault of {} (planted in the buffers it advertised) with "
+                                  "Terminate {}/{}/{:#04x}", f.name, t->layer, t->etype, t->code);
+    if (!e.matches(*t)) {
+      rep["message"] = fmt::format("{}; expected {} ({})", msg, e.text(), f.rule);
+      return false;
+    }
+    std::vector<std::string> should_not_met;
+    if (const std::string wrong = copied_headers_problem(*t, bad, should_not_met); !wrong.empty()) {
+      rep["message"] = fmt::format("{}; {}", msg, wrong);
+      return false;
+    }
+    s.link->run_until([&] { return s.link->peer_eof() || s.link->peer_reset(); }, s.timeout_ms);
+    if (!s.link->peer_eof() && !s.link->peer_reset()) {
+      rep["message"] = msg + ", but did not close the connection";
+      return false;
+    }
+    msg += " and closed, as required";
+    for (const auto& n : should_not_met) msg += fmt::format("; SHOULD not met: {}", n);
+    if (!should_not_met.empty()) rep["should_not_met"] = should_not_met;
+    rep["message"] = msg;
+    return true;
+  }
+
   // rping's server: Read the advertised buffer, say so, Write it back to the
   // next advertised buffer, say so; until the client closes.
   bool rping(Bytes first) {
+    const ScenarioInfo* fault = o.rping_fault.empty() ? nullptr : find_scenario(o.rping_fault);
     // The sink grows to the largest buffer advertised (up to --max-size and
     // the peer's memory budget), not beyond; null when the budget says no.
     std::vector<std::byte>* sink_p = nullptr;
@@ -136,6 +171,25 @@ struct Responder {
       SendWr rd{kDataBase, WrOpcode::read, {stag, 0, len}};
       rd.remote_stag = rkey;
       rd.remote_to = addr;
+      if (fault && fault->code == kTermReadBounds)  // 32 octets in, 32 past the end
+        return rping_fault(*fault, [&] {
+          rd.local.length = std::min<std::uint32_t>(64, len);
+          rd.remote_to = addr + len - rd.local.length / 2;
+          s.post(rd);
+        });
+      if (fault && fault->code == kTermOrd) {
+        if (s.negotiated().value("ord", 0) == 0 || s.qp.effective_ord() == 0) {
+          rep["message"] = "terminate-ord: no IRD of the client's was negotiated (MPA revision 1), so none can be exceeded";
+          return false;
+        }
+        return rping_fault(*fault, [&] {  // one Read Request more than the client's IRD allows in flight
+          s.qp.faults().ignore_ord = true;
+          for (unsigned k = 0; k <= s.qp.effective_ord(); ++k) {
+            rd.wr_id = kDataBase + k;
+            s.post(rd);
+          }
+        });
+      }
       const std::uint64_t target = s.completed + 1;
       s.post(rd);
       if (!s.wait([&] { return s.completed >= target; })) return fail(fmt::format("ping {}: RDMA Read", pings));
@@ -147,6 +201,13 @@ struct Responder {
       SendWr wr{kDataBase, WrOpcode::write, {stag, 0, std::min(wlen, len)}};
       wr.remote_stag = protocols::be32(*w, 8);
       wr.remote_to = protocols::be64(*w, 0);
+      if (fault && fault->code == kTermBounds)  // 32 octets in, 32 past the end of the sink
+        return rping_fault(*fault, [&] {
+          const std::uint32_t sink_len = protocols::be32(*w, 12);
+          wr.local.length = std::min<std::uint32_t>(64, len);
+          wr.remote_to += sink_len - wr.local.length / 2;
+          s.post(wr);
+        });
       const std::uint64_t target2 = s.completed + 1;
       s.post(wr);
       if (!s.wait([&] { return s.completed >= target2; })) return fail(fmt::format("ping {}: RDMA Write", pings));

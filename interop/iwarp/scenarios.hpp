@@ -154,7 +154,17 @@ struct PeerOptions {
   std::string pcap_dir;            // record connection N as DIR/peer-N.pcap
   unsigned max_sessions = 16;      // served at once; beyond, a connection is refused (a rejecting MPA Reply)
   std::uint64_t memory_budget = 1ull << 30;  // buffers of all sessions together; a hello beyond it is refused
+  // Serving rping clients: plant this terminate-* scenario's fault in the
+  // first ping, in the buffers the client advertised (rping_faults()), and
+  // require its Terminate and close instead of going on.
+  std::string rping_fault;
 };
+
+// The terminate-* scenarios whose fault our responder can plant while it
+// serves an rping client (rdmaconf serve iwarp --rping-fault NAME): an RDMA
+// Read past the end of the advertised source, more Read Requests than the
+// client's IRD, an RDMA Write past the end of the advertised sink.
+std::vector<std::string_view> rping_faults();
 
 // Serves connections on a listening socket, each in its own thread (at most
 // max_sessions at once, so that a slow or silent client delays no other),

@@ -48,6 +48,7 @@ enum Code : std::uint8_t {
   kZeroLength,
   kFpduSplit,
   kRtrBits,
+  kMarkerReservedBits,
   kTermCrc = 16,
   kTermMarker,
   kTermMsnSkip,
@@ -87,6 +88,9 @@ enum Code : std::uint8_t {
   kTermReadStagStream,
   kTermInvalidateStream,
   kTermRevoked,
+  kTermAtomicVersion,
+  kTermAtomicDdpVersion,
+  kTermAtomicRdmapOpcode,
 };
 
 // The `atomic` scenario's steps on the first word of the responder's
@@ -401,6 +405,19 @@ inline std::uint32_t bw_slots(std::uint32_t size, std::uint64_t iterations) {
   return static_cast<std::uint32_t>(std::clamp<std::uint64_t>((4u << 20) / std::max<std::uint32_t>(size, 1), 1,
                                                               std::max<std::uint64_t>(iterations, 1)));
 }
+
+// RFC 5040 §4.8: the parts of a received Terminate that describe the
+// segment that caused it (`bad`, the one the fault went into). MUST: what
+// M, D and R announce is there (§4.8 Figure 7's fields), the DDP Segment
+// Length is valid with M, and the copied headers are that segment's ("the
+// DDP Header of the incoming Message that is associated with the
+// Terminate"; a Read Request's header as sent, since nothing of it was
+// processed). SHOULD (Figure 10): a DDP error's Terminate includes the DDP
+// header and length, an RDMAP error's too where it can, and an RDMA Read
+// Request's protection error its RDMA header; only a Read Request's.
+// Returns what breaks a MUST (empty: none); SHOULDs not met are appended
+// to should_not_met (terminate_judge.cpp).
+std::string copied_headers_problem(const eng::TerminateInfo& t, const SentSegment& bad, std::vector<std::string>& should_not_met);
 
 // Serves one connection as the responder (responder.cpp).
 nlohmann::json serve_one(Fd fd, const PeerOptions& o, const std::string& pcap, MemoryBudget* budget = nullptr,

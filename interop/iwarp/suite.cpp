@@ -65,6 +65,16 @@ class Suite final : public LiveSuite {
             for (const auto& f : reply_faults()) names.emplace_back(f.name);
             return names;
           }()));
+      c.add_option("--rping-fault", rping_fault_,
+                   "serving rping clients: plant this terminate-* scenario's fault in the first ping, in the buffers "
+                   "the client advertised (terminate-read-bounds: a Read past the source's end; terminate-ord: one "
+                   "Read Request more than the client's IRD; terminate-bounds: a Write past the sink's end); the "
+                   "connection's result says whether the client answered with the required Terminate and closed")
+          ->check(CLI::IsMember([] {
+            std::vector<std::string> names;
+            for (const auto n : rping_faults()) names.emplace_back(n);
+            return names;
+          }()));
       c.add_flag("--perftest", serve_.perftest, "serve perftest clients (ib_{write,read,send}_bw -R, rdma_cm) instead of our exchange");
       c.add_option("--peer-program", serve_.peer_program,
                    "--perftest: what the clients run: ib_write_bw (the default), ib_read_bw or ib_send_bw (receives "
@@ -162,6 +172,7 @@ class Suite final : public LiveSuite {
     po.max_sessions = serve_.max_sessions;
     po.memory_budget = serve_.memory_budget;
     po.pcap_dir = serve_.pcap_dir;
+    po.rping_fault = rping_fault_;
     if (!po.pcap_dir.empty()) std::filesystem::create_directories(po.pcap_dir);
     bool all_ok = true;
     auto report = [&](const nlohmann::json& rep) {
@@ -179,7 +190,7 @@ class Suite final : public LiveSuite {
   InitiatorOptions init_;
   ResponderOptions serve_;
   bool crc_ = true, markers_ = false, no_enhanced_ = false, spin_ = false, reject_ = false;
-  std::string reply_fault_;
+  std::string reply_fault_, rping_fault_;
   unsigned revision_ = 2;
   std::string p2p_ = "none", private_data_;
   std::uint16_t ird_ = 16, ord_ = 16;

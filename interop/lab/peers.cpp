@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "interop/ib/scenarios.hpp"
 #include "interop/iwarp/scenarios.hpp"
@@ -39,7 +40,13 @@ std::string siw_configure(Cell& c, const std::string& config) {
 std::string siw_rules(const Cell& c, std::string_view expect) {
   if (c.connection != "RC") return "connection: only cells of our RoCE engine against rxe choose UC or UD";
   if (!c.fault.empty()) return fmt::format("fault: \"{}\" is not a fault-* scenario of our RoCE initiator", c.fault);
-  // Our iWARP fault scenarios carry the reaction they require.
+  // Our iWARP fault scenarios carry the reaction they require; our
+  // responder plants only those it can put in rping -c's buffers.
+  if (const auto* s = siw_fault(c); s && c.our_role == "responder") {
+    const auto planted = iwarp::rping_faults();
+    if (std::find(planted.begin(), planted.end(), c.scenario) == planted.end())
+      return fmt::format("scenario: our responder plants {} in rping's buffers, not {}", fmt::join(planted, ", "), c.scenario);
+  }
   if (const auto* s = siw_fault(c)) {
     const Expect want = s->expect ? Expect::terminate : Expect::close;
     if (c.expect != want) return fmt::format("expect: scenario {} requires {}, the cell says {}", c.scenario, expect_name(want), expect);
@@ -138,8 +145,11 @@ void siw_plan(const Cell& c, std::string& plan) {
     // rping -s waits for another client when a connection failed: give it a moment, no more.
     plan += fmt::format("finish {}\n", c.expect == Expect::data ? kGraceS : 3);
   } else {
-    plan += fmt::format("server our our $ENGINE serve iwarp --listen {}:{} --connections 1 --timeout {}{}\n", kOurAddr,
-                        c.port, kStepTimeoutMs, ours);
+    // A terminate-* scenario on our responder's side: its fault, planted in
+    // the buffers rping -c advertises.
+    const std::string fault = siw_fault(c) ? " --rping-fault " + c.scenario : "";
+    plan += fmt::format("server our our $ENGINE serve iwarp --listen {}:{} --connections 1 --timeout {}{}{}\n", kOurAddr,
+                        c.port, kStepTimeoutMs, fault, ours);
     plan += fmt::format("wait_listen our {}\n", c.port);
     plan += fmt::format("client peer siw rping -c -a {} -p {} -C {} -S {} -V\n", kOurAddr, c.port, c.iterations, c.size);
     plan += fmt::format("finish {}\n", c.expect == Expect::data ? kGraceS : 3);

@@ -79,6 +79,9 @@ struct MarkerStream {
   // its reserved bits set (the CRC still covers what was sent).
   std::int64_t fault_index = -1;
   std::uint16_t fault_ptr_xor = 0, fault_rsvd = 0;
+  // ORed into every marker: its pointer (the reserved low bits, 0x3) and
+  // its reserved field.
+  std::uint16_t ptr_or = 0, rsvd_or = 0;
 };
 void encode_fpdu_marked(std::vector<std::byte>& out, Bytes ulpdu, bool crc, MarkerStream& st);
 
@@ -152,10 +155,12 @@ void emit_fpdu(Sink& sink, Bytes head, Bytes payload, bool crc, MarkerStream* st
     std::byte w[8] = {};
     const FieldDef& rsvd = kMpaMarker.fields[MpaMarker::rsvd];
     const FieldDef& fpduptr = kMpaMarker.fields[MpaMarker::fpduptr];
-    auto ptr = static_cast<std::uint16_t>(st->pos - fpdu_pos);
+    auto ptr = static_cast<std::uint16_t>((st->pos - fpdu_pos) | st->ptr_or);
     if (static_cast<std::int64_t>(st->written) == st->fault_index) {
       ptr ^= st->fault_ptr_xor;
-      write_bits(MutBytes{w, 8}, rsvd.bit_offset, rsvd.bit_width, st->fault_rsvd);
+      write_bits(MutBytes{w, 8}, rsvd.bit_offset, rsvd.bit_width, st->fault_rsvd | st->rsvd_or);
+    } else if (st->rsvd_or) {
+      write_bits(MutBytes{w, 8}, rsvd.bit_offset, rsvd.bit_width, st->rsvd_or);
     }
     write_bits(MutBytes{w, 8}, fpduptr.bit_offset, fpduptr.bit_width, ptr);
     const Bytes m{w, kMpaMarker.size};

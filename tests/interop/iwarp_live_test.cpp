@@ -53,11 +53,12 @@ fs::path fresh_dir(const std::string& name) {
   return d;
 }
 
-ii::PeerOptions peer_options(QpConfig cfg, const fs::path& dir) {
+ii::PeerOptions peer_options(QpConfig cfg, const fs::path& dir, std::string rping_fault = {}) {
   ii::PeerOptions po;
   po.qp = std::move(cfg);
   po.idle_timeout_ms = 10000;
   po.pcap_dir = dir.string();
+  po.rping_fault = std::move(rping_fault);
   return po;
 }
 
@@ -65,8 +66,9 @@ struct Peer {
   fs::path dir;
   rdmaconf::test::ServingPeer serving;
 
-  Peer(QpConfig cfg, const std::string& name)
-      : dir(fresh_dir(name)), serving([po = peer_options(std::move(cfg), dir)](int fd, const auto& on, std::stop_token st) {
+  Peer(QpConfig cfg, const std::string& name, std::string rping_fault = {})
+      : dir(fresh_dir(name)),
+        serving([po = peer_options(std::move(cfg), dir, std::move(rping_fault))](int fd, const auto& on, std::stop_token st) {
           ii::serve(fd, po, on, st);
         }) {}
   ~Peer() {
@@ -160,12 +162,13 @@ BOOST_AUTO_TEST_CASE(data_scenarios_in_every_configuration) {
 // the original values, the word's end value, the Immediate Data's order
 // and rping's buffers are checked by the scenarios; the recordings FAIL
 // only what the scenario breaks on purpose (fpdu-split: the senders'
-// alignment SHOULD).
+// alignment SHOULD; marker-reserved-bits: the marker sender's MUSTs, while
+// the receiver must ignore the bits, RFC 5044 §4.2 and §4.3).
 BOOST_AUTO_TEST_CASE(atomic_immediate_and_zero_length_scenarios) {
   for (const auto& cfg : {Config{2, true, false, false, true, Rtr::none}, Config{1, false, false, true, false, Rtr::none}}) {
     Peer peer(qp_config(cfg, false), "more-" + cfg.name());
     std::size_t n = 0;
-    for (const char* name : {"atomic", "immediate", "zero-length", "fpdu-split", "mpa-rtr-bits"}) {
+    for (const char* name : {"atomic", "immediate", "zero-length", "fpdu-split", "mpa-rtr-bits", "marker-reserved-bits"}) {
       const std::string what = fmt::format("{} {}", cfg.name(), name);
       ii::RunOptions o;
       o.scenario = name;
@@ -173,7 +176,9 @@ BOOST_AUTO_TEST_CASE(atomic_immediate_and_zero_length_scenarios) {
       o.pcap = (peer.dir / fmt::format("init-{}.pcap", name)).string();
       o.timeout_ms = 5000;
       const auto r = ii::run_initiator(peer.addr(), o);
-      if (std::string_view(name) == "mpa-rtr-bits" && cfg.rev == 1) {  // no RFC 6581 word to plant it in
+      // mpa-rtr-bits at revision 1: no RFC 6581 word to plant it in; marker-reserved-bits: no markers asked for.
+      if ((std::string_view(name) == "mpa-rtr-bits" && cfg.rev == 1) ||
+          (std::string_view(name) == "marker-reserved-bits" && !cfg.mk_r)) {
         BOOST_TEST((r.skipped && !r.ok), what << ": " << r.message);
         (void)peer.last(++n);
         continue;
@@ -263,6 +268,38 @@ BOOST_AUTO_TEST_CASE(terminate_scenarios_draw_the_stated_reaction) {
         if (!info.framing_lost)
           BOOST_TEST(c.fails == want, what << ": FAIL " << fmt::format("{}", fmt::join(c.fails, ", ")) << " in " << pcap);
       }
+    }
+  }
+}
+
+// Our responder plants a terminate-* fault in the buffers an rping client
+// advertised (rping_faults(), what the lab runs against siw's rping -c):
+// our initiator, as rping's client, must answer with the scenario's
+// Terminate, whose copied headers the responder judges, and the responder's
+// report says so; the recordings FAIL only what the fault breaks.
+BOOST_AUTO_TEST_CASE(rping_faults_of_our_responder) {
+  const Config cfg{2, false, false, false, false, Rtr::none};
+  for (const auto name : ii::rping_faults()) {
+    const auto& info = *ii::find_scenario(name);
+    const std::string what(name);
+    Peer peer(qp_config(cfg, false), "rping-fault-" + what, what);
+    ii::RunOptions o;
+    o.scenario = "rping";
+    o.qp = qp_config(cfg, true);
+    o.pcap = (peer.dir / "init.pcap").string();
+    o.timeout_ms = 5000;
+    const auto r = ii::run_initiator(peer.addr(), o);
+    BOOST_TEST(!r.ok, what << ": the ping cannot complete: " << r.message);
+    BOOST_TEST_REQUIRE(r.terminate_sent.has_value(), what << ": " << r.message);
+    BOOST_TEST(info.expect->matches(*r.terminate_sent), what << ": " << r.message);
+    const auto rep = peer.last(1);
+    BOOST_TEST(rep.value("ok", false), what << ": peer: " << rep.dump());
+    BOOST_TEST(rep.value("scenario", "") == "rping " + what);
+    const std::set<std::string> want(info.failing_cases.begin(), info.failing_cases.end());
+    for (const auto& pcap : {o.pcap, rep.value("pcap", std::string())}) {
+      const auto c = check(pcap);
+      BOOST_TEST(c.error.empty(), what << ": " << c.error);
+      BOOST_TEST(c.fails == want, what << ": FAIL " << fmt::format("{}", fmt::join(c.fails, ", ")) << " in " << pcap);
     }
   }
 }
