@@ -15,6 +15,14 @@ namespace rdmaconf::interop::iwarp {
 
 namespace {
 
+// The names of a table's entries, for CLI::IsMember.
+template <class Table, class Name>
+std::vector<std::string> names_of(const Table& table, Name name) {
+  std::vector<std::string> v;
+  for (const auto& e : table) v.emplace_back(name(e));
+  return v;
+}
+
 class Suite final : public LiveSuite {
  public:
   std::string_view family() const override { return "iwarp"; }
@@ -60,21 +68,13 @@ class Suite final : public LiveSuite {
                    "private-data (513 octets), request-key (the Request's key, as a second initiator would) or "
                    "withheld (no Reply at all); the initiator must close without an FPDU or a Terminate, and each "
                    "connection's result says whether it did")
-          ->check(CLI::IsMember([] {
-            std::vector<std::string> names;
-            for (const auto& f : reply_faults()) names.emplace_back(f.name);
-            return names;
-          }()));
+          ->check(CLI::IsMember(names_of(reply_faults(), [](const ReplyFault& f) { return f.name; })));
       c.add_option("--rping-fault", rping_fault_,
                    "serving rping clients: plant this terminate-* scenario's fault in the first ping, in the buffers "
                    "the client advertised (terminate-read-bounds: a Read past the source's end; terminate-ord: one "
                    "Read Request more than the client's IRD; terminate-bounds: a Write past the sink's end); the "
                    "connection's result says whether the client answered with the required Terminate and closed")
-          ->check(CLI::IsMember([] {
-            std::vector<std::string> names;
-            for (const auto n : rping_faults()) names.emplace_back(n);
-            return names;
-          }()));
+          ->check(CLI::IsMember(names_of(rping_faults(), [](std::string_view n) { return n; })));
       c.add_flag("--perftest", serve_.perftest, "serve perftest clients (ib_{write,read,send}_bw -R, rdma_cm) instead of our exchange");
       c.add_option("--peer-program", serve_.peer_program,
                    "--perftest: what the clients run: ib_write_bw (the default), ib_read_bw or ib_send_bw (receives "
