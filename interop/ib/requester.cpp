@@ -67,7 +67,7 @@ RunResult run_initiator(std::string_view control_peer, const RunOptions& o) {
                       name == "fault-duplicate" || name == "fault-pkey" || name == "fault-qp-type" || name == "fault-opseq-uc";
   const bool reads = name == "read" || name == "fault-duplicate-read";
   const bool atomics = name == "atomic" || name == "fault-duplicate-atomic";
-  // fault-qkey: this message carries a Q_Key not the responder's; fault-opseq-uc: this one is dropped.
+  // fault-qkey: the SEND that carries a Q_Key not the responder's.
   constexpr std::uint64_t kBadQkeyMessage = 1;
   // The responder's buffer: one slot per message, at most 64 MiB.
   const std::uint64_t slots = std::max<std::uint64_t>(1, std::min<std::uint64_t>(iters, (64u << 20) / std::max(1u, size)));
