@@ -23,6 +23,18 @@ bool is_write(WrOpcode op) { return op == WrOpcode::write || op == WrOpcode::wri
 
 Header one(const protocols::HeaderDef& d, std::size_t field, std::uint64_t v) { return Header::with(d, {{field, v}}); }
 Header reth(std::uint64_t va, std::uint32_t rkey, std::uint32_t len) { return make_reth(va, rkey, len); }
+
+// A BTH field of a packet already built, read or rewritten through the
+// header's table (the faults change a packet after build()).
+std::uint64_t bth_field(const std::vector<std::byte>& b, std::size_t field) {
+  const auto& f = pib::kBth.fields[field];
+  return protocols::read_bits(Bytes{b.data(), pib::kBth.size}, f.bit_offset, f.bit_width);
+}
+void set_bth_field(std::vector<std::byte>& b, std::size_t field, std::uint64_t v) {
+  const auto& f = pib::kBth.fields[field];
+  protocols::write_bits(protocols::MutBytes{b.data(), pib::kBth.size}, f.bit_offset, f.bit_width, v);
+}
+constexpr std::uint16_t kForeignPkey = 0x8001;  // a full member of partition 1, not the default (0x7fff)
 Header aeth(std::uint32_t syndrome, std::uint32_t msn) { return make_aeth(syndrome, msn); }
 
 constexpr std::uint32_t kRnrUsec[32] = {655360, 10,    20,    30,    40,     60,     80,     120,    160,    240,   320,
@@ -219,9 +231,8 @@ void QueuePair::pump_requester() {
         --ctr_.packets_sent;
       } else if (f.corrupt_icrc == req_packets_) {
         p.corrupt_icrc = true;
-      } else if (f.foreign_pkey == req_packets_) {  // BTH octets 2-3
-        p.bytes[2] = std::byte{0x80};
-        p.bytes[3] = std::byte{0x01};
+      } else if (f.foreign_pkey == req_packets_) {
+        set_bth_field(p.bytes, pib::Bth::pkey, kForeignPkey);
       } else if (f.duplicate_packet == req_packets_) {
         OutPacket& copy = stage();  // a deque: p stays valid
         copy.bytes = p.bytes;
@@ -354,19 +365,16 @@ void QueuePair::emit_request(Wqe& w, std::uint32_t k, OutPacket& p) {
     else if (last && inv) build(base | op, dest, psn, wr.solicited, ackreq, {one(pib::kIeth, 0, wr.invalidate_stag)}, data, p);
     else build(base | op, dest, psn, last && wr.solicited, ackreq, {}, data, p);
   }
-  if (f.wrong_pad == req_packets_ + 1) {  // the pad count says one octet more than the pad holds
-    const auto pc = (std::to_integer<unsigned>(p.bytes[1]) >> 4) & 3;
-    p.bytes[1] = (p.bytes[1] & std::byte{0xcf}) | std::byte(((pc + 1) & 3) << 4);
-  }
+  if (f.wrong_pad == req_packets_ + 1)  // the pad count says one octet more than the pad holds
+    set_bth_field(p.bytes, pib::Bth::padcnt, (bth_field(p.bytes, pib::Bth::padcnt) + 1) & 3);
   if (cfg_.type != QpType::ud && (f.foreign_transport == req_packets_ + 1 || f.out_of_sequence == req_packets_ + 1)) {
-    const auto code = std::to_integer<std::uint8_t>(p.bytes[0]);
-    if (f.foreign_transport == req_packets_ + 1) {
-      p.bytes[0] = std::byte((code & 0x1f) | kUc);  // same headers, another transport service
+    if (f.foreign_transport == req_packets_ + 1) {  // same headers, another transport service
+      set_bth_field(p.bytes, pib::Bth::opcode, (bth_field(p.bytes, pib::Bth::opcode) & kOperationMask) | kUc);
     } else {
       // A Middle packet where a First or Only belongs: the RETH of a First
       // or Only WRITE is left out, so the layout stays that of a Middle.
       if (is_write(wr.op) && first) p.bytes.erase(p.bytes.begin() + pib::kBth.size, p.bytes.begin() + pib::kBth.size + pib::kReth.size);
-      p.bytes[0] = std::byte(base | (is_write(wr.op) ? kWriteMiddle : kSendMiddle));
+      set_bth_field(p.bytes, pib::Bth::opcode, base | (is_write(wr.op) ? kWriteMiddle : kSendMiddle));
     }
   }
 }

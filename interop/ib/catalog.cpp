@@ -83,6 +83,13 @@ void plant_fault(std::string_view name, eng::QpConfig& cfg) {
   if (name == "fault-opseq-uc") cfg.faults.out_of_sequence = 1;
 }
 
+std::optional<engine::WcStatus> fatal_completion(std::string_view name) {
+  if (name == "fault-bad-rkey") return WcStatus::remote_access_error;
+  if (name == "fault-no-receive") return WcStatus::rnr_retry_exceeded;
+  if (name == "fault-oversize" || name == "fault-wrong-pad" || name == "fault-opseq") return WcStatus::remote_invalid_request;
+  return std::nullopt;
+}
+
 json counters_json(const eng::Counters& c, const eng::UdpLink& link) {
   return {{"kernel_dropped_datagrams", link.kernel_drops()},
           {"packets_sent", c.packets_sent},       {"packets_received", c.packets_received},

@@ -140,10 +140,6 @@ const std::vector<PerftestFault> kPerftestFaults = {
     {"fault-qkey", {"ib_send_bw"}, QpType::ud, "qkey_viol_cntr"},
 };
 
-bool fatal_perftest_fault(std::string_view f) {
-  return f == "fault-bad-rkey" || f == "fault-oversize" || f == "fault-wrong-pad" || f == "fault-opseq";
-}
-
 }  // namespace
 
 const std::vector<PerftestFault>& perftest_faults() { return kPerftestFaults; }
@@ -230,7 +226,8 @@ RunResult run_perftest_client(std::string_view server, std::string_view program,
   }
   QueuePair& qp = *run.qp;
   std::string bad;
-  const bool fatal = fatal_perftest_fault(o.fault);
+  const std::optional<WcStatus> fatal_want = fatal_completion(o.fault);
+  const bool fatal = fatal_want.has_value();
   const std::uint64_t fatal_wr = o.fault == "fault-opseq" ? 1 : 0;  // the work request the fault hits (plant_fault)
   // fault-zero-length-rkey: before the test, a zero-length operation of the
   // program's kind (its server's QP allows no other remote access) naming
@@ -341,7 +338,7 @@ RunResult run_perftest_client(std::string_view server, std::string_view program,
                           k.atomic_replays, k.atomic_replays_differing);
     }
     if (fatal && bad.empty()) {
-      const WcStatus want = o.fault == "fault-bad-rkey" ? WcStatus::remote_access_error : WcStatus::remote_invalid_request;
+      const WcStatus want = *fatal_want;
       if (fatal_status != want)
         bad = fmt::format("{}: the faulty {} completed with '{}', a conforming responder's NAK gives '{}'", o.fault, what,
                           fatal_status ? wc_status_name(*fatal_status) : "success", wc_status_name(want));

@@ -231,8 +231,8 @@ RunResult run_initiator(std::string_view control_peer, const RunOptions& o) {
   r.seconds = std::chrono::duration<double>(finished - t0).count();
   r.iterations = iters;
   const bool fault = name.starts_with("fault-");
-  const bool fatal_fault = name == "fault-bad-rkey" || name == "fault-oversize" || name == "fault-wrong-pad" ||
-                           name == "fault-opseq" || name == "fault-no-receive";
+  const std::optional<WcStatus> fatal = fatal_completion(name);
+  const bool fatal_fault = fatal.has_value();
   if (!ran && !fatal_fault) {
     r.message = fmt::format("{}: {}", name, link.error());
     r.counters = counters_json(qp.counters(), link);
@@ -316,9 +316,7 @@ RunResult run_initiator(std::string_view control_peer, const RunOptions& o) {
       bad = fmt::format("the responder refused a zero-length request ({} NAKs): {}", pc.value("naks_sent", 0),
                         pr.value("refusals", json::array()).dump());
   } else if (fatal_fault) {
-    const WcStatus want = name == "fault-bad-rkey"     ? WcStatus::remote_access_error
-                          : name == "fault-no-receive" ? WcStatus::rnr_retry_exceeded
-                                                       : WcStatus::remote_invalid_request;
+    const WcStatus want = *fatal;
     const std::string_view nak = name == "fault-bad-rkey"     ? "NAK Remote Access Error"
                                  : name == "fault-no-receive" ? "RNR NAK"
                                                               : "NAK Invalid Request";

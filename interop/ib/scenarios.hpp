@@ -15,6 +15,7 @@
 // silent drop), seen from both sides.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -45,6 +46,10 @@ const std::vector<ScenarioInfo>& scenarios();
 const ScenarioInfo* find_scenario(std::string_view name);
 // Sets the engine fault (or limit) a fault-* scenario plants; others: no change.
 void plant_fault(std::string_view name, eng::QpConfig& cfg);
+// A fatal fault: the status its faulty request completes with (the error
+// the responder's NAK, or running out of RNR retries, gives); nothing for
+// a fault the responder recovers from or drops silently.
+std::optional<engine::WcStatus> fatal_completion(std::string_view name);
 
 struct RunOptions {
   std::string scenario = "write";

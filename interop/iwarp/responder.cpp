@@ -178,8 +178,8 @@ struct Responder {
           s.post(rd);
         });
       if (fault && fault->code == kTermOrd) {
-        if (s.negotiated().value("ord", 0) == 0 || s.qp.effective_ord() == 0) {
-          rep["message"] = "terminate-ord: no IRD of the client's was negotiated (MPA revision 1), so none can be exceeded";
+        if (s.qp.effective_ord() == 0) {
+          rep["message"] = "terminate-ord: the negotiated ORD is 0, so there is no IRD of the client's to go one past";
           return false;
         }
         return rping_fault(*fault, [&] {  // one Read Request more than the client's IRD allows in flight

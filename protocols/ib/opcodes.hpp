@@ -33,6 +33,7 @@ enum Op : std::uint8_t {
   kReadRespOnly = 0x10, kAck = 0x11, kAtomicAck = 0x12, kCompareSwap = 0x13, kFetchAdd = 0x14, kResync = 0x15,
   kSendLastInv = 0x16, kSendOnlyInv = 0x17, kFlush = 0x1C, kAtomicWrite = 0x1D,
 };
+inline constexpr std::uint8_t kOperationMask = 0x1F;
 inline constexpr std::uint8_t kTransportRc = 0x00, kTransportUc = 0x20, kTransportRd = 0x40, kTransportUd = 0x60,
                               kTransportXrc = 0xA0;
 inline constexpr std::uint8_t kOpcodeCnp = 0x81;  // RoCEv2 Congestion Notification (Annex A17.9.3; ledger ib-cnp-format)
