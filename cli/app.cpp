@@ -28,6 +28,7 @@
 #include "cli/report_cmd.hpp"
 #include "cli/suite_report.hpp"
 #include "conformance/checker.hpp"
+#include "interop/lab/device.hpp"
 #include "interop/lab/lab.hpp"
 #include "interop/lab/peers.hpp"
 #include "interop/live_suite.hpp"
@@ -206,6 +207,19 @@ int rdmaconf::cli::run_main(int argc, char** argv) {
   lab_run->add_option("--shard", lab_shard, "run shard I of N (from 0) of the cells (default: from the environment, as check)");
   lab_run->add_option("--export", lab_opt.export_dir, "copy the captures of the --export-cell cells here, with manifests");
   lab_run->add_option("--export-cell", lab_opt.export_cells, "a cell whose capture --export copies (repeatable)");
+  // A device under test (docs/lab.md, "A device under test over SSH").
+  lab_run->add_option("--dut", lab_opt.dut,
+                      "where the device's side of each cell runs: guest (the lab's qemu guest, default), local (this host) "
+                      "or ssh://USER@HOST[:PORT] (key authentication, your ssh client and configuration)");
+  lab_run->add_option("--profile", lab_opt.profile,
+                      "the device under test's profile: a name in LAB_DIR/profiles (siw, rxe, irdma-iwarp, ...) or a file "
+                      "(format in docs/lab.md)");
+  lab_run->add_option("--our-iface", lab_opt.our_iface, "with --dut: this host's interface that faces the device (captured)");
+  lab_run->add_option("--our-addr", lab_opt.our_addr, "with --dut: that interface's IPv4 address, where our engine listens");
+  lab_run->add_option("--ssh", lab_opt.ssh, "with --dut ssh://: the ssh client (default ssh)");
+  lab_run->add_option("--ssh-config", lab_opt.ssh_config, "with --dut ssh://: an ssh configuration file (ssh -F)");
+  lab_run->add_option("--ssh-identity", lab_opt.ssh_identity, "with --dut ssh://: the private key (ssh -i)");
+  lab_run->add_option("--ssh-option", lab_opt.ssh_options, "with --dut ssh://: an ssh option NAME=VALUE (ssh -o; repeatable)");
 
   // The live commands of earlier releases (`interop`, `peer`, `nic check`,
   // ...) are rewritten to `live FAMILY` and `serve FAMILY`.
@@ -237,12 +251,20 @@ int rdmaconf::cli::run_main(int argc, char** argv) {
     }
     if (lab_list || lab_plan) {
       try {
-        const auto cells = interop::lab::cells_to_run(lab_opt);
-        if (lab_plan) std::cout << interop::lab::guest_plan(cells);
-        else
+        std::optional<interop::lab::DeviceProfile> device;
+        if (!lab_opt.profile.empty()) device = interop::lab::read_profile(lab_opt.profile, lab_opt.lab_dir);
+        std::vector<std::pair<std::string, std::string>> not_run;
+        const auto cells = interop::lab::cells_to_run(lab_opt, nullptr, device ? &*device : nullptr, &not_run);
+        if (lab_plan) std::cout << interop::lab::guest_plan(cells, device ? &*device : nullptr);
+        else {
           for (const auto& c : cells)
             std::cout << fmt::format("{:<64} expect {:<9} {}\n", c.id, interop::lab::expect_name(c.expect), c.why);
+          for (const auto& [id, why] : not_run) std::cout << fmt::format("{:<64} not run: {}\n", id, why);
+        }
       } catch (const interop::lab::CellsError& e) {
+        std::cerr << "rdmaconf lab: " << e.what() << "\n";
+        return kExitUsage;
+      } catch (const interop::lab::ProfileError& e) {
         std::cerr << "rdmaconf lab: " << e.what() << "\n";
         return kExitUsage;
       }

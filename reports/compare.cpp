@@ -28,6 +28,7 @@ class VerdictSax final : public json::json_sax_t {
   std::vector<std::pair<std::string, std::string>> cells;  // lab: id, verdict
   std::vector<Result> results;
   std::string tool_version;
+  std::map<std::string, std::string> device;
   bool saw_inputs = false, saw_cells = false;
 
   bool null() override { return scalar({}); }
@@ -92,6 +93,8 @@ class VerdictSax final : public json::json_sax_t {
       if (key_ == "id") cell_ = v;
       if (key_ == "verdict") verdict_ = v;
     }
+    // A lab report's device under test (its top-level "device"), or the guest's kernel.
+    if (path_.size() == 2 && (path_[1].key == "device" || path_[1].key == "lab") && !v.empty()) device[key_] = v;
     key_.clear();
     return true;
   }
@@ -137,6 +140,11 @@ Snapshot read_snapshot(const std::filesystem::path& report) {
   if (sax.saw_cells && !sax.saw_inputs) {
     s.kind = "lab";
     for (auto& [id, v] : sax.cells) s.verdicts[id] = v;
+    const auto field = [&](const char* k) { return sax.device.count(k) ? sax.device[k] : std::string("?"); };
+    s.device = sax.device.count("profile")
+                   ? fmt::format("{} (driver {}, firmware {}, kernel {}; {})", field("profile"), field("driver"),
+                                 field("firmware"), field("kernel"), field("dut"))
+                   : fmt::format("the lab's guest (kernel {})", field("kernel"));
   } else if (sax.saw_inputs) {
     s.kind = "check";
     std::vector<std::string> paths;
@@ -159,6 +167,8 @@ Diff diff(const Snapshot& base, const Snapshot& now) {
   if (base.kind != now.kind)
     throw ReportError(fmt::format("a {} report cannot be compared with a {} report", base.kind, now.kind));
   Diff d;
+  d.base_device = base.device;
+  d.now_device = now.device;
   for (const auto& [item, after] : now.verdicts) {
     const auto it = base.verdicts.find(item);
     if (it == base.verdicts.end()) {
@@ -175,6 +185,8 @@ Diff diff(const Snapshot& base, const Snapshot& now) {
 }
 
 void write_diff(std::ostream& os, const Diff& d) {
+  if (!d.base_device.empty() && d.base_device != d.now_device)
+    fmt::print(os, "devices: {} -> {}\n", d.base_device, d.now_device);
   for (const auto& c : d.regressions) fmt::print(os, "REGRESSION {}: {} -> {}\n", c.item, c.before, c.after);
   for (const auto& c : d.improvements) fmt::print(os, "improved   {}: {} -> {}\n", c.item, c.before, c.after);
   for (const auto& c : d.appeared)

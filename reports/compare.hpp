@@ -29,6 +29,9 @@ struct Snapshot {
   // with INPUT relative to the folder all of the report's inputs share.
   // Lab: "CELL" -> green/red/skipped.
   std::map<std::string, std::string> verdicts;
+  // Lab: the device the cells ran against (a device under test's profile,
+  // driver, firmware and kernel, or the guest's kernel).
+  std::string device;
 };
 
 Snapshot read_snapshot(const std::filesystem::path& report);
@@ -46,6 +49,7 @@ struct Diff {
   std::vector<Change> improvements;  // better than before
   std::vector<Change> appeared;      // not in the baseline (after: the new verdict)
   std::vector<Change> vanished;      // in the baseline only (before: the old verdict)
+  std::string base_device, now_device;  // lab: the devices compared (Snapshot::device)
 };
 
 // `base` and `now` must be of one kind.

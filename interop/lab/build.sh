@@ -18,7 +18,7 @@ kver=6.12.117+deb12-amd64
 kabi=6.12.117+deb12
 kpkgs=(linux-image-$kver linux-headers-$kver linux-headers-$kabi-common linux-kbuild-$kabi linux-source-6.12)
 host_pkgs=(qemu-system-x86 busybox-static rdma-core ibverbs-providers rdmacm-utils perftest ibverbs-utils
-           iproute2 tcpdump xz-utils cpio kmod make gcc-12 libelf-dev bc)
+           iproute2 tcpdump xz-utils cpio kmod make gcc-12 libelf-dev bc dropbear-bin openssh-client)
 
 log() { printf 'lab: %s\n' "$*" >&2; }
 die() { printf 'lab: error: %s\n' "$*" >&2; exit 1; }
@@ -49,9 +49,10 @@ deb() { compgen -G "$cache/debs/${1}_*.deb" | sort -V | tail -1; }
 # Userland that goes into the guest, each with its shared-library closure.
 guest_bins=(/usr/bin/rping /usr/bin/ib_write_bw /usr/bin/ib_read_bw /usr/bin/ib_send_bw /usr/bin/ib_atomic_bw
             /usr/bin/ib_write_lat /usr/bin/ib_read_lat /usr/bin/ib_send_lat
-            /usr/bin/ibv_devices /usr/bin/ibv_devinfo /usr/bin/rdma /usr/sbin/ip /usr/bin/tcpdump /usr/bin/kmod)
+            /usr/bin/ibv_devices /usr/bin/ibv_devinfo /usr/bin/rdma /usr/sbin/ip /usr/bin/tcpdump /usr/bin/kmod
+            /usr/sbin/dropbear)
 guest_mods=(siw rdma_rxe rdma_ucm rdma_cm iw_cm ib_cm ib_uverbs ib_core configfs crc32c_generic crc32c-intel libcrc32c
-            crc32_generic crc32-pclmul udp_tunnel ip6_udp_tunnel veth dummy 9p 9pnet_virtio 9pnet netfs)
+            crc32_generic crc32-pclmul udp_tunnel ip6_udp_tunnel veth dummy 9p 9pnet_virtio 9pnet netfs virtio_net)
 
 key=$( {
   for p in "${kpkgs[@]}"; do basename "$(deb "$p")"; done
@@ -106,7 +107,7 @@ depmod -b "$work/k" "$kver"
 
 # --- initramfs ------------------------------------------------------------------
 root=$work/root
-mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,lib,lib64,etc/libibverbs.d,proc,sys,dev,tmp,run,share,var/run}
+mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,lib,lib64,etc/libibverbs.d,proc,sys,dev,tmp,run,share,var/run,var/log,root}
 cp /bin/busybox "$root/bin/busybox"
 for a in $("$root/bin/busybox" --list); do [[ -e $root/bin/$a ]] || ln -s busybox "$root/bin/$a"; done
 copy_with_libs() {
@@ -145,7 +146,7 @@ done | sort -u | while read -r f; do
 done
 cp "$work/k/lib/modules/$kver"/modules.{order,builtin,builtin.modinfo} "$mdst/" 2>/dev/null || true
 depmod -b "$root" "$kver"
-for m in siw rdma_rxe veth 9p; do
+for m in siw rdma_rxe veth 9p virtio_net; do
   modprobe -d "$root" -S "$kver" --show-depends "$m" >/dev/null 2>&1 || die "module $m missing from the initramfs"
 done
 

@@ -1,6 +1,12 @@
 #!/bin/sh
 # lab-guest PLAN: runs a lab plan inside the guest. The plan is a shell script
 # written by `rdmaconf lab run`; it calls the functions below.
+# lab-guest --dut CONF: the guest as a device under test (docs/lab.md, "A
+# device under test over SSH"): its virtio-net NIC eth0 gets the address CONF
+# names, sshd (dropbear) takes the key CONF's folder holds, and the guest
+# waits for the host; the host runs the cells (interop/lab/dut.sh).
+# lab-guest --call FUNCTION ARGS...: one function below, over SSH (siw_load,
+# rxe_load: the device profiles' configure commands).
 #
 # Topology: veth0 (192.0.2.1, the initial namespace, where siw/rxe devices
 # attach) <-> veth1 (192.0.2.2, namespace "eng", where our engine runs); for
@@ -13,16 +19,27 @@ ENGINE="/share/engine/ld-linux-x86-64.so.2 --library-path /share/engine /share/e
 CELL=""
 DIR=""
 SERVERS=""
+# What the plan's lines name: the device's address, ours, the RDMA device
+# (set when siw or rxe is loaded) and perftest's GID option (none here).
+DUT_ADDR=192.0.2.1
+OUR_ADDR=192.0.2.2
+DUT_DEV=""
+DUT_GID_OPT=""
+DUT_NETDEV=veth0
 
 say() { echo "lab-guest: $*"; }
 
-setup() {
+modules() {
   for m in configfs ib_core ib_uverbs ib_cm iw_cm rdma_cm rdma_ucm crc32c_generic libcrc32c veth; do
     modprobe "$m" || say "modprobe $m failed"
   done
   modprobe crc32c-intel 2>/dev/null
   mount -t configfs none /sys/kernel/config 2>/dev/null
   /usr/sbin/ip link set lo up
+}
+
+setup() {
+  modules
   /usr/sbin/ip link add veth0 type veth peer name veth1
   /usr/sbin/ip netns add eng
   /usr/sbin/ip link set veth1 netns eng
@@ -59,7 +76,8 @@ pair_setup() {
   /usr/sbin/ip route add 192.0.2.3 dev veth3 src 192.0.2.4 table 23
 }
 
-# siw_load CRC_REQUIRED CRC_STRICT MPA_VERSION PEER_TO_PEER TRY_GSO
+# siw_load CRC_REQUIRED CRC_STRICT MPA_VERSION PEER_TO_PEER TRY_GSO: siw0 on
+# veth0 (as a device under test, on eth0), siw1 and siw2 on veth2 and veth3.
 siw_load() {
   for d in siw0 siw1 siw2 rxe0 rxe1 rxe2; do rdma link delete $d 2>/dev/null; done
   rmmod siw 2>/dev/null
@@ -67,22 +85,29 @@ siw_load() {
     say "modprobe siw $* failed"
     return 1
   fi
-  rdma link add siw0 type siw netdev veth0 || { say "rdma link add siw0 failed"; return 1; }
-  rdma link add siw1 type siw netdev veth2 || { say "rdma link add siw1 failed"; return 1; }
-  rdma link add siw2 type siw netdev veth3 || { say "rdma link add siw2 failed"; return 1; }
+  rdma link add siw0 type siw netdev "$DUT_NETDEV" || { say "rdma link add siw0 failed"; return 1; }
+  DUT_DEV=siw0
+  if [ -e /sys/class/net/veth2 ]; then
+    rdma link add siw1 type siw netdev veth2 || { say "rdma link add siw1 failed"; return 1; }
+    rdma link add siw2 type siw netdev veth3 || { say "rdma link add siw2 failed"; return 1; }
+  fi
   SIW_PARAMS="mpa_crc_required=$1 mpa_crc_strict=$2 mpa_version=$3 peer_to_peer=$4 try_gso=$5"
   say "siw loaded: $SIW_PARAMS"
 }
 
 # rxe_load: rxe1 on veth2 and rxe2 on veth3 (RoCEv2 between 192.0.2.3 and
 # 192.0.2.4), and rxe0 on veth0 (192.0.2.1, facing our engine in namespace
-# eng), in place of any siw device (one RDMA device per address).
+# eng; as a device under test, on eth0), in place of any siw device (one RDMA
+# device per address).
 rxe_load() {
   for d in siw0 siw1 siw2 rxe0 rxe1 rxe2; do rdma link delete $d 2>/dev/null; done
   modprobe rdma_rxe || { say "modprobe rdma_rxe failed"; return 1; }
-  rdma link add rxe1 type rxe netdev veth2 || { say "rdma link add rxe1 failed"; return 1; }
-  rdma link add rxe2 type rxe netdev veth3 || { say "rdma link add rxe2 failed"; return 1; }
-  rdma link add rxe0 type rxe netdev veth0 || { say "rdma link add rxe0 failed"; return 1; }
+  if [ -e /sys/class/net/veth2 ]; then
+    rdma link add rxe1 type rxe netdev veth2 || { say "rdma link add rxe1 failed"; return 1; }
+    rdma link add rxe2 type rxe netdev veth3 || { say "rdma link add rxe2 failed"; return 1; }
+  fi
+  rdma link add rxe0 type rxe netdev "$DUT_NETDEV" || { say "rdma link add rxe0 failed"; return 1; }
+  DUT_DEV=rxe0
   SIW_PARAMS=""
   say "rxe loaded on veth2 and veth3"
 }
@@ -105,7 +130,7 @@ cell() {
   say "cell $CELL"
 }
 
-# in SIDE CMD...: runs CMD on SIDE (siw: the initial namespace; our: namespace eng).
+# in SIDE CMD...: runs CMD on SIDE (dut: the initial namespace; our: namespace eng).
 in_side() {
   side=$1
   shift
@@ -213,7 +238,44 @@ finish() {
   echo done >"$DIR/finished"
 }
 
-setup
-pair_setup
-dmesg -c >/share/dmesg-boot.txt 2>/dev/null
-. "$1"
+# The guest as a device under test: eth0 gets DUT_ADDR (CONF sets it and
+# DUT_PREFIX), dropbear takes the public key CONF's folder holds
+# (dut-key.pub); the guest says it is ready and waits for dut.stop there.
+dut_serve() {
+  conf=$1
+  share=$(dirname "$conf")
+  . "$conf"
+  modules
+  modprobe virtio_net || say "modprobe virtio_net failed"
+  DUT_NETDEV=eth0
+  cp "$conf" /etc/lab-dut.conf
+  /usr/sbin/ip addr add "$DUT_ADDR/${DUT_PREFIX:-24}" dev eth0
+  /usr/sbin/ip link set eth0 up
+  mkdir -p /root/.ssh /etc/dropbear
+  chmod 700 /root /root/.ssh
+  cp "$share/dut-key.pub" /root/.ssh/authorized_keys
+  chmod 600 /root/.ssh/authorized_keys
+  echo /bin/sh >/etc/shells
+  uname -r >"$share/kernel.txt"
+  dmesg -c >"$share/dmesg-boot.txt" 2>/dev/null
+  /usr/sbin/dropbear -R -F -E -s -p 22 2>"$share/dropbear.log" &
+  say "device under test on eth0 ($DUT_ADDR); sshd started"
+  echo ready >"$share/dut.ready"
+  while [ ! -e "$share/dut.stop" ]; do sleep 1; done
+  say "stop asked; powering off"
+}
+
+case "${1:-}" in
+  --dut) dut_serve "$2" ;;
+  --call)
+    shift
+    [ -e /etc/lab-dut.conf ] && . /etc/lab-dut.conf && DUT_NETDEV=eth0
+    "$@"
+    ;;
+  *)
+    setup
+    pair_setup
+    dmesg -c >/share/dmesg-boot.txt 2>/dev/null
+    . "$1"
+    ;;
+esac

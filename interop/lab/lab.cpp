@@ -18,6 +18,7 @@
 #include <fmt/ranges.h>
 
 #include "conformance/checker.hpp"
+#include "interop/lab/device.hpp"
 #include "interop/lab/network.hpp"
 #include "interop/lab/peers.hpp"
 #include "reports/report.hpp"
@@ -52,11 +53,12 @@ std::string last_line(std::string s) {
 
 std::string connection_suffix(unsigned k) { return k ? std::to_string(k + 1) : std::string(); }
 
-std::string guest_plan(const std::vector<Cell>& cells) {
-  std::string plan = "# written by rdmaconf lab run; executed by lab-guest (interop/lab/guest.sh)\n";
-  std::string loaded;  // the line that loaded the kernel peer the guest has now
+std::string guest_plan(const std::vector<Cell>& cells, const DeviceProfile* device) {
+  std::string plan = device ? "# written by rdmaconf lab run; executed on the test host by lab-dut (interop/lab/dut.sh)\n"
+                            : "# written by rdmaconf lab run; executed by lab-guest (interop/lab/guest.sh)\n";
+  std::string loaded;  // the line that loaded the kernel peer the guest has now (the device's configuration)
   for (const auto& c : cells) {
-    if (std::string load = c.peer->load(c); load != loaded) {
+    if (std::string load = device ? configure_line(*device, c) : c.peer->load(c); load != loaded) {
       plan += load + "\n";
       loaded = std::move(load);
     }
@@ -112,7 +114,7 @@ Verdict judge(const Cell& c, const CellOutcome& o) {
 
   Verdict v;
   if (c.our_role == "none") {
-    if (!o.finished) problems.push_back("the cell did not finish inside the guest (lab time limit)");
+    if (!o.finished) problems.push_back("the cell did not finish within the lab's time limit");
     if (!o.check_error.empty()) problems.push_back(fmt::format("the capture could not be checked: {}", o.check_error));
     for (const auto& [who, rc] : {std::pair{"server", o.server_rc}, std::pair{"client", o.program_rc}})
       if (rc.value_or(-1) != 0)
@@ -122,7 +124,7 @@ Verdict judge(const Cell& c, const CellOutcome& o) {
     v.reason = problems.empty() ? c.why : fmt::format("{}", fmt::join(problems, "; "));
   } else if (!o.finished) {
     v.color = "red";
-    v.reason = "the cell did not finish inside the guest (lab time limit)";
+    v.reason = "the cell did not finish within the lab's time limit";
   } else if (!o.check_error.empty()) {
     v.color = "red";
     v.reason = fmt::format("the capture could not be checked: {}", o.check_error);
@@ -199,6 +201,18 @@ Verdict judge(const Cell& c, const CellOutcome& o) {
   if (!o.kernel_trouble.empty()) {
     v.color = "red";
     v.reason = fmt::format("the guest kernel logged \"{}\"; {}", o.kernel_trouble, v.reason);
+  }
+  // The device under test could not be reached, or something the cell
+  // started there outlived it: nothing of the device's own conduct explains that.
+  if (!o.dut_error.empty()) {
+    v.color = "red";
+    v.reason = fmt::format("the device under test: {}; {}", o.dut_error, v.reason);
+    // A process the device's kernel left stuck after the BUG it logged is
+    // that kernel's doing: the cell is judged on the rest.
+    if (o.kernel_trouble.empty() || o.dut_error.find("still running on the device") != 0) {
+      v.regression = true;
+      return v;
+    }
   }
   if (v.color == "red") {
     bool explained = !c.known_finding.empty();
@@ -302,6 +316,11 @@ CellOutcome collect(const Cell& c, const fs::path& dir, const conformance::Check
           break;
         }
   }
+  {
+    std::istringstream dut(read_text(dir / "dut-error"));
+    for (std::string line; std::getline(dut, line);)
+      if (!line.empty()) o.dut_error += (o.dut_error.empty() ? "" : "; ") + line;
+  }
   o.required_failures = planted_failures(c);
   o.framing_lost = c.peer->framing_lost(c);
   if (const auto counter = c.peer->port_counter(c)) {
@@ -375,10 +394,17 @@ std::string provoked_scenario(const Cell& c) { return c.peer->provoked(c); }
 
 std::vector<std::string> planted_failures(const Cell& c) { return c.peer->planted_failures(c); }
 
-std::vector<Cell> cells_to_run(const LabOptions& o, std::uint64_t* in_all_shards) {
+std::vector<Cell> cells_to_run(const LabOptions& o, std::uint64_t* in_all_shards, const DeviceProfile* device,
+                               std::vector<std::pair<std::string, std::string>>* not_run) {
   auto cells = select_cells(read_cells(o.cells_file.empty() ? default_cells_file(o.lab_dir) : fs::path(o.cells_file)),
                             o.sweep, o.scenarios);
   if (o.peer != "all") std::erase_if(cells, [&](const Cell& c) { return c.kernel != o.peer; });
+  if (device)
+    std::erase_if(cells, [&](const Cell& c) {
+      const std::string why = cannot_run(*device, c);
+      if (!why.empty() && not_run) not_run->emplace_back(c.id, why);
+      return !why.empty();
+    });
   if (in_all_shards) *in_all_shards = cells.size();
   if (!o.shard) return cells;
   std::vector<std::string> ids;
@@ -439,6 +465,76 @@ bool run_guest(const fs::path& lab, const fs::path& out, const std::vector<Cell>
   return fs::exists(out / "guest.log");
 }
 
+// Runs CELLS' plan on this host against the device under test (OUT/plan.sh,
+// executed by interop/lab/dut.sh; the cells' folders in OUT/cells, its log in
+// OUT/guest.log) and adds the time it took to SECONDS. False when the device
+// could not be reached at all.
+bool run_dut(const fs::path& lab_dir, const fs::path& out, const Dut& dut, const DeviceProfile& p, const LabOptions& o,
+             const std::vector<Cell>& cells, double& seconds, std::ostream& log) {
+  std::error_code ec;
+  std::ofstream(out / "plan.sh") << guest_plan(cells, &p);
+  fs::create_directories(out / "cells", ec);
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  // dut.sh gives these words to ssh as they are (run_dut's caller refused
+  // any with a space or a quote).
+  std::vector<std::string> words;
+  if (!o.ssh_config.empty()) words.insert(words.end(), {"-F", fs::absolute(o.ssh_config).string()});
+  if (!o.ssh_identity.empty()) words.insert(words.end(), {"-i", fs::absolute(o.ssh_identity).string()});
+  for (const auto& opt : o.ssh_options) words.insert(words.end(), {"-o", opt});
+  if (!dut.port.empty()) words.insert(words.end(), {"-p", dut.port});
+  const std::string ssh_opts = fmt::format("{}", fmt::join(words, " "));
+  const std::pair<const char*, std::string> env[] = {
+      {"DUT", dut.kind == Dut::Kind::local ? "local" : dut.destination},
+      {"DUT_SSH", o.ssh},
+      {"DUT_SSH_OPTS", ssh_opts},
+      {"OUT", (out / "cells").string()},
+      {"DUT_INFO", out.string()},
+      {"ENGINE", self.string()},
+      {"DUT_ADDR", p.address},
+      {"OUR_ADDR", o.our_addr},
+      {"OUR_IFACE", o.our_iface},
+      {"DUT_DEV", p.device},
+      {"DUT_GID_OPT", p.gid_index ? fmt::format("-x {}", *p.gid_index) : std::string()},
+      {"CELL_TIMEOUT", std::to_string(kDutCellTimeoutS)},
+      {"DUT_KERNEL_LOG", p.kernel_log}};
+  std::string cmd = "env";
+  for (const auto& [k, v] : env) cmd += fmt::format(" {}={}", k, shell_quote(v));
+  // Every cell is bounded on its own (its programs' deadline, the grace of
+  // finish, each SSH exchange); this bounds the whole on top.
+  unsigned connections = 0;
+  for (const auto& c : cells) connections += c.connections;
+  const unsigned limit = 300 + (kDutCellTimeoutS + 120) * connections;
+  log << fmt::format("lab: running {} cells against {} ({}, profile {}) from {} on {} (at most {} s)\n", cells.size(),
+                     dut.text(), p.device, p.name, o.our_addr, o.our_iface, limit);
+  const auto t0 = std::chrono::steady_clock::now();
+  const int rc = shell(fmt::format("timeout -k 10 {} {} sh {} {} >> {} 2>&1", limit, cmd,
+                                   shell_quote((lab_dir / "dut.sh").string()), shell_quote((out / "plan.sh").string()),
+                                   shell_quote((out / "guest.log").string())));
+  seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (rc == 3) log << fmt::format("lab: {}\n", last_line(read_text(out / "guest.log")));
+  else if (rc != 0) log << fmt::format("lab: the plan ended with status {} (log: {})\n", rc, (out / "guest.log").string());
+  return rc != 3;
+}
+
+// What the device under test said of itself (OUT/device.txt, written by
+// dut.sh: "key value" lines), with the profile's description.
+nlohmann::json describe_device(const fs::path& out, const Dut& dut, const DeviceProfile& p) {
+  nlohmann::json d = {{"dut", dut.text()},        {"profile", p.name},     {"profile_file", p.file},
+                      {"title", p.title},         {"tested_profile", p.tested}, {"driver", p.driver},
+                      {"device", p.device},       {"netdev", p.netdev},    {"address", p.address},
+                      {"firmware", nullptr},      {"kernel", nullptr}};
+  std::istringstream in(read_text(out / "device.txt"));
+  for (std::string line; std::getline(in, line);) {
+    const auto sp = line.find(' ');
+    if (sp == std::string::npos || sp + 1 >= line.size()) continue;
+    const std::string key = line.substr(0, sp), value = line.substr(sp + 1);
+    if (key == "kernel" || key == "host" || key == "hca_type" || key == "node_desc") d[key] = value;
+    else if (key == "fw_ver") d["firmware"] = value;
+    else if (key == "driver") d["driver_bound"] = value;
+  }
+  return d;
+}
+
 }  // namespace
 
 int run(const LabOptions& o, std::ostream& log) {
@@ -447,29 +543,72 @@ int run(const LabOptions& o, std::ostream& log) {
     log << fmt::format("lab: unknown peer '{}' ({} or all)\n", o.peer, peer_names());
     return 2;
   }
+  // A device under test: its driver and its profile.
+  std::string dut_err;
+  const auto dut = parse_dut(o.dut, dut_err);
+  if (!dut) return log << "lab: " << dut_err << "\n", 2;
+  const bool on_device = dut->kind != Dut::Kind::guest;
+  std::optional<DeviceProfile> profile;
+  if (on_device || !o.profile.empty()) {
+    if (!on_device) return log << "lab: --profile describes a device under test; give --dut local or ssh://USER@HOST\n", 2;
+    if (o.profile.empty()) return log << "lab: --dut needs --profile (a name in LAB_DIR/profiles or a file)\n", 2;
+    for (const auto& w : o.ssh_options)
+      if (w.find_first_of(" \t\n'\"\\$`") != std::string::npos)
+        return log << fmt::format("lab: --ssh-option \"{}\": no spaces, quotes or shell characters\n", w), 2;
+    for (const auto* f : {&o.ssh_config, &o.ssh_identity})
+      if (f->find_first_of(" \t\n'\"\\$`") != std::string::npos)
+        return log << fmt::format("lab: \"{}\": a path without spaces, quotes or shell characters\n", *f), 2;
+    if (o.our_iface.empty() || o.our_addr.empty())
+      return log << "lab: --dut needs --our-iface and --our-addr: the test host's interface that faces the device, and its "
+                    "address\n",
+             2;
+    try {
+      profile = read_profile(o.profile, o.lab_dir);
+    } catch (const ProfileError& e) {
+      return log << "lab: " << e.what() << "\n", 2;
+    }
+  }
   std::vector<Cell> cells;
+  std::vector<std::pair<std::string, std::string>> not_run;
   std::uint64_t in_all_shards = 0;
   try {
-    cells = cells_to_run(o, &in_all_shards);
+    cells = cells_to_run(o, &in_all_shards, profile ? &*profile : nullptr, &not_run);
   } catch (const CellsError& e) {
     log << "lab: " << e.what() << "\n";
     return 2;
   }
+  if (!not_run.empty()) {
+    std::map<std::string, unsigned> why;
+    for (const auto& [id, reason] : not_run) ++why[reason];
+    log << fmt::format("lab: {} cells the device cannot run (listed in the report):\n", not_run.size());
+    for (const auto& [reason, n] : why) log << fmt::format("  {:>3} {}\n", n, reason);
+  }
   if (cells.empty()) {
-    log << "lab: no cell matches the requested scenarios\n";
+    log << (profile ? "lab: the profile allows none of the requested cells\n" : "lab: no cell matches the requested scenarios\n");
     return 2;
   }
-  // Build (or reuse) the lab.
   const fs::path lab_dir = o.lab_dir;
   const fs::path out = fs::absolute(o.out_dir);
   std::error_code ec;
-  if (!fs::exists(lab_dir / "build.sh", ec))
-    return log << fmt::format("lab: the lab scripts are not in {} (no build.sh); give --lab-dir or set RDMACONF_LAB_DIR "
+  if (!fs::exists(lab_dir / (on_device ? "dut.sh" : "build.sh"), ec))
+    return log << fmt::format("lab: the lab scripts are not in {} (no {}); give --lab-dir or set RDMACONF_LAB_DIR "
                               "to interop/lab of the source tree or share/rdmaconf/lab of an installation\n",
-                              lab_dir.string()),
+                              lab_dir.string(), on_device ? "dut.sh" : "build.sh"),
            2;
   double boot_s = 0;
   fs::path lab;
+  // Runs cells' plan where their device side lives: the guest (one boot) or the device under test.
+  const auto run_cells = [&](const std::vector<Cell>& which) {
+    return on_device ? run_dut(lab_dir, out, *dut, *profile, o, which, boot_s, log) : run_guest(lab, out, which, boot_s, log);
+  };
+  // A device under test is not booted afresh for a second attempt: the
+  // cells known to upset a kernel (run_last) run after the second attempts
+  // of the rest, and get none themselves.
+  std::vector<Cell> first_pass, deferred;
+  for (const auto& c : cells) (on_device && c.run_last && !o.judge_only ? deferred : first_pass).push_back(c);
+  const auto is_deferred = [&](const Cell& c) {
+    return std::any_of(deferred.begin(), deferred.end(), [&](const Cell& d) { return d.id == c.id; });
+  };
   if (o.judge_only) {
     lab = last_line(read_text(out / "lab-path.txt"));
     for (const auto& c : cells)
@@ -480,29 +619,44 @@ int run(const LabOptions& o, std::ostream& log) {
     fs::remove_all(out / "first-attempt", ec);
     fs::create_directories(out, ec);
     if (ec) return log << fmt::format("lab: cannot create {}: {}\n", out.string(), ec.message()), 2;
-    const fs::path lab_path_file = out / "lab-path.txt";
-    if (shell(fmt::format("bash {} > {}", shell_quote((lab_dir / "build.sh").string()), shell_quote(lab_path_file.string()))) != 0)
-      return log << "lab: building the lab failed (see above)\n", 2;
-    lab = last_line(read_text(lab_path_file));
-    if (!fs::exists(lab / "vmlinuz")) return log << fmt::format("lab: {} holds no kernel\n", lab.string()), 2;
-    if (!stage_engine(out / "engine", log)) return 2;
-    if (!run_guest(lab, out, cells, boot_s, log)) {
-      fs::remove_all(out / "engine", ec);
-      return log << "lab: the guest never ran its plan\n", 2;
+    if (on_device) {
+      fs::remove(out / "guest.log", ec);
+      if (!first_pass.empty() && !run_cells(first_pass))
+        return log << fmt::format("lab: the device under test ({}) could not be reached\n", dut->text()), 2;
+    } else {
+      // Build (or reuse) the lab.
+      const fs::path lab_path_file = out / "lab-path.txt";
+      if (shell(fmt::format("bash {} > {}", shell_quote((lab_dir / "build.sh").string()), shell_quote(lab_path_file.string()))) != 0)
+        return log << "lab: building the lab failed (see above)\n", 2;
+      lab = last_line(read_text(lab_path_file));
+      if (!fs::exists(lab / "vmlinuz")) return log << fmt::format("lab: {} holds no kernel\n", lab.string()), 2;
+      if (!stage_engine(out / "engine", log)) return 2;
+      if (!run_cells(cells)) {
+        fs::remove_all(out / "engine", ec);
+        return log << "lab: the guest never ran its plan\n", 2;
+      }
     }
   }
 
   conformance::CheckOptions co;
   co.hash = true;
   // Every RoCE device of the guest sits on a veth of MTU 1500, so rxe's
-  // active path MTU is 1024 (what perftest and rdma_cm use there).
-  co.family_options["--roce-mtu"] = {kLabRoceMtu};
+  // active path MTU is 1024 (what perftest and rdma_cm use there); a device
+  // under test's profile names its own.
+  co.family_options["--roce-mtu"] = {profile && profile->knobs.contains("roce_mtu")
+                                         ? profile->knobs["roce_mtu"].get<std::uint64_t>()
+                                         : kLabRoceMtu};
   const conformance::Checker checker(co);
   const reports::RunInfo run{"lab", {"lab", "run"}, false, {}, checker.active_cases()};
   std::vector<CellOutcome> outcomes;
   std::vector<Verdict> verdicts;
   std::vector<Cell> again;
   for (const auto& c : cells) {
+    if (is_deferred(c)) {
+      outcomes.emplace_back();
+      verdicts.emplace_back();
+      continue;
+    }
     outcomes.push_back(collect(c, out / "cells" / c.id, checker, run));
     verdicts.push_back(judge(c, outcomes.back()));
     if (verdicts.back().regression) again.push_back(c);
@@ -516,13 +670,14 @@ int run(const LabOptions& o, std::ostream& log) {
   // a cell red on both attempts is a regression. Many red cells are no
   // flake, and are not run again.
   if (!o.judge_only && !again.empty() && again.size() <= kMaxCellsRunAgain) {
-    log << fmt::format("lab: {} cell(s) red with no known cause; running them once more in a fresh boot\n", again.size());
+    log << fmt::format("lab: {} cell(s) red with no known cause; running them once more {}\n", again.size(),
+                       on_device ? "against the device" : "in a fresh boot");
     const fs::path first = out / "first-attempt";
     fs::remove_all(first, ec);
     fs::create_directories(first, ec);
     for (const char* f : {"guest.log", "console.log"}) fs::rename(out / f, first / f, ec);
     fs::rename(out / "cells", out / "cells-all", ec);
-    const bool ran_again = run_guest(lab, out, again, boot_s, log);
+    const bool ran_again = run_cells(again);
     for (const auto& c : again) {
       fs::rename(out / "cells-all" / c.id, first / c.id, ec);
       if (ran_again) fs::rename(out / "cells" / c.id, out / "cells-all" / c.id, ec);
@@ -537,7 +692,26 @@ int run(const LabOptions& o, std::ostream& log) {
       verdicts[k].first_attempt = first_reason;
     }
   }
+  if (!deferred.empty()) {
+    log << fmt::format("lab: {} cell(s) known to upset a kernel, last\n", deferred.size());
+    run_cells(deferred);
+    for (std::size_t k = 0; k < cells.size(); ++k)
+      if (is_deferred(cells[k])) {
+        outcomes[k] = collect(cells[k], out / "cells" / cells[k].id, checker, run);
+        verdicts[k] = judge(cells[k], outcomes[k]);
+      }
+  }
   fs::remove_all(out / "engine", ec);
+
+  // The device each cell ran against: the device under test as it described
+  // itself, or the guest's kernel peer.
+  const std::string kernel = on_device ? std::string() : last_line(read_text(out / "kernel.txt"));
+  nlohmann::json device = profile ? describe_device(out, *dut, *profile) : nlohmann::json(nullptr);
+  const auto device_of = [&](const Cell& c) {
+    if (profile) return device;
+    return nlohmann::json{{"dut", "guest"}, {"profile", nullptr}, {"driver", c.kernel}, {"kernel", kernel},
+                          {"firmware", nullptr}};
+  };
 
   nlohmann::json jcells = nlohmann::json::array();
   std::map<std::string, unsigned> count;
@@ -557,6 +731,7 @@ int run(const LabOptions& o, std::ostream& log) {
                       {"peer_program", c.program},
                       {"scenario", c.scenario},
                       {"configuration", c.peer->configuration(c)},
+                      {"device", device_of(c)},
                       {"expect", expect_name(c.expect)},
                       {"verdict", v.color},
                       {"reason", v.reason},
@@ -575,15 +750,21 @@ int run(const LabOptions& o, std::ostream& log) {
                        : v.regression          ? fmt::format(" (red on both attempts; the first: {})", v.first_attempt)
                                                : fmt::format(" (run twice: the first attempt was red: {})", v.first_attempt));
     if (!o.export_dir.empty() && std::count(o.export_cells.begin(), o.export_cells.end(), c.id))
-      export_capture(c, oc, v, dir, o.export_dir, last_line(read_text(out / "kernel.txt")), log);
+      export_capture(c, oc, v, dir, o.export_dir, profile ? device.value("kernel", std::string()) : kernel, log);
   }
   const double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   nlohmann::json report = {
-      {"lab", {{"kernel", last_line(read_text(out / "kernel.txt"))},
-               {"manifest", read_text(lab / "manifest.txt")},
-               {"topology", fmt::format("the kernel peer (siw0 or rxe0) on veth0 ({}), our engine in namespace eng on veth1 "
-                                        "({}); the guest has no network device",
-                                        kSiwAddr, kOurAddr)}}},
+      {"lab", profile ? nlohmann::json{{"kernel", device.value("kernel", std::string())},
+                                       {"topology", fmt::format("the device under test {} ({} on {}, {}) reached by {}; our "
+                                                                "engine on the test host, {} on {}, captured there",
+                                                                profile->name, profile->device, profile->netdev,
+                                                                profile->address, dut->text(), o.our_addr, o.our_iface)}}
+                      : nlohmann::json{{"kernel", kernel},
+                                       {"manifest", read_text(lab / "manifest.txt")},
+                                       {"topology", fmt::format("the kernel peer (siw0 or rxe0) on veth0 ({}), our engine in "
+                                                                "namespace eng on veth1 ({}); the guest has no network device",
+                                                                kSiwAddr, kOurAddr)}}},
+      {"device", device},
       {"sweep", o.sweep},
       {"seconds", {{"total", total_s}, {"guest", boot_s}}},
       {"summary", {{"cells", cells.size()}, {"green", count["green"]}, {"red", count["red"]}, {"skipped", count["skipped"]},
@@ -597,6 +778,11 @@ int run(const LabOptions& o, std::ostream& log) {
     for (const auto& c : cells)
       if (const auto it = table.findings.find(c.finding); it != table.findings.end()) findings[c.finding] = it->second.to_json();
     report["findings"] = findings;
+  }
+  if (profile) {
+    nlohmann::json nr = nlohmann::json::array();
+    for (const auto& [id, why] : not_run) nr.push_back({{"id", id}, {"reason", why}});
+    report["not_run"] = nr;
   }
   if (o.shard)
     report["shard"] = {{"index", o.shard->index}, {"count", o.shard->count}, {"cells_in_all_shards", in_all_shards}};

@@ -120,8 +120,13 @@ std::filesystem::path default_cells_file(const std::filesystem::path& lab_dir); 
 // last, ports are assigned in order from kFirstPort, templates are filled.
 std::vector<Cell> select_cells(const CellTable& table, bool sweep, const std::vector<std::string>& scenarios);
 
-// The shell plan the guest runs.
-std::string guest_plan(const std::vector<Cell>& cells);
+struct DeviceProfile;  // device.hpp
+
+// The shell plan the guest runs (interop/lab/guest.sh), or with a device
+// profile the one the test host runs against a device under test
+// (interop/lab/dut.sh): the profile's configure command in place of the
+// guest's loading of siw or rxe.
+std::string guest_plan(const std::vector<Cell>& cells, const DeviceProfile* device = nullptr);
 // A word for the guest's shell, quoted.
 std::string shell_quote(const std::string& s);
 // Connection k of a cell names its files our{k+1}.json, peer{k+1}.rc, ... from the second on.
@@ -143,6 +148,9 @@ struct CellOutcome {
   // The peer's port counter the cell reads (KernelPeer::port_counter): how
   // far it rose during our run; nothing when it could not be read.
   std::optional<std::int64_t> port_counter_rise;
+  // A device under test: what went wrong with reaching it or ending what the
+  // cell started there (the SSH connection dropped, something still runs).
+  std::string dut_error;
 };
 
 struct Verdict {
@@ -182,11 +190,24 @@ struct LabOptions {
   // Judge the cells a run left in out_dir again, with this build's checker
   // and judge: no build, no boot, no second attempt.
   bool judge_only = false;
+  // A device under test (device.hpp): where its side of the cells runs
+  // ("guest": the lab's guest, as without it; "local"; "ssh://USER@HOST"),
+  // its profile (a name in LAB_DIR/profiles or a file), and our side: the
+  // test host's interface that faces the device (captured) and its address.
+  std::string dut = "guest";
+  std::string profile;
+  std::string our_iface, our_addr;
+  std::string ssh = "ssh";               // the ssh client
+  std::string ssh_config, ssh_identity;  // its -F and -i
+  std::vector<std::string> ssh_options;  // its -o options (NAME=VALUE)
 };
 
 // The cells a run takes: the table read and selected (sweep, scenarios),
 // the peer's, the shard's. Throws CellsError.
-std::vector<Cell> cells_to_run(const LabOptions& o, std::uint64_t* in_all_shards = nullptr);
+// With a device profile, the cells it cannot run go to NOT_RUN (id, why).
+std::vector<Cell> cells_to_run(const LabOptions& o, std::uint64_t* in_all_shards = nullptr,
+                               const DeviceProfile* device = nullptr,
+                               std::vector<std::pair<std::string, std::string>>* not_run = nullptr);
 
 // Builds the lab, runs the cells in one boot, checks every capture and writes
 // OUT/lab-report.json. Returns 0 when no cell regressed, 1 when one did, 2

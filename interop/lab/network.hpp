@@ -17,6 +17,7 @@ inline constexpr int kStepTimeoutMs = 8000;            // our engine, any one st
 inline constexpr unsigned kCellBudgetS = 30;           // a cell's programs are killed after this
 inline constexpr std::size_t kMaxCellsRunAgain = 12;   // red cells with no known cause run once more, up to this many
 inline constexpr unsigned kGraceS = 10;                // how long siw's program may outlive ours
+inline constexpr unsigned kDutCellTimeoutS = 60;      // a device under test: each program of a cell is killed after this
 
 // RFC 5044 §7.1 (the C bit): CRC is used in both directions when either side asks.
 inline constexpr const char* kCrcRule = "RFC 5044 §7.1.1: CRC is used in both directions when either side asks for it";

@@ -57,11 +57,23 @@ struct KernelPeer {
   // peer's own), and the set-up line of an exported capture's manifest.
   nlohmann::json (*configuration)(const Cell& c);
   std::pair<std::string, nlohmann::json> (*manifest_setup)(const Cell& c);
+  // Device profiles of the family (device.hpp): a check of the profile's
+  // knobs ("FIELD: what is wrong", "" when right; without a configure
+  // command every setting a list names must be the device's one), why a
+  // device with those knobs cannot run a cell ("" when it can), and the
+  // profile's configure command filled in for a cell.
+  std::string (*check_knobs)(const nlohmann::json& knobs, bool configurable);
+  std::string (*device_refuses)(const Cell& c, const nlohmann::json& knobs);
+  std::string (*fill_configure)(const Cell& c, std::string command);
 };
 
 const std::vector<KernelPeer>& kernel_peers();
 // By name; null when the table has none.
 const KernelPeer* find_peer(std::string_view name);
+// The peer whose cells a device of this family runs; null when none.
+const KernelPeer* find_peer_by_family(std::string_view family);
+// The families the peers speak, "iwarp, ib" (for messages).
+std::string family_names();
 // Whether any peer's scenarios include this one.
 bool known_scenario(std::string_view scenario);
 // The peers' names, "siw, rxe" (for messages and --help).

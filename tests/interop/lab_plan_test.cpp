@@ -114,7 +114,7 @@ BOOST_AUTO_TEST_CASE(scenario_filter_and_plan) {
     BOOST_CHECK(plan.find(std::to_string(c.port)) != std::string::npos);
   }
   BOOST_CHECK(plan.find("'--peer-program' 'rping'") != std::string::npos);
-  BOOST_CHECK(plan.find("rping -c -a 192.0.2.2") != std::string::npos);
+  BOOST_CHECK(plan.find("rping -c -a $OUR_ADDR") != std::string::npos);
 }
 
 // The "data right after the MPA Reply" cell opens twenty connections, each to
@@ -188,15 +188,15 @@ BOOST_AUTO_TEST_CASE(siw_perftest_cells) {
     BOOST_TEST_CONTEXT(prog) {
       const auto& c = find(cells, fmt::format("siw.our-initiator.{}.crc-off.v2.no-crc", prog));
       const auto plan = lab::guest_plan({c});
-      BOOST_CHECK(plan.find(fmt::format("{} -R -F -d siw0 -p {} -n 20 -s 4096", prog, c.port)) != std::string::npos);
-      BOOST_CHECK(plan.find(fmt::format("--peer 192.0.2.1:{} --peer-program {} --size 4096 --iterations 20", c.port,
+      BOOST_CHECK(plan.find(fmt::format("{} -R -F -d $DUT_DEV -p {} -n 20 -s 4096", prog, c.port)) != std::string::npos);
+      BOOST_CHECK(plan.find(fmt::format("--peer $DUT_ADDR:{} --peer-program {} --size 4096 --iterations 20", c.port,
                                         prog)) != std::string::npos);
       BOOST_CHECK(c.finding_cases == std::vector<std::string>{"iwarp.mpa.fpdu.pad"});
       const auto& r = find(cells, fmt::format("siw.our-responder.{}.crc-off.v2.no-crc", prog));
       const auto rplan = lab::guest_plan({r});
-      BOOST_CHECK(rplan.find(fmt::format("serve iwarp --perftest --peer-program {} --listen 192.0.2.2:{}", prog, r.port)) !=
+      BOOST_CHECK(rplan.find(fmt::format("serve iwarp --perftest --peer-program {} --listen $OUR_ADDR:{}", prog, r.port)) !=
                   std::string::npos);
-      BOOST_CHECK(rplan.find(fmt::format("{} -R -F -d siw0 -p {} -n 20 -s 4096 192.0.2.2", prog, r.port)) !=
+      BOOST_CHECK(rplan.find(fmt::format("{} -R -F -d $DUT_DEV -p {} -n 20 -s 4096 $OUR_ADDR", prog, r.port)) !=
                   std::string::npos);
       // The pad finding shows only in the capture: with both programs
       // done it explains the red; when our side failed it does not.
