@@ -94,9 +94,11 @@ DeviceProfile parse_profile(std::string_view text, std::string_view file) {
   static const char* const kKnown[] = {"format", "name",    "title",   "driver",    "tested",    "sources",
                                        "family", "device",  "netdev",  "address",   "gid_index", "programs",
                                        "knobs",  "configure", "kernel_log", "comment"};
-  for (const auto& [key, value] : doc.items())
+  for (const auto& item : doc.items()) {
+    const std::string& key = item.key();
     if (std::find_if(std::begin(kKnown), std::end(kKnown), [&](const char* k) { return key == k; }) == std::end(kKnown))
       f.fail(key, fmt::format("not a field of a device profile ({})", fmt::join(kKnown, ", ")));
+  }
   if (f.text("format", true) != kFormat) f.fail("format", fmt::format("must be \"{}\"", kFormat));
   DeviceProfile p;
   p.file = std::string(file);

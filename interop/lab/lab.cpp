@@ -552,12 +552,12 @@ int run(const LabOptions& o, std::ostream& log) {
   if (on_device || !o.profile.empty()) {
     if (!on_device) return log << "lab: --profile describes a device under test; give --dut local or ssh://USER@HOST\n", 2;
     if (o.profile.empty()) return log << "lab: --dut needs --profile (a name in LAB_DIR/profiles or a file)\n", 2;
-    for (const auto& w : o.ssh_options)
+    // dut.sh hands these to ssh as single words.
+    std::vector<std::string> ssh_words = o.ssh_options;
+    ssh_words.insert(ssh_words.end(), {o.ssh_config, o.ssh_identity});
+    for (const auto& w : ssh_words)
       if (w.find_first_of(" \t\n'\"\\$`") != std::string::npos)
-        return log << fmt::format("lab: --ssh-option \"{}\": no spaces, quotes or shell characters\n", w), 2;
-    for (const auto* f : {&o.ssh_config, &o.ssh_identity})
-      if (f->find_first_of(" \t\n'\"\\$`") != std::string::npos)
-        return log << fmt::format("lab: \"{}\": a path without spaces, quotes or shell characters\n", *f), 2;
+        return log << fmt::format("lab: ssh argument \"{}\": no spaces, quotes or shell characters\n", w), 2;
     if (o.our_iface.empty() || o.our_addr.empty())
       return log << "lab: --dut needs --our-iface and --our-addr: the test host's interface that faces the device, and its "
                     "address\n",

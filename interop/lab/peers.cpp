@@ -118,15 +118,15 @@ void siw_plan(const Cell& c, std::string& plan) {
     plan += fmt::format("server peer dut {} -R -F -d $DUT_DEV -p {} -n {} -s {}\n", c.scenario, c.port, c.iterations, c.size);
     plan += fmt::format("wait_listen dut {}\n", c.port);
     plan += fmt::format(
-        "client our our $ENGINE live iwarp --peer {}:{} --peer-program {} --size {} --iterations {} --timeout {}{} "
+        "client our our $ENGINE live iwarp --peer $DUT_ADDR:{} --peer-program {} --size {} --iterations {} --timeout {}{} "
         "--json \"$DIR/our.json\"\n",
-        "$DUT_ADDR", c.port, c.scenario, c.size, c.iterations, kStepTimeoutMs, ours);
+        c.port, c.scenario, c.size, c.iterations, kStepTimeoutMs, ours);
     plan += fmt::format("finish {}\n", kGraceS);
   } else if (c.scenario.starts_with("ib_")) {
     plan += fmt::format(
-        "server our our $ENGINE serve iwarp --perftest --peer-program {} --listen {}:{} --connections 1 --max-size {} "
+        "server our our $ENGINE serve iwarp --perftest --peer-program {} --listen $OUR_ADDR:{} --connections 1 --max-size {} "
         "--timeout {}{}\n",
-        c.scenario, "$OUR_ADDR", c.port, c.size, kStepTimeoutMs, ours);
+        c.scenario, c.port, c.size, kStepTimeoutMs, ours);
     plan += fmt::format("wait_listen our {}\n", c.port);
     plan += fmt::format("client peer dut {} -R -F -d $DUT_DEV -p {} -n {} -s {} $OUR_ADDR\n", c.scenario, c.port,
                         c.iterations, c.size);
@@ -138,9 +138,9 @@ void siw_plan(const Cell& c, std::string& plan) {
       plan += fmt::format("server peer{} dut rping -s -a $DUT_ADDR -p {} -C {} -S {}\n", n, port, c.iterations, c.size);
       plan += fmt::format("wait_listen dut {}\n", port);
       plan += fmt::format(
-          "client our{} our $ENGINE live iwarp --peer {}:{} --scenario {} --size {} --iterations {} --timeout {}{} "
+          "client our{} our $ENGINE live iwarp --peer $DUT_ADDR:{} --scenario {} --size {} --iterations {} --timeout {}{} "
           "--json \"$DIR/our{}.json\"\n",
-          n, "$DUT_ADDR", port, c.scenario, c.size, c.iterations, kStepTimeoutMs, ours, n);
+          n, port, c.scenario, c.size, c.iterations, kStepTimeoutMs, ours, n);
     }
     // rping -s waits for another client when a connection failed: give it a moment, no more.
     plan += fmt::format("finish {}\n", c.expect == Expect::data ? kGraceS : 3);
@@ -148,7 +148,7 @@ void siw_plan(const Cell& c, std::string& plan) {
     // A terminate-* scenario on our responder's side: its fault, planted in
     // the buffers rping -c advertises.
     const std::string fault = siw_fault(c) ? " --rping-fault " + c.scenario : "";
-    plan += fmt::format("server our our $ENGINE serve iwarp --listen {}:{} --connections 1 --timeout {}{}{}\n", "$OUR_ADDR",
+    plan += fmt::format("server our our $ENGINE serve iwarp --listen $OUR_ADDR:{} --connections 1 --timeout {}{}{}\n",
                         c.port, kStepTimeoutMs, fault, ours);
     plan += fmt::format("wait_listen our {}\n", c.port);
     plan += fmt::format("client peer dut rping -c -a $OUR_ADDR -p {} -C {} -S {} -V\n", c.port, c.iterations, c.size);
@@ -190,9 +190,11 @@ std::string knob_bool(const nlohmann::json& k, const char* key, bool required) {
 }
 
 std::string unknown_knob(const nlohmann::json& k, std::initializer_list<const char*> known) {
-  for (const auto& [key, v] : k.items())
+  for (const auto& item : k.items()) {
+    const std::string& key = item.key();
     if (std::none_of(known.begin(), known.end(), [&](const char* n) { return key == n; }))
       return fmt::format("{}: not a knob of this family ({})", key, fmt::join(known, ", "));
+  }
   return {};
 }
 
@@ -354,9 +356,9 @@ void rxe_plan(const Cell& c, std::string& plan) {
     const bool counters = rxe_port_counter(c).has_value();
     if (counters) plan += "port_counters before $DUT_DEV\n";
     plan += fmt::format(
-        "client our our $ENGINE live ib --peer-program {} --peer {}:{} --udp {}:4791 --size {} "
+        "client our our $ENGINE live ib --peer-program {} --peer $DUT_ADDR:{} --udp $OUR_ADDR:4791 --size {} "
         "--iterations {} --raw-receive --timeout {}{}{} --json \"$DIR/our.json\"\n",
-        c.scenario, "$DUT_ADDR", c.port, "$OUR_ADDR", c.size, c.iterations, kStepTimeoutMs,
+        c.scenario, c.port, c.size, c.iterations, kStepTimeoutMs,
         c.fault.empty() ? "" : " --fault " + c.fault, our_conn);
     if (counters) plan += "port_counters after $DUT_DEV\n";
     plan += fmt::format("finish {}\n", kGraceS);
@@ -365,9 +367,9 @@ void rxe_plan(const Cell& c, std::string& plan) {
   if (c.our_role == "responder") {
     plan += fmt::format("cell {} veth0 udp\n", c.id);
     plan += fmt::format(
-        "server our our $ENGINE serve ib --perftest --peer-program {} --listen {}:{} --udp {}:4791 "
+        "server our our $ENGINE serve ib --perftest --peer-program {} --listen $OUR_ADDR:{} --udp $OUR_ADDR:4791 "
         "--connections 1 --raw-receive --timeout {}{}\n",
-        c.scenario, "$OUR_ADDR", c.port, "$OUR_ADDR", kStepTimeoutMs, our_conn);
+        c.scenario, c.port, kStepTimeoutMs, our_conn);
     plan += fmt::format("wait_listen our {}\n", c.port);
     plan += fmt::format("client peer dut {} -F -d $DUT_DEV $DUT_GID_OPT -p {} -n {}{} $OUR_ADDR\n", c.scenario, c.port,
                         c.iterations, psize);
