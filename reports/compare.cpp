@@ -1,4 +1,5 @@
 #include "reports/compare.hpp"
+#include "reports/findings.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -140,11 +141,7 @@ Snapshot read_snapshot(const std::filesystem::path& report) {
   if (sax.saw_cells && !sax.saw_inputs) {
     s.kind = "lab";
     for (auto& [id, v] : sax.cells) s.verdicts[id] = v;
-    const auto field = [&](const char* k) { return sax.device.count(k) ? sax.device[k] : std::string("?"); };
-    s.device = sax.device.count("profile")
-                   ? fmt::format("{} (driver {}, firmware {}, kernel {}; {})", field("profile"), field("driver"),
-                                 field("firmware"), field("kernel"), field("dut"))
-                   : fmt::format("the lab's guest (kernel {})", field("kernel"));
+    s.device = device_label(nlohmann::json(sax.device));
   } else if (sax.saw_inputs) {
     s.kind = "check";
     std::vector<std::string> paths;

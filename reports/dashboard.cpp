@@ -113,8 +113,11 @@ json lab_cells(const json& report, const History* hist, const std::set<std::stri
     const std::string id = c.value("id", "");
     const std::string peer = c.value("peer", "");
     const json check = c.value("check", json::object());
+    const json device = c.value("device", json());
     json cell = {{"id", id},
                  {"peer", peer},
+                 {"device", device_label(device.is_null() && !peer.empty() ? json{{"driver", peer}} : device,
+                                         report.value("lab", json::object()).value("kernel", ""))},
                  {"family", c.value("family", "")},
                  {"role", c.value("our_role", "")},
                  {"program", c.value("peer_program", "")},
@@ -290,11 +293,11 @@ std::string dashboard_html(const json& model) {
   <label>verdict <select id="f-verdict"><option value="">all</option></select></label>
   <label>peer <select id="f-peer"><option value="">all</option></select></label>
 </section>
-<section id="lab"><h2>Lab: cells by peer, program and our engine's role (one square a configuration)</h2>
+<section id="lab"><h2>Lab: cells by device, peer's program and our engine's role (one square a configuration)</h2>
   <p id="lab-counts"></p><table id="lab-table"></table></section>
 <section id="captures"><h2>Captures: inputs by case family</h2>
   <p id="input-counts"></p><table id="input-table"></table></section>
-<section id="findings"><h2>Findings: what kernel peers do against the specifications</h2><table id="findings-table"></table></section>
+<section id="findings"><h2>Findings: what the devices do against the specifications</h2><table id="findings-table"></table></section>
 <section id="coverage"><h2>Requirement coverage</h2><div id="coverage-table"></div></section>
 </main>
 <aside id="detail" class="hidden"></aside>

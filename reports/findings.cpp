@@ -67,7 +67,27 @@ json cell_evidence(const std::string& check_report, const std::vector<std::strin
   return out;
 }
 
+// A string field of a device object, or `otherwise`.
+std::string device_field(const json& d, const char* key, const std::string& otherwise) {
+  if (!d.is_object()) return otherwise;
+  const auto it = d.find(key);
+  return it != d.end() && it->is_string() && !it->get<std::string>().empty() ? it->get<std::string>() : otherwise;
+}
+
+bool is_device_under_test(const json& d) { return !device_field(d, "profile", "").empty(); }
+
 }  // namespace
+
+std::string device_label(const json& d, const std::string& fallback_kernel) {
+  const std::string kernel = device_field(d, "kernel", fallback_kernel.empty() ? "?" : fallback_kernel);
+  const std::string driver = device_field(d, "driver", "");
+  if (!is_device_under_test(d))
+    return driver.empty() ? fmt::format("the lab's guest (kernel {})", kernel)
+                          : fmt::format("{} in the lab's guest (kernel {})", driver, kernel);
+  return fmt::format("{} (driver {}, device {}, firmware {}, kernel {}; {})", device_field(d, "profile", ""),
+                     driver.empty() ? "?" : driver, device_field(d, "device", "?"),
+                     device_field(d, "firmware", "not reported"), kernel, device_field(d, "dut", "?"));
+}
 
 std::vector<json> finding_records(const json& lab_report, const std::vector<const conformance::CaseInfo*>& catalog) {
   std::vector<json> out;
@@ -78,6 +98,8 @@ std::vector<json> finding_records(const json& lab_report, const std::vector<cons
     rec["name"] = name;
     rec["kernel"] = lab.value("kernel", "");
     rec["packages"] = packages(lab);
+    rec["topology"] = lab.value("topology", "");
+    rec["device"] = lab_report.value("device", json());
     const auto cases = f.value("cases", std::vector<std::string>{});
     rec["requirements"] = json::array();
     for (const auto& id : cases) {
@@ -88,7 +110,11 @@ std::vector<json> finding_records(const json& lab_report, const std::vector<cons
     std::string peer;
     for (const auto& c : lab_report.value("cells", json::array())) {
       if (c.value("finding", json()).is_null() || c.value("finding", json()) != name) continue;
-      if (peer.empty()) peer = c.value("peer", "");
+      if (peer.empty()) {
+        peer = c.value("peer", "");
+        // The device the first cell ran against (a guest run's report has no top-level device).
+        if (rec["device"].is_null()) rec["device"] = c.value("device", json());
+      }
       std::string problem;
       json cell = {{"id", c.value("id", "")},
                    {"verdict", c.value("verdict", "")},
@@ -104,6 +130,8 @@ std::vector<json> finding_records(const json& lab_report, const std::vector<cons
       rec["cells"].push_back(std::move(cell));
     }
     rec["peer"] = peer;
+    if (rec["device"].is_null() && !peer.empty()) rec["device"] = {{"driver", peer}};
+    rec["device_label"] = device_label(rec["device"], rec.value("kernel", ""));
     out.push_back(std::move(rec));
   }
   return out;
@@ -111,9 +139,16 @@ std::vector<json> finding_records(const json& lab_report, const std::vector<cons
 
 void write_finding_markdown(std::ostream& os, const json& r, std::string_view tool_version) {
   const std::string peer = r.value("peer", "");
+  const json device = r.value("device", json());
+  const bool dut = is_device_under_test(device);
   os << "# " << r.value("title", r.value("name", "")) << "\n\n";
-  os << fmt::format("**Peer:** Linux {} (kernel {}). **Seen in:** {} lab cell(s).\n\n", peer.empty() ? "?" : peer,
-                    r.value("kernel", "?"), r["cells"].size());
+  if (dut)
+    os << fmt::format("**Device under test:** {}{}. **Seen in:** {} lab cell(s).\n\n", r.value("device_label", ""),
+                      device.value("tested_profile", false) ? "" : " (a profile the project has not run against this hardware)",
+                      r["cells"].size());
+  else
+    os << fmt::format("**Peer:** Linux {} (kernel {}). **Seen in:** {} lab cell(s).\n\n", peer.empty() ? "?" : peer,
+                      r.value("kernel", "?"), r["cells"].size());
   os << "## What happens\n\n" << r.value("text", "") << "\n\n";
   if (!r["requirements"].empty()) {
     os << "## What the specification requires\n\n";
@@ -128,14 +163,30 @@ void write_finding_markdown(std::ostream& os, const json& r, std::string_view to
     os << "\n";
   }
   os << "## Environment\n\n";
-  os << fmt::format("- kernel: {}\n", r.value("kernel", "?"));
-  for (const auto& p : r.value("packages", json::array())) os << "- " << p.get<std::string>() << "\n";
-  os << "- a qemu guest built from Debian packages; the peer on a veth pair (rdmaconf's lab, docs/lab.md)\n\n";
+  if (dut) {
+    os << fmt::format("- device: {} ({}), RDMA device {} on {} ({})\n", device_field(device, "title", "?"),
+                      device_field(device, "driver", "?"), device_field(device, "device", "?"),
+                      device_field(device, "netdev", "?"), device_field(device, "address", "?"));
+    os << fmt::format("- as the device reports itself: kernel {}, firmware {}, node description {}, host name {}\n",
+                      device_field(device, "kernel", "?"), device_field(device, "firmware", "not reported"),
+                      device_field(device, "node_desc", "not reported"), device_field(device, "host", "not reported"));
+    os << fmt::format("- profile: {} ({})\n", device_field(device, "profile_file", device_field(device, "profile", "?")),
+                      device.value("tested_profile", false) ? "tested by the project" : "untested");
+  } else {
+    os << fmt::format("- kernel: {}\n", r.value("kernel", "?"));
+    for (const auto& p : r.value("packages", json::array())) os << "- " << p.get<std::string>() << "\n";
+  }
+  os << fmt::format("- {} (rdmaconf's lab, docs/lab.md)\n\n",
+                    r.value("topology", "").empty() ? "a qemu guest built from Debian packages; the peer on a veth pair"
+                                                    : r.value("topology", ""));
   os << "## How to reproduce\n\n";
+  const std::string how = dut ? fmt::format("rdmaconf lab run --dut {} --profile {} --our-iface IF --our-addr ADDR",
+                                            device_field(device, "dut", "?"), device_field(device, "profile", "?"))
+                              : std::string("rdmaconf lab run");
   for (const auto& c : r["cells"]) {
-    os << fmt::format("- `{}`: {}{} ({}); `rdmaconf lab run --scenario {}`\n", c.value("id", ""), c.value("peer_program", ""),
+    os << fmt::format("- `{}`: {}{} ({}); `{} --scenario {}`\n", c.value("id", ""), c.value("peer_program", ""),
                       c.value("our_role", "") == "none" ? "" : fmt::format(" against rdmaconf as {}", c.value("our_role", "")),
-                      c.value("configuration", ""), c.value("scenario", ""));
+                      c.value("configuration", ""), how, c.value("scenario", ""));
   }
   os << "\n## What the capture shows\n\n";
   bool any = false;

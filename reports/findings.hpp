@@ -8,6 +8,7 @@
 // one Markdown bug report per record, for the peer's upstream; the dashboard
 // lists them (docs/reports.md).
 #include <iosfwd>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -22,6 +23,14 @@ namespace rdmaconf::reports {
 // each); when it cannot, the record says so.
 std::vector<nlohmann::json> finding_records(const nlohmann::json& lab_report,
                                             const std::vector<const conformance::CaseInfo*>& catalog);
+
+// One line naming the device a lab cell ran against, from a lab report's
+// "device" (top level or a cell's): a device under test by its profile,
+// driver, RDMA device, firmware and kernel as it reported them and how it
+// was reached; a kernel peer in the lab's guest by its driver and kernel.
+// `fallback_kernel` stands in for a device object without one (an older
+// report: the lab's kernel).
+std::string device_label(const nlohmann::json& device, const std::string& fallback_kernel = {});
 
 // An upstream-ready bug report for one record.
 void write_finding_markdown(std::ostream& os, const nlohmann::json& record, std::string_view tool_version);

@@ -68,7 +68,7 @@
     if (state.peer && c.peer !== state.peer) return false;
     if (!wantVerdict(c.verdict)) return false;
     if (state.level && c.failed.length && !c.failed.some((f) => (D.catalog[f] || {}).level === state.level)) return false;
-    return matches(c.id, c.reason, c.program, c.scenario, c.config, c.finding);
+    return matches(c.id, c.reason, c.program, c.scenario, c.config, c.finding, c.device);
   }
   function lab() {
     const sec = $("lab");
@@ -80,15 +80,15 @@
       const c = D.lab[i];
       if (!labVisible(c)) continue;
       n[c.verdict] = (n[c.verdict] || 0) + 1;
-      const key = `${c.peer}\u0000${c.program}\u0000${c.scenario}`;
+      const key = `${c.device}\u0000${c.program}\u0000${c.scenario}`;
       let r = rows.get(key);
-      if (!r) { r = { peer: c.peer, program: c.program, scenario: c.scenario, by: { initiator: [], responder: [], none: [] }, g: 0, red: 0 }; rows.set(key, r); }
+      if (!r) { r = { device: c.device, program: c.program, scenario: c.scenario, by: { initiator: [], responder: [], none: [] }, g: 0, red: 0 }; rows.set(key, r); }
       (r.by[c.role] || r.by.none).push(i);
       if (c.verdict === "green") r.g++; else if (c.verdict === "red") r.red++;
     }
-    let h = `<tr><th>peer</th><th>peer's program</th><th>scenario</th>${roles.map((x) => `<th>our engine: ${x === "none" ? "not in it" : x}</th>`).join("")}<th>green / red</th></tr>`;
-    for (const r of [...rows.values()].sort((a, b) => (a.peer + a.scenario + a.program).localeCompare(b.peer + b.scenario + b.program))) {
-      h += `<tr><td>${esc(r.peer)}</td><td>${esc(r.program)}</td><td>${esc(r.scenario)}</td>`;
+    let h = `<tr><th>device</th><th>peer's program</th><th>scenario</th>${roles.map((x) => `<th>our engine: ${x === "none" ? "not in it" : x}</th>`).join("")}<th>green / red</th></tr>`;
+    for (const r of [...rows.values()].sort((a, b) => (a.device + a.scenario + a.program).localeCompare(b.device + b.scenario + b.program))) {
+      h += `<tr><td>${esc(r.device)}</td><td>${esc(r.program)}</td><td>${esc(r.scenario)}</td>`;
       for (const role of roles)
         h += "<td>" + r.by[role].map((i) => { const c = D.lab[i]; return `<span class="sq ${c.verdict}${c.regression ? " regression" : ""}" data-cell="${i}" title="${esc(c.id)}"></span>`; }).join("") + "</td>";
       h += `<td class="cnt">${r.g} / ${r.red}</td></tr>`;
@@ -100,7 +100,7 @@
   function labDetail(c) {
     let h = `<h2><span class="sq ${c.verdict}"></span> ${esc(c.id)}</h2>`;
     h += `<p>${spark(c.hist)}</p><p><b>${esc(c.verdict)}</b>${c.regression ? " <b>(regression)</b>" : ""}: ${esc(c.reason)}</p>`;
-    h += `<table><tr><td>peer</td><td>${esc(c.peer)}: ${esc(c.program)}</td></tr><tr><td>our engine</td><td>${esc(c.role)}, ${esc(c.scenario)}</td></tr>`;
+    h += `<table><tr><td>device</td><td>${esc(c.device)}</td></tr><tr><td>peer's program</td><td>${esc(c.program)}</td></tr><tr><td>our engine</td><td>${esc(c.role)}, ${esc(c.scenario)}</td></tr>`;
     h += `<tr><td>configuration</td><td>${esc(c.config)}</td></tr><tr><td>check</td><td>${c.check.pass} pass, ${c.check.fail} fail, ${c.check.inconclusive} inconclusive</td></tr>`;
     if (c.finding) h += `<tr><td>known finding</td><td>${esc(c.finding)}</td></tr>`;
     h += `<tr><td>capture</td><td>${fileLink(c.capture)}</td></tr><tr><td>check report</td><td>${fileLink(c.check_report)}</td></tr></table>`;
@@ -210,10 +210,10 @@
   function findings() {
     const sec = $("findings");
     if (!D.findings.length) { sec.classList.add("hidden"); return; }
-    let h = `<tr><th>finding</th><th>peer</th><th>cases</th><th>cells</th><th>source</th></tr>`;
+    let h = `<tr><th>finding</th><th>device</th><th>cases</th><th>cells</th><th>source</th></tr>`;
     for (const f of D.findings) {
       if (!matches(f.name, f.title, f.text)) continue;
-      h += `<tr><td><b>${esc(f.title)}</b><br><span class="muted">${esc(f.text)}</span></td><td>${esc(f.peer)} (${esc(f.kernel)})</td>`;
+      h += `<tr><td><b>${esc(f.title)}</b><br><span class="muted">${esc(f.text)}</span></td><td>${esc(f.device_label)}</td>`;
       h += `<td>${(f.cases || []).map((c) => `<code>${esc(c)}</code>`).join("<br>")}</td><td>${(f.cells || []).length}</td><td>${(f.source || []).map(esc).join("<br>")}</td></tr>`;
     }
     $("findings-table").innerHTML = h;

@@ -392,4 +392,62 @@ BOOST_AUTO_TEST_CASE(findings_become_bug_reports) {
   fs::remove_all(dir);
 }
 
+// A device under test is named wherever a lab run's cells are shown: the
+// finding's bug report (device, firmware and kernel as the device reported
+// them, whether its profile was tested, how to rerun against it), the
+// dashboard's cells and findings, and `report diff` between a run in the
+// guest and a run against the device. The reports are written here the way
+// `lab run --dut` writes them (interop/lab/lab.cpp).
+BOOST_AUTO_TEST_CASE(a_device_under_test_is_named_in_findings_dashboard_and_diff) {
+  const auto dir = temp_dir("dut-named");
+  const std::string device = R"({"dut": "ssh://root@192.0.2.1", "profile": "mlx5", "profile_file": "/p/mlx5.json",
+    "title": "ConnectX", "tested_profile": false, "driver": "mlx5_ib", "device": "mlx5_0", "netdev": "ens1f0",
+    "address": "192.0.2.1", "firmware": "22.39.1002", "kernel": "6.1.0-18-amd64", "node_desc": "dut mlx5_0", "host": "dut1"})";
+  const auto lab = dir / "dut.json";
+  std::ofstream(lab) << R"({"lab": {"kernel": "6.1.0-18-amd64", "topology": "the device under test mlx5 reached by ssh"},
+  "device": )" << device << R"(, "summary": {"cells": 2, "green": 1, "red": 1, "skipped": 0, "regressions": 0},
+  "findings": {"odd-ack": {"title": "the device acknowledges twice", "text": "t", "cases": []}},
+  "cells": [{"id": "rxe.a", "peer": "rxe", "our_role": "initiator", "peer_program": "ib_send_bw", "scenario": "ib_send_bw",
+    "configuration": {"label": "mtu1024"}, "device": )" << device << R"(, "verdict": "red", "reason": "r", "finding": "odd-ack",
+    "capture": "", "check_report": "", "check": {"pass": 0, "fail": 0, "inconclusive": 0, "failed_cases": []}},
+   {"id": "rxe.b", "peer": "rxe", "device": )" << device << R"(, "verdict": "green", "finding": null}]})";
+  const std::string label = "mlx5 (driver mlx5_ib, device mlx5_0, firmware 22.39.1002, kernel 6.1.0-18-amd64; ssh://root@192.0.2.1)";
+  const auto f = run(kBin + " report findings " + lab.string() + " -o " + (dir / "out").string() + " 2>&1");
+  BOOST_TEST_REQUIRE(f.status == 0, f.out);
+  const auto md = slurp(dir / "out" / "odd-ack.md");
+  for (const std::string& want : {"**Device under test:** " + label + " (a profile the project has not run against this hardware)",
+                                  std::string("firmware 22.39.1002, node description dut mlx5_0, host name dut1"),
+                                  std::string("RDMA device mlx5_0 on ens1f0 (192.0.2.1)"), std::string("/p/mlx5.json (untested)"),
+                                  std::string("the device under test mlx5 reached by ssh"),
+                                  std::string("`rdmaconf lab run --dut ssh://root@192.0.2.1 --profile mlx5 --our-iface IF --our-addr ADDR --scenario ib_send_bw`")})
+    BOOST_TEST(md.find(want) != std::string::npos, "missing: " << want << "\n" << md);
+  BOOST_TEST(md.find("qemu guest") == std::string::npos, md);
+  // The dashboard: each cell and each finding carry the device's line.
+  const auto h = run(kBin + " report html " + lab.string() + " -o " + (dir / "d.html").string() + " 2>&1");
+  BOOST_TEST_REQUIRE(h.status == 0, h.out);
+  const auto page = slurp(dir / "d.html");
+  const std::string open = R"(<script type="application/json" id="data">)";
+  const auto at = page.find(open), end = page.find("</script>", at);
+  BOOST_TEST_REQUIRE((at != std::string::npos && end != std::string::npos));
+  const auto data = nlohmann::json::parse(page.substr(at + open.size(), end - at - open.size()));
+  BOOST_TEST(data["lab"].size() == 2u);
+  for (const auto& c : data["lab"]) BOOST_TEST(c["device"] == label);
+  BOOST_TEST(data["findings"][0]["device_label"] == label);
+  // A run in the guest against the run on the device: the devices first, then the cells.
+  const auto guest = dir / "guest.json";
+  std::ofstream(guest) << R"({"lab": {"kernel": "6.12.117+deb12-amd64"}, "device": null, "summary": {"cells": 2},
+    "cells": [{"id": "rxe.a", "peer": "rxe", "verdict": "green", "device": {"dut": "guest", "profile": null, "driver": "rxe",
+    "kernel": "6.12.117+deb12-amd64", "firmware": null}}, {"id": "rxe.b", "peer": "rxe", "verdict": "green"}]})";
+  const auto d = run(kBin + " report diff " + guest.string() + " " + lab.string() + " 2>&1");
+  BOOST_TEST(d.out.find("devices: the lab's guest (kernel 6.12.117+deb12-amd64) -> " + label + "\n") != std::string::npos, d.out);
+  BOOST_TEST(d.out.find("rxe.a") != std::string::npos, d.out);
+  BOOST_TEST(d.status == 1, d.out);  // rxe.a: green -> red
+  // The guest's own cells carry their kernel peer as the device.
+  const auto g = run(kBin + " report html " + guest.string() + " -o " + (dir / "g.html").string() + " 2>&1");
+  BOOST_TEST_REQUIRE(g.status == 0, g.out);
+  const auto gpage = slurp(dir / "g.html");
+  BOOST_TEST(gpage.find("rxe in the lab's guest (kernel 6.12.117+deb12-amd64)") != std::string::npos);
+  fs::remove_all(dir);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
