@@ -121,7 +121,14 @@ int rdmaconf::cli::run_main(int argc, char** argv) {
   bool strict = false, quiet = false, verbose = false;
   check->add_option("paths", paths, "capture files or directories")->required();
   check->add_option("--json", json_out, "write the JSON report (reports/schema/report-v1.schema.json) to FILE");
-  check->add_option("--junit", junit_out, "write a JUnit XML report to FILE");
+  check->add_option("--junit", junit_out,
+                    "write a JUnit XML report to FILE (a testsuite per input, named relative to the folder the paths "
+                    "share; a testcase per scope and case)");
+  std::string junit_inconclusive = "skipped";
+  check->add_option("--junit-inconclusive", junit_inconclusive,
+                    "how the JUnit report shows an INCONCLUSIVE case: skipped (default) or failure; either way its "
+                    "type is INCONCLUSIVE and its output says why")
+      ->check(CLI::IsMember({"skipped", "failure"}));
   check->add_option("--cases", patterns, "only cases whose ID matches the glob PATTERN (comma-separated; repeatable)");
   check->add_flag("--strict", strict, "also run SHOULD- and MAY-level cases");
   std::uint64_t idle_timeout_s = conformance::kDefaultIdleTimeoutS, reassembly_mib = 256,
@@ -386,8 +393,10 @@ int rdmaconf::cli::run_main(int argc, char** argv) {
     return kExitUsage;
   }
 
-  const reports::RunInfo run{RDMACONF_VERSION, std::vector<std::string>(argv + 1, argv + argc), strict,
-                             opt.case_patterns, checker.active_cases(), shard, all_inputs};
+  reports::RunInfo run{RDMACONF_VERSION, std::vector<std::string>(argv + 1, argv + argc), strict,
+                       opt.case_patterns, checker.active_cases(), shard, all_inputs};
+  run.base = reports::run_base(paths);
+  run.junit_inconclusive_fails = junit_inconclusive == "failure";
   std::vector<std::unique_ptr<reports::ReportWriter>> writers;
   for (const auto& [path, what] : {std::pair{json_out, "JSON"}, std::pair{junit_out, "JUnit"}}) {
     if (path.empty()) continue;

@@ -1,6 +1,7 @@
 #include "cli/live.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -134,8 +135,14 @@ int LiveCommands::run(const std::vector<std::string>& arguments) const {
       }
       return 0;
     }
+    const auto wall = std::chrono::system_clock::now();
+    const auto t0 = std::chrono::steady_clock::now();
     auto out = c.suite->run(c.role, common);
     if (!out.input) return out.status;
+    if (!out.input->started_unix_ms) {  // the suite's run as a whole, for the JUnit report
+      out.input->started_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(wall.time_since_epoch()).count();
+      out.input->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
     const reports::RunInfo run{RDMACONF_VERSION, arguments, true, common.patterns, out.cases, std::nullopt, 1};
     return report_suite(name, *out.input, run, SuiteOutput{common.json, common.junit, common.quiet, common.verbose});
   }

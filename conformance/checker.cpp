@@ -5,6 +5,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <condition_variable>
 #include <deque>
@@ -306,16 +307,35 @@ FamilyRun* owner(const std::vector<std::pair<Key, FamilyRun*>>& claims, Key k) {
 
 }  // namespace
 
+namespace {
+
+// Runs one input's check and records when it began and how long it took.
+template <class F>
+InputResult timed(F&& check) {
+  const auto wall = std::chrono::system_clock::now();
+  const auto t0 = std::chrono::steady_clock::now();
+  InputResult out = check();
+  out.started_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(wall.time_since_epoch()).count();
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+}  // namespace
+
 InputResult Checker::check_file(const std::string& path) const {
-  std::string err;
-  auto reader = PcapReader::open(path, err, opt_.hash);
-  if (reader && splittable(path, *reader)) return check_split(path, std::move(reader));
-  return check(path, std::move(reader), err);
+  return timed([&] {
+    std::string err;
+    auto reader = PcapReader::open(path, err, opt_.hash);
+    if (reader && splittable(path, *reader)) return check_split(path, std::move(reader));
+    return check(path, std::move(reader), err);
+  });
 }
 
 InputResult Checker::check_memory(const std::string& name, protocols::Bytes data) const {
-  std::string err;
-  return check(name, PcapReader::open_memory(name, data, err, opt_.hash), err);
+  return timed([&] {
+    std::string err;
+    return check(name, PcapReader::open_memory(name, data, err, opt_.hash), err);
+  });
 }
 
 struct CheckRun::Impl {

@@ -103,6 +103,11 @@ struct InputResult {
   // split, or when a split check had to start again on one thread).
   unsigned threads = 1;
   std::uint64_t warnings_total = 0;
+  // When its check began (Unix time, milliseconds) and how long it took
+  // (wall clock, seconds): what the JUnit report gives as the suite's
+  // timestamp and time. 0 where nothing timed it.
+  std::int64_t started_unix_ms = 0;
+  double seconds = 0;
 };
 
 }  // namespace rdmaconf::conformance

@@ -1,6 +1,7 @@
 #include "reports/report.hpp"
 
 #include <pthread.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
@@ -8,6 +9,9 @@
 #include <cstdio>
 #include <deque>
 #include <exception>
+#include <optional>
+#include <filesystem>
+#include <ctime>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -333,53 +337,122 @@ class Spool {
   std::FILE* f_;
 };
 
+// What a JUnit reader shows as the name of an input's suite and the package
+// part of its test cases.
+std::string suite_name(const std::string& path, const std::string& base) {
+  if (base.empty()) return path;
+  std::error_code ec;
+  const auto abs = std::filesystem::absolute(path, ec).lexically_normal();
+  if (ec) return path;
+  const auto rel = abs.lexically_relative(base);
+  if (rel.empty() || rel == "." || *rel.begin() == "..") return path;
+  return rel.generic_string();
+}
+
+std::string iso_utc(std::int64_t unix_ms) {
+  const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                     tm.tm_min, tm.tm_sec);
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0 || !buf[0]) return "localhost";
+  return buf;
+}
+
 class JunitWriter final : public ReportWriter {
  public:
-  JunitWriter(std::ostream& os, const RunInfo& run) : os_(os), version_(run.tool_version) {}
-  void begin_input(const std::string&) override { tests_ = fails_ = skipped_ = 0; }
+  JunitWriter(std::ostream& os, const RunInfo& run)
+      : os_(os), version_(run.tool_version), base_(run.base), inconclusive_fails_(run.junit_inconclusive_fails),
+        host_(host_name()) {}
+  void begin_input(const std::string& path) override {
+    tests_ = fails_ = skipped_ = inconclusive_ = 0;
+    suite_ = suite_name(path, base_);
+    package_ = suite_;
+    std::replace(package_.begin(), package_.end(), '.', '_');
+  }
   void scope(const ScopeResult& s) override {
     for (const auto& o : s.outcomes) {
       const Verdict v = o.tally.verdict();
+      const bool as_failure = v == Verdict::fail || (v == Verdict::inconclusive && inconclusive_fails_);
       ++tests_;
-      fails_ += v == Verdict::fail;
-      skipped_ += v == Verdict::not_applicable || v == Verdict::inconclusive;
-      fmt::print(cases_.get(), "    <testcase classname=\"{}\" name=\"{}\">", xml_escape(fmt::format("{} {}", s.id, s.label)),
-                 xml_escape(o.info->id));
+      fails_ += as_failure;
+      skipped_ += !as_failure && v != Verdict::pass;
+      inconclusive_ += v == Verdict::inconclusive;
+      // kTimeMark stands for the case's time until the input's is known (end_input).
+      fmt::print(cases_.get(), "    <testcase classname=\"{}\" name=\"{}\" time=\"{}\">",
+                 xml_escape(fmt::format("{}.{}", package_, s.id)), xml_escape(o.info->id), kTimeMark);
+      const std::string what = fmt::format("{} {} {}", o.info->spec, o.info->section, level_name(o.info->level));
+      std::string body;
+      for (const auto& e : o.tally.evidence()) body += evidence_text(e) + "\n";
       if (v == Verdict::fail) {
-        std::string body;
-        for (const auto& e : o.tally.evidence()) body += evidence_text(e) + "\n";
-        fmt::print(cases_.get(), "<failure message=\"{} {} {}: {} of {} checks failed\">{}</failure>",
-                   xml_escape(o.info->spec), xml_escape(o.info->section), level_name(o.info->level), o.tally.failed(),
-                   o.tally.checked(), xml_escape(body));
-      } else if (v == Verdict::not_applicable || v == Verdict::inconclusive) {
-        fmt::print(cases_.get(), "<skipped message=\"{}\"/>", verdict_name(v));
+        fmt::print(cases_.get(), "<failure type=\"FAIL\" message=\"{}: {} of {} checks failed\">{}</failure>",
+                   xml_escape(what), o.tally.failed(), o.tally.checked(), xml_escape(body));
+      } else if (v == Verdict::inconclusive) {
+        const std::string message = fmt::format("INCONCLUSIVE: {}: {} of {} checks could not be decided", what,
+                                                o.tally.inconclusive_count(), o.tally.checked());
+        fmt::print(cases_.get(), "<{} type=\"INCONCLUSIVE\" message=\"{}\"/>", as_failure ? "failure" : "skipped",
+                   xml_escape(message));
+        fmt::print(cases_.get(), "<system-out>{} ({} {})\n{}</system-out>", xml_escape(message), xml_escape(s.id),
+                   xml_escape(s.label), xml_escape(body));
+      } else if (v == Verdict::not_applicable) {
+        fmt::print(cases_.get(), "<skipped type=\"NOT_APPLICABLE\" message=\"not applicable: {}\"/>", xml_escape(what));
       }
+      if (v == Verdict::fail) fmt::print(cases_.get(), "<system-out>{} {}</system-out>", xml_escape(s.id), xml_escape(s.label));
       fmt::print(cases_.get(), "</testcase>\n");
     }
   }
   void end_input(const InputResult& in) override {
-    fmt::print(suites_.get(), "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\">\n",
-               xml_escape(in.path), tests_ + !in.error.empty(), fails_, in.error.empty() ? 0 : 1, skipped_);
+    const std::uint64_t tests = tests_ + !in.error.empty();
+    seconds_ += in.seconds;
+    fmt::print(suites_.get(),
+               "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{:.3f}\" "
+               "timestamp=\"{}\" hostname=\"{}\">\n",
+               xml_escape(suite_), tests, fails_, in.error.empty() ? 0 : 1, skipped_, in.seconds,
+               iso_utc(in.started_unix_ms), xml_escape(host_));
+    fmt::print(suites_.get(), "    <properties><property name=\"rdmaconf.path\" value=\"{}\"/>", xml_escape(in.path));
+    if (!in.sha256.empty()) fmt::print(suites_.get(), "<property name=\"rdmaconf.sha256\" value=\"{}\"/>", in.sha256);
+    fmt::print(suites_.get(), "<property name=\"rdmaconf.inconclusive\" value=\"{}\"/></properties>\n", inconclusive_);
+    // The check is not timed case by case: each test case gets an equal share of its input's time.
+    const std::string share = fmt::format("{:.6f}", tests ? in.seconds / static_cast<double>(tests) : 0.0);
     if (!in.error.empty())
-      fmt::print(suites_.get(), "    <testcase classname=\"input\" name=\"read\"><error message=\"{}\"/></testcase>\n",
-                 xml_escape(in.error));
-    cases_.drain([&](std::string_view part) { std::fwrite(part.data(), 1, part.size(), suites_.get()); });
+      fmt::print(suites_.get(), "    <testcase classname=\"{}.input\" name=\"read\" time=\"{}\"><error message=\"{}\"/></testcase>\n",
+                 xml_escape(package_), share, xml_escape(in.error));
+    cases_.drain([&](std::string_view part) {
+      for (std::size_t at = 0; at < part.size();) {
+        const auto mark = part.find(kTimeMark, at);
+        const auto upto = mark == std::string_view::npos ? part.size() : mark;
+        std::fwrite(part.data() + at, 1, upto - at, suites_.get());
+        if (mark != std::string_view::npos) std::fwrite(share.data(), 1, share.size(), suites_.get());
+        at = upto + (mark != std::string_view::npos);
+      }
+    });
     fmt::print(suites_.get(), "  </testsuite>\n");
   }
   void end(const Totals& t) override {
+    const std::uint64_t fails = t.fail + (inconclusive_fails_ ? t.inconclusive : 0);
     fmt::print(os_, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    fmt::print(os_, "<testsuites name=\"rdmaconf {}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\">\n",
-               xml_escape(version_), t.pass + t.fail + t.not_applicable + t.inconclusive + t.input_errors, t.fail,
-               t.input_errors, t.not_applicable + t.inconclusive);
+    fmt::print(os_, "<testsuites name=\"rdmaconf {}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" time=\"{:.3f}\">\n",
+               xml_escape(version_), t.pass + t.fail + t.not_applicable + t.inconclusive + t.input_errors, fails,
+               t.input_errors, seconds_);
     suites_.drain([&](std::string_view part) { os_ << part; });
     fmt::print(os_, "</testsuites>\n");
   }
 
  private:
+  // xml_escape turns every control character but tab and newline into '?',
+  // so this one appears in the spooled cases only where it was put.
+  static constexpr char kTimeMark = '\x01';
   std::ostream& os_;
-  std::string version_;
+  std::string version_, base_;
+  bool inconclusive_fails_;
+  std::string host_, suite_, package_;
   Spool cases_, suites_;
-  std::uint64_t tests_ = 0, fails_ = 0, skipped_ = 0;
+  std::uint64_t tests_ = 0, fails_ = 0, skipped_ = 0, inconclusive_ = 0;
+  double seconds_ = 0;
 };
 
 class SummaryWriter final : public ReportWriter {
@@ -563,6 +636,25 @@ std::unique_ptr<ReportWriter> in_background(std::vector<std::unique_ptr<ReportWr
 }
 
 std::unique_ptr<ReportWriter> json_writer(std::ostream& os, const RunInfo& run) { return std::make_unique<JsonWriter>(os, run); }
+std::string run_base(const std::vector<std::string>& paths) {
+  std::optional<std::filesystem::path> base;
+  for (const auto& p : paths) {
+    std::error_code ec;
+    auto abs = std::filesystem::absolute(p, ec).lexically_normal();
+    if (ec) continue;
+    if (!std::filesystem::is_directory(abs, ec)) abs = abs.parent_path();
+    if (!abs.has_filename() && abs != abs.root_path()) abs = abs.parent_path();  // "dir/" normalizes to "dir/"
+    if (!base) {
+      base = abs;
+      continue;
+    }
+    std::filesystem::path shared;
+    for (auto a = base->begin(), b = abs.begin(); a != base->end() && b != abs.end() && *a == *b; ++a, ++b) shared /= *a;
+    base = shared;
+  }
+  return base ? base->string() : std::string();
+}
+
 std::unique_ptr<ReportWriter> junit_writer(std::ostream& os, const RunInfo& run) { return std::make_unique<JunitWriter>(os, run); }
 std::unique_ptr<ReportWriter> summary_writer(std::ostream& os, bool verbose) {
   return std::make_unique<SummaryWriter>(os, verbose);

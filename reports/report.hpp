@@ -30,7 +30,16 @@ struct RunInfo {
   // (`rdmaconf report merge` checks that every one appears once).
   std::optional<Shard> shard = std::nullopt;
   std::uint64_t inputs_in_all_shards = 0;
+  // The folder the JUnit report names its inputs relative to (run_base), so
+  // that a test's identity does not change with the workspace.
+  std::string base = {};
+  // JUnit: an INCONCLUSIVE case is a <failure> rather than <skipped>.
+  bool junit_inconclusive_fails = false;
 };
+
+// The folder the paths named on a command line share, absolute: a directory
+// counts as itself, a file as the folder it is in ("" for no paths).
+std::string run_base(const std::vector<std::string>& paths);
 
 struct Totals {
   std::uint64_t pass = 0, fail = 0, not_applicable = 0, inconclusive = 0, input_errors = 0;
@@ -64,8 +73,13 @@ class ReportWriter {
 // The JSON report: the document to_json builds, written in pieces (one
 // scope per line).
 std::unique_ptr<ReportWriter> json_writer(std::ostream& os, const RunInfo& run);
-// JUnit XML; each input's test cases are held in a temporary file until its
-// counts are known.
+// JUnit XML in the form Jenkins' and GitLab's readers take (docs/reports.md,
+// "JUnit"): a testsuite per input, named by its path relative to
+// RunInfo::base, with its time, timestamp and host; a testcase per (scope,
+// case), classname "INPUT.SCOPE" with the input's dots made '_' (a reader
+// splits package from class at the last dot), name the case ID. Each
+// input's test cases are held in a temporary file until its counts are
+// known.
 std::unique_ptr<ReportWriter> junit_writer(std::ostream& os, const RunInfo& run);
 // The text summary `rdmaconf check` prints.
 std::unique_ptr<ReportWriter> summary_writer(std::ostream& os, bool verbose);

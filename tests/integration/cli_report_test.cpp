@@ -42,6 +42,40 @@ BOOST_AUTO_TEST_CASE(reports_validate_against_the_schema) {
   fs::remove_all(dir);
 }
 
+// The JUnit report as CI servers read it (tests/reports/junit_check.py): it
+// validates against tests/reports/junit.xsd, junitparser reads unique
+// (classname, name) pairs, suites named relative to the folder given, and
+// counts equal to the JSON report of the same run, with INCONCLUSIVE shown
+// as skipped or, on request, as failure. The golden captures hold FAIL,
+// INCONCLUSIVE and NOT_APPLICABLE results, so every mapping is exercised.
+BOOST_AUTO_TEST_CASE(junit_identities_are_unique_and_counts_match_the_json) {
+  const auto dir = temp_dir("junit");
+  for (const std::string mode : {"skipped", "failure"}) {
+    const auto json = (dir / "r.json").string(), xml = (dir / "r.xml").string();
+    const auto r = run(kBin + " check --quiet --junit-inconclusive " + mode + " --json " + json + " --junit " + xml + " " +
+                       kGolden + " 2>&1");
+    BOOST_TEST(r.status == 1, r.out);
+    const auto c = run("/usr/bin/python3 " + kSource + "/tests/reports/junit_check.py " + xml + " " + kSource +
+                       "/tests/reports/junit.xsd " + json + " " + fs::canonical(kGolden).string() + " " + mode + " 2>&1");
+    BOOST_TEST(c.status == 0, mode << ": " << c.out);
+    BOOST_TEST(c.out.find("all (classname, name) pairs unique") != std::string::npos, c.out);
+    // The same inputs checked from another folder get the same suite names.
+    const auto xml2 = (dir / "r2.xml").string();
+    BOOST_TEST_REQUIRE(run("cd " + kGolden + "/.. && " + kBin + " check --quiet --junit-inconclusive " + mode + " --junit " +
+                           xml2 + " " + fs::path(kGolden).filename().string() + " >/dev/null 2>&1").status == 1);
+    const auto names = [](const std::string& f) {
+      std::string out;
+      std::istringstream in(slurp(f));
+      for (std::string line; std::getline(in, line);)
+        if (const auto at = line.find("<testsuite name=\""); at != std::string::npos) out += line.substr(at, line.find('"', at + 18) - at) + "\n";
+      return out;
+    };
+    BOOST_TEST(names(xml) == names(xml2));
+    BOOST_TEST(names(xml).find(kGolden) == std::string::npos);
+  }
+  fs::remove_all(dir);
+}
+
 // The JSON report's SHA-256 (read in 1 MiB chunks through a 4-slot ring,
 // hashed on a second thread) equals coreutils' sha256sum: for a small golden,
 // for a capture long enough to reuse every ring slot, and for a capture cut
