@@ -53,6 +53,9 @@ ReportCommands::ReportCommands(CLI::App& app, std::string lab_dir) : lab_dir_(st
   merge_ = report->add_subcommand("merge", "put the check reports of a run's shards (check --shard I/N) together");
   merge_->add_option("reports", parts_, "every shard's report")->required();
   merge_->add_option("-o,--output", out_, "the merged report")->required();
+  merge_->add_flag("--fail-on-fail", fail_on_fail_,
+                   "exit 1 when the merged run holds a FAIL (a lab run: a regression); without it the exit status says "
+                   "only whether the merge succeeded");
   coverage_ = report->add_subcommand(
       "coverage", "for every requirement the catalog cites: its cases, the captures that PASS and FAIL them, the lab cells");
   coverage_->add_option("--captures", capture_dirs_,
@@ -200,7 +203,9 @@ int ReportCommands::run() const {
       const bool lab = merged.contains("cells");
       std::cout << fmt::format("{} shards, {} {}: {}\n", parts_.size(), merged[lab ? "cells" : "inputs"].size(),
                                lab ? "cells" : "inputs", out_);
-      return merged["summary"].value(lab ? "regressions" : "fail", 0) ? 1 : 0;
+      const auto bad = merged["summary"].value(lab ? "regressions" : "fail", std::uint64_t{0});
+      if (bad) std::cout << fmt::format("the merged run holds {} {}\n", bad, lab ? "regression(s)" : "FAIL result(s)");
+      return fail_on_fail_ && bad ? 1 : 0;
     }
     const auto now = reports::read_snapshot(now_);
     if (*history_) {

@@ -36,6 +36,7 @@ class ReportCommands {
   std::string coverage_json_, history_dir_;
   std::string base_, now_, out_, title_ = "rdmaconf", dir_, run_id_, commit_;
   std::vector<std::string> parts_;
+  bool fail_on_fail_ = false;
 };
 
 }  // namespace rdmaconf::cli
