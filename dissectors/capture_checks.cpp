@@ -1,5 +1,7 @@
 #include "dissectors/capture_checks.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace rdmaconf::dissectors {
@@ -44,8 +46,15 @@ CaptureChecks::~CaptureChecks() = default;
 
 void CaptureChecks::scope_done(const ScopeResult& s) {
   const std::string scope = fmt::format("{} {}", s.id, s.label);
+  const Evidence* last = nullptr;
   each_shown_verdict(s, [&](std::uint64_t frame, const CaseOutcome& o, const Evidence& e) {
     notes_[frame].verdicts.push_back({o.info, o.tally.verdict(), scope, e});
+    if (&e == last) return;  // the evidence's other frames
+    last = &e;
+    if (finished_) ++at_finish_;
+    else if (e.frames.empty() ? s.first_frame < last_frame_
+                              : *std::max_element(e.frames.begin(), e.frames.end()) < last_frame_)
+      late_.push_back({o.info, o.tally.verdict(), scope, e});
   });
 }
 
@@ -63,6 +72,7 @@ void CaptureChecks::frame(std::uint64_t number, int linktype, std::int64_t ts_se
     ++skipped_;
     return;
   }
+  last_frame_ = number;
   captures::io::Frame f;
   f.number = number;
   f.ts_sec = ts_sec;
@@ -76,6 +86,7 @@ void CaptureChecks::frame(std::uint64_t number, int linktype, std::int64_t ts_se
 void CaptureChecks::finish() {
   if (finished_) return;
   finished_ = true;
+  late_.clear();
   if (run_) run_->finish();
 }
 

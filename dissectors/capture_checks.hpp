@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -79,6 +80,15 @@ class CaptureChecks {
   bool finished() const { return finished_; }
   // What is known of a frame so far, or null.
   const FrameNotes* notes(std::uint64_t frame) const;
+  // The verdicts the last frame() made known whose evidence names only
+  // earlier frames (one per piece of evidence), handed over once: what a
+  // single pass (tshark without -2) can show, on the frame where a scope
+  // ended, since the frames they name have been shown already.
+  std::vector<FrameVerdict> take_late() { return std::exchange(late_, {}); }
+  // The shown verdicts finish() made known (the scopes still open when the
+  // pass ended); 0 before it.
+  std::uint64_t verdicts_at_finish() const { return at_finish_; }
+  std::uint64_t last_frame() const { return last_frame_; }
   const conformance::InputResult& result() const { return out_; }
   std::uint64_t skipped_frames() const { return skipped_; }
   // The listings, by family (the units' descriptions).
@@ -93,6 +103,9 @@ class CaptureChecks {
   int linktype_ = -1;
   bool finished_ = false;
   std::uint64_t skipped_ = 0;
+  std::uint64_t last_frame_ = 0;  // the number of the frame being fed
+  std::vector<FrameVerdict> late_;
+  std::uint64_t at_finish_ = 0;
 };
 
 }  // namespace rdmaconf::dissectors

@@ -18,6 +18,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <cinttypes>
 #include <cstring>
 #include <deque>
 #include <exception>
@@ -30,6 +31,7 @@
 
 extern "C" {
 #include <epan/expert.h>
+#include <wsutil/wslog.h>
 #include <epan/packet.h>
 #include <epan/prefs.h>
 #include <epan/proto.h>
@@ -185,6 +187,8 @@ expert_field* ei_internal;
 expert_field* ei_preference;
 expert_field* ei_undecodable;
 expert_field* ei_anomaly;
+expert_field* ei_one_pass;
+expert_field* ei_late;
 
 // ---- Showing what is stored ----------------------------------------------
 
@@ -324,7 +328,24 @@ void capture_init() {
   checks = std::make_unique<dissectors::CaptureChecks>(pref_strict != FALSE, std::move(options));
   broken = false;
 }
-void capture_cleanup() { checks.reset(); }
+void capture_cleanup() {
+  // A file read once through and never again (tshark without -2): what the
+  // pass could not show is said on standard error, where a filtered run
+  // that printed nothing still says something.
+  if (checks && !broken && !checks->finished() && checks->last_frame() > 0) {
+    try {
+      checks->finish();
+      if (const auto n = checks->verdicts_at_finish(); n > 0)
+        ws_log("rdmaconf", LOG_LEVEL_WARNING,
+               "rdmaconf: the capture was read in a single pass: %" PRIu64
+               " FAIL or INCONCLUSIVE verdict(s) of connections still open at its end were never shown, and the others "
+               "only on the frame where their connection ended. Run tshark -2 to see every verdict on the frames it names.",
+               n);
+    } catch (const std::exception&) {
+    }
+  }
+  checks.reset();
+}
 void first_pass_done() {
   if (!checks || broken) return;
   try {
@@ -348,13 +369,16 @@ int pcap_linktype(int encap) {
 
 int dissect_rdmaconf(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void*) {
   if (!checks) capture_init();
+  const bool first_pass = !PINFO_FD_VISITED(pinfo);
+  std::vector<dissectors::FrameVerdict> late;
   try {
-    if (!PINFO_FD_VISITED(pinfo)) {
+    if (first_pass) {
       if (!broken && pinfo->rec && pinfo->rec->rec_type == REC_TYPE_PACKET) {
         const guint len = tvb_captured_length(tvb);
         const auto* data = reinterpret_cast<const std::byte*>(tvb_get_ptr(tvb, 0, static_cast<gint>(len)));
         checks->frame(pinfo->num, pcap_linktype(pinfo->rec->rec_header.packet_header.pkt_encap), pinfo->abs_ts.secs,
                       pinfo->abs_ts.nsecs / 1000, pinfo->fd->pkt_len, protocols::Bytes(data, len));
+        late = checks->take_late();
       }
     } else if (!checks->finished()) {
       // A later pass without the end of the first announced: the first is over.
@@ -365,23 +389,45 @@ int dissect_rdmaconf(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void*)
     expert_add_info_format(pinfo, nullptr, ei_internal, "rdmaconf stopped checking at this frame: %s", ex.what());
     return 0;
   }
-  if (pinfo->num == 1 && !preference_errors.empty()) {
+  if (pinfo->num == 1 && (!preference_errors.empty() || first_pass)) {
     proto_item* pi = proto_tree_add_item(tree, proto_rdmaconf, tvb, 0, 0, ENC_NA);
     for (const auto& e : preference_errors) expert_add_info_format(pinfo, pi, ei_preference, "rdmaconf: %s", e.c_str());
+    // Only a pass whose frames are shown as they are read sees this: tshark
+    // without -2 (its second pass, the GUI's later dissections do not).
+    if (first_pass)
+      expert_add_info_format(pinfo, pi, ei_one_pass,
+                             "rdmaconf judges a connection once it has seen all of it: in a single pass (tshark without "
+                             "-2) a verdict shows only on the frame where its connection ended, and the connections open "
+                             "at the end show none. Run tshark -2 to see every verdict on the frames it names.");
   }
   const dissectors::FrameNotes* notes = checks->notes(pinfo->num);
-  if (!notes) return 0;
+  if (!notes && late.empty()) return 0;
   std::size_t fails = 0;
-  for (const auto& v : notes->verdicts) fails += v.verdict == Verdict::fail;
+  if (notes)
+    for (const auto& v : notes->verdicts) fails += v.verdict == Verdict::fail;
+  for (const auto& v : late) fails += v.verdict == Verdict::fail;
   if (fails) col_append_fstr(pinfo->cinfo, COL_INFO, " [rdmaconf: %zu FAIL]", fails);
   proto_item* ti = proto_tree_add_item(tree, proto_rdmaconf, tvb, 0, 0, ENC_NA);
-  proto_item_append_text(ti, ", %zu unit(s), %zu verdict(s)", notes->units.size(), notes->verdicts.size());
-  if (!notes->warnings.empty()) proto_item_append_text(ti, ", %zu warning(s)", notes->warnings.size());
   proto_tree* root = proto_item_add_subtree(ti, *ett_root);
-  for (const auto& w : notes->warnings)
-    expert_add_info_format(pinfo, ti, w.undecodable ? ei_undecodable : ei_anomaly, "rdmaconf: %s", w.message.c_str());
-  for (const auto& v : notes->verdicts) show_verdict(root, pinfo, tvb, v);
-  if (tree)
+  if (notes) {
+    proto_item_append_text(ti, ", %zu unit(s), %zu verdict(s)", notes->units.size(), notes->verdicts.size());
+    if (!notes->warnings.empty()) proto_item_append_text(ti, ", %zu warning(s)", notes->warnings.size());
+    for (const auto& w : notes->warnings)
+      expert_add_info_format(pinfo, ti, w.undecodable ? ei_undecodable : ei_anomaly, "rdmaconf: %s", w.message.c_str());
+    for (const auto& v : notes->verdicts) show_verdict(root, pinfo, tvb, v);
+  }
+  if (!late.empty()) {
+    // A single pass: verdicts of frames already shown, here where they became known.
+    proto_item* li = nullptr;
+    proto_tree* lt = proto_tree_add_subtree_format(root, tvb, 0, 0, *ett_root, &li,
+                                                   "%zu verdict(s) of earlier frames, known at this frame", late.size());
+    expert_add_info_format(pinfo, li, ei_late,
+                           "rdmaconf: %zu verdict(s) of earlier frames became known here (their connection ended); a "
+                           "single pass shows them here, tshark -2 on the frames they name",
+                           late.size());
+    for (const auto& v : late) show_verdict(lt, pinfo, tvb, v);
+  }
+  if (tree && notes)
     for (const auto& u : notes->units) show_unit(root, tvb, u);
   return static_cast<int>(tvb_captured_length(tvb));
 }
@@ -448,6 +494,8 @@ void register_fields() {
   ei_undecodable = expert("rdmaconf.undecodable", PI_MALFORMED, PI_WARN, "rdmaconf could not decode this frame");
   ei_anomaly = expert("rdmaconf.anomaly", PI_PROTOCOL, PI_WARN, "The capture file describes this frame oddly");
   ei_preference = expert("rdmaconf.preference", PI_PROTOCOL, PI_WARN, "rdmaconf preference not understood");
+  ei_one_pass = expert("rdmaconf.one_pass", PI_COMMENTS_GROUP, PI_NOTE, "rdmaconf's verdicts need two passes (tshark -2)");
+  ei_late = expert("rdmaconf.late", PI_SEQUENCE, PI_NOTE, "rdmaconf verdicts of earlier frames, known at this frame");
   expert_module_t* em = expert_register_protocol(proto_rdmaconf);
   expert_register_field_array(em, r.ei.data(), static_cast<int>(r.ei.size()));
 }

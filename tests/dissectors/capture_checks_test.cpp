@@ -114,6 +114,55 @@ BOOST_AUTO_TEST_CASE(pushed_frames_match_the_file_check) {
   BOOST_TEST(pairs > 100u);
 }
 
+// A single pass: the verdicts made known by a frame whose evidence names
+// only earlier frames are handed over once, at that frame, each naming
+// frames before it; with the verdicts finish() made known, they account
+// for every piece of shown evidence of the whole check (the file check's,
+// counted independently).
+BOOST_AUTO_TEST_CASE(a_single_pass_gets_late_verdicts_once) {
+  CheckOptions o;
+  o.strict = true;
+  o.hash = false;
+  o.reassembly.idle_timeout_us = static_cast<std::int64_t>(kDefaultIdleTimeoutS) * 1000000;
+  const Checker checker(o);
+  std::size_t late_total = 0, at_finish_total = 0;
+  for (const auto& pcap : golden()) {
+    dissectors::CaptureChecks c(true);
+    std::string err;
+    auto r = captures::io::PcapReader::open(pcap.string(), err, false);
+    BOOST_TEST_REQUIRE(r != nullptr, err);
+    std::size_t late = 0, current = 0;
+    while (auto f = r->next()) {
+      c.frame(f->number, r->linktype(), f->ts_sec, f->ts_usec, f->orig_len, f->data);
+      const auto* here = c.notes(f->number);
+      for (const auto& v : c.take_late()) {
+        for (auto fr : v.evidence.frames) BOOST_TEST(fr < f->number, pcap.filename().string() << " frame " << f->number);
+        ++late;
+      }
+      BOOST_TEST(c.take_late().empty());  // handed over once
+      if (here)
+        for (const auto& v : here->verdicts) current += v.evidence.frames.empty() || std::count(v.evidence.frames.begin(), v.evidence.frames.end(), f->number);
+    }
+    c.finish();
+    BOOST_TEST(c.take_late().empty());
+    // Every shown piece of evidence of the file check: late, shown on its own frame as it was read, or at the end.
+    std::size_t evidence = 0;
+    for (const auto& s : checker.check_file(pcap.string()).scopes) {
+      const Evidence* last = nullptr;
+      dissectors::each_shown_verdict(s, [&](std::uint64_t, const CaseOutcome&, const Evidence& e) {
+        if (&e != last) ++evidence;
+        last = &e;
+      });
+    }
+    BOOST_TEST(late + c.verdicts_at_finish() <= evidence, pcap.filename().string());
+    BOOST_TEST(late + c.verdicts_at_finish() + current >= evidence, pcap.filename().string());
+    late_total += late;
+    at_finish_total += c.verdicts_at_finish();
+  }
+  BOOST_TEST(late_total > 0u);
+  BOOST_TEST(at_finish_total > 0u);
+}
+
 // Every key of every stored unit is declared: a value of its listing, or an
 // object holding one of its family's header tables field for field.
 BOOST_AUTO_TEST_CASE(every_unit_key_is_declared) {
