@@ -16,12 +16,14 @@
 // case catalog. Nothing here names a family.
 #define WS_BUILD_DLL
 #include <arpa/inet.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <cinttypes>
 #include <cstring>
 #include <deque>
 #include <exception>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -31,6 +33,7 @@
 
 extern "C" {
 #include <epan/expert.h>
+#include <wsutil/filesystem.h>
 #include <wsutil/wslog.h>
 #include <epan/packet.h>
 #include <epan/prefs.h>
@@ -500,7 +503,29 @@ void register_fields() {
   expert_register_field_array(em, r.ei.data(), static_cast<int>(r.ei.size()));
 }
 
+// Wireshark loads one copy of a plugin found in several of its folders
+// (its own message names only the folders); say which copy runs and where
+// the other is, once.
+void warn_of_other_copies() {
+  Dl_info self{};
+  if (!dladdr(reinterpret_cast<void*>(&warn_of_other_copies), &self) || !self.dli_fname) return;
+  std::error_code ec;
+  const auto ours = std::filesystem::weakly_canonical(self.dli_fname, ec);
+  for (const char* dir : {get_plugins_pers_dir_with_version(), get_plugins_dir_with_version()}) {
+    if (!dir) continue;
+    const auto other = std::filesystem::path(dir) / "epan" / "rdmaconf.so";
+    if (!std::filesystem::exists(other, ec)) continue;
+    const auto canon = std::filesystem::weakly_canonical(other, ec);
+    if (ec || canon == ours) continue;
+    ws_log("rdmaconf", LOG_LEVEL_WARNING,
+           "rdmaconf: this is the plugin at %s (rdmaconf %s); another copy at %s is not the one running. Remove one, "
+           "or the verdicts may come from a version you did not expect.",
+           ours.c_str(), RDMACONF_VERSION, canon.c_str());
+  }
+}
+
 void proto_register_rdmaconf() {
+  warn_of_other_copies();
   proto_rdmaconf = proto_register_protocol("rdmaconf conformance verdicts", "rdmaconf", "rdmaconf");
   register_fields();
   module_t* m = prefs_register_protocol(proto_rdmaconf, nullptr);

@@ -337,6 +337,30 @@ BOOST_AUTO_TEST_CASE(one_pass_says_it_needs_two) {
   BOOST_TEST(two.out.find("verdict(s) of earlier frames") == std::string::npos, two.out);
 }
 
+// A second copy of the plugin (a personal one beside the installed one):
+// Wireshark loads one and names only the folders; the plugin says which
+// copy is running and where the other is, and says nothing when it is alone.
+BOOST_AUTO_TEST_CASE(a_second_copy_is_named) {
+  const auto dir = temp_dir("wireshark-second-copy");
+  std::string version;
+  for (const auto& e : fs::directory_iterator(kPluginDir)) version = e.path().filename().string();  // "4.0"
+  BOOST_TEST_REQUIRE(!version.empty());
+  const auto copy = dir / ".local/lib/wireshark/plugins" / version / "epan" / "rdmaconf.so";
+  fs::create_directories(copy.parent_path());
+  fs::copy_file(fs::path(kPluginDir) / version / "epan" / "rdmaconf.so", copy);
+  run("chmod -R a+rX " + dir.string());
+  fs::permissions(dir, fs::perms::all);
+  const std::string as = geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "";
+  const auto with = run(as + "env HOME=" + dir.string() + " WIRESHARK_PLUGIN_DIR=" + kPluginDir + " tshark -n -2 -r " + kGolden +
+                        "/iwarp-fault-crc.pcap -Y rdmaconf.fail 2>&1");
+  BOOST_TEST(with.out.find("another copy at " + fs::weakly_canonical(copy).string() + " is not the one running") != std::string::npos,
+             with.out);
+  BOOST_TEST(with.out.find("[rdmaconf: 1 FAIL]") != std::string::npos, with.out);  // and one of them runs
+  const auto alone = run(tshark("-n -2 -r " + kGolden + "/iwarp-fault-crc.pcap -Y rdmaconf.fail 2>&1"));
+  BOOST_TEST(alone.out.find("another copy") == std::string::npos, alone.out);
+  fs::remove_all(dir);
+}
+
 // Stock Wireshark 4.0 calls every MPA revision 2 frame an error; the
 // plugin's expert items on the clean revision 2 captures (their manifests
 // expect no FAIL) hold nothing at error or warning level.
