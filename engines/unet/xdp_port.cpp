@@ -1,6 +1,7 @@
 // The AF_XDP path (ports.hpp). Built only when libxdp, libbpf and a BPF
 // compiler were found (RDMACONF_HAVE_XDP).
 #include <bpf/bpf.h>
+#include <dlfcn.h>
 #include <bpf/libbpf.h>
 #include <linux/if_link.h>
 #include <net/if.h>
@@ -39,6 +40,54 @@ static_assert(sizeof(ChannelKey) == 12);
 constexpr std::uint32_t kFrames = 4096, kFrameSize = 2048, kRxFrames = 2048;  // the rest for sending
 constexpr std::uint32_t kRing = 2048;
 
+// libbpf and libxdp are loaded when the AF_XDP path is first used rather
+// than linked: the command then runs where they are not installed (a user
+// of the checker alone), and U-Net falls back to AF_PACKET there, saying why.
+#define RDMACONF_BPF_FUNCTIONS(X)                                                                             \
+  X(bpf_map_delete_elem) X(bpf_map_lookup_elem) X(bpf_map_update_elem) X(bpf_object__close)                  \
+  X(bpf_object__find_map_fd_by_name) X(bpf_object__find_program_by_name) X(bpf_object__load)                 \
+  X(bpf_object__open_mem) X(bpf_prog_test_run_opts) X(bpf_program__fd) X(bpf_xdp_attach) X(bpf_xdp_detach)   \
+  X(libbpf_num_possible_cpus) X(libbpf_set_print)
+#define RDMACONF_XDP_FUNCTIONS(X)                                                                             \
+  X(xsk_socket__create) X(xsk_socket__delete) X(xsk_socket__fd) X(xsk_socket__update_xskmap) X(xsk_umem__create) \
+  X(xsk_umem__delete)
+
+struct Api {
+#define RDMACONF_POINTER(name) decltype(&::name) name = nullptr;
+  RDMACONF_BPF_FUNCTIONS(RDMACONF_POINTER)
+  RDMACONF_XDP_FUNCTIONS(RDMACONF_POINTER)
+#undef RDMACONF_POINTER
+  std::string error;  // non-empty: a library or one of its functions is missing
+};
+
+const Api& api() {
+  static const Api a = [] {
+    Api x;
+    const auto open = [&](const char* soname) -> void* {
+      void* h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+      if (!h && x.error.empty())
+        x.error = fmt::format("AF_XDP needs {} (Debian: libbpf1 and libxdp1): {}", soname, dlerror());
+      return h;
+    };
+    void* bpf = open("libbpf.so.1");
+    void* xdp = bpf ? open("libxdp.so.1") : nullptr;
+    const auto find = [&](void* h, const char* soname, const char* name) -> void* {
+      if (!h) return nullptr;
+      void* f = dlsym(h, name);
+      if (!f && x.error.empty()) x.error = fmt::format("{} has no {}: {}", soname, name, dlerror());
+      return f;
+    };
+#define RDMACONF_BPF(name) x.name = reinterpret_cast<decltype(x.name)>(find(bpf, "libbpf.so.1", #name));
+#define RDMACONF_XDP(name) x.name = reinterpret_cast<decltype(x.name)>(find(xdp, "libxdp.so.1", #name));
+    RDMACONF_BPF_FUNCTIONS(RDMACONF_BPF)
+    RDMACONF_XDP_FUNCTIONS(RDMACONF_XDP)
+#undef RDMACONF_BPF
+#undef RDMACONF_XDP
+    return x;
+  }();
+  return a;
+}
+
 // libbpf's last complaint, for the error message (it is not printed).
 thread_local std::string libbpf_said;
 int libbpf_print(enum libbpf_print_level level, const char* format, va_list args) {
@@ -61,28 +110,29 @@ std::string privilege(int err, std::string_view what, std::string_view needs) {
 class Program final : public XdpProgram {
  public:
   ~Program() override {
-    if (obj_) bpf_object__close(obj_);
+    if (obj_) api().bpf_object__close(obj_);
   }
   std::string load() {
     // Kernels before 5.11 charge BPF maps to locked memory.
     const rlimit unlimited{RLIM_INFINITY, RLIM_INFINITY};
     (void)setrlimit(RLIMIT_MEMLOCK, &unlimited);
-    libbpf_set_print(libbpf_print);
+    if (!api().error.empty()) return api().error;
+    api().libbpf_set_print(libbpf_print);
     libbpf_said.clear();
     const auto size = static_cast<std::size_t>(rdmaconf_unet_xdp_object_end - rdmaconf_unet_xdp_object);
-    obj_ = bpf_object__open_mem(rdmaconf_unet_xdp_object, size, nullptr);
+    obj_ = api().bpf_object__open_mem(rdmaconf_unet_xdp_object, size, nullptr);
     if (!obj_) return fmt::format("opening the embedded XDP object: {}", std::strerror(errno));
-    if (const int e = bpf_object__load(obj_); e != 0)
+    if (const int e = api().bpf_object__load(obj_); e != 0)
       return privilege(-e, "loading the U-Net XDP program", "CAP_BPF and CAP_NET_ADMIN (or CAP_SYS_ADMIN)");
-    bpf_program* prog = bpf_object__find_program_by_name(obj_, "unet_demux");
-    tags_ = bpf_object__find_map_fd_by_name(obj_, "unet_tags");
-    channels_ = bpf_object__find_map_fd_by_name(obj_, "unet_channels");
-    xsks_ = bpf_object__find_map_fd_by_name(obj_, "unet_xsks");
-    stats_ = bpf_object__find_map_fd_by_name(obj_, "unet_stats");
-    config_ = bpf_object__find_map_fd_by_name(obj_, "unet_config");
+    bpf_program* prog = api().bpf_object__find_program_by_name(obj_, "unet_demux");
+    tags_ = api().bpf_object__find_map_fd_by_name(obj_, "unet_tags");
+    channels_ = api().bpf_object__find_map_fd_by_name(obj_, "unet_channels");
+    xsks_ = api().bpf_object__find_map_fd_by_name(obj_, "unet_xsks");
+    stats_ = api().bpf_object__find_map_fd_by_name(obj_, "unet_stats");
+    config_ = api().bpf_object__find_map_fd_by_name(obj_, "unet_config");
     if (!prog || tags_ < 0 || channels_ < 0 || xsks_ < 0 || stats_ < 0 || config_ < 0)
       return "the embedded XDP object lacks its program or maps (a build fault)";
-    prog_ = bpf_program__fd(prog);
+    prog_ = api().bpf_program__fd(prog);
     check_channels(true);
     return {};
   }
@@ -91,11 +141,11 @@ class Program final : public XdpProgram {
 
   void check_channels(bool on) override {
     const std::uint32_t key = 0, value = on ? 1u : 0u;
-    (void)bpf_map_update_elem(config_, &key, &value, BPF_ANY);
+    (void)api().bpf_map_update_elem(config_, &key, &value, BPF_ANY);
   }
   void reset() override {
-    for (const auto tag : tags_held_) (void)bpf_map_delete_elem(tags_, &tag);
-    for (const auto& k : channels_held_) (void)bpf_map_delete_elem(channels_, &k);
+    for (const auto tag : tags_held_) (void)api().bpf_map_delete_elem(tags_, &tag);
+    for (const auto& k : channels_held_) (void)api().bpf_map_delete_elem(channels_, &k);
     tags_held_.clear();
     channels_held_.clear();
     base_ = read_stats();
@@ -112,23 +162,23 @@ class Program final : public XdpProgram {
     o.data_in = frame.data();  // the kernel runs the program on its own copy
     o.data_size_in = static_cast<std::uint32_t>(frame.size());
     o.repeat = 1;
-    if (const int e = bpf_prog_test_run_opts(prog_, &o); e != 0) return e;
+    if (const int e = api().bpf_prog_test_run_opts(prog_, &o); e != 0) return e;
     return static_cast<int>(o.retval);
   }
 
   void endpoint_created(std::uint16_t tag) override {
     const std::uint32_t slot = 0;  // the one socket, on queue 0
-    if (bpf_map_update_elem(tags_, &tag, &slot, BPF_ANY) == 0) tags_held_.push_back(tag);
+    if (api().bpf_map_update_elem(tags_, &tag, &slot, BPF_ANY) == 0) tags_held_.push_back(tag);
   }
-  void endpoint_destroyed(std::uint16_t tag) override { (void)bpf_map_delete_elem(tags_, &tag); }
+  void endpoint_destroyed(std::uint16_t tag) override { (void)api().bpf_map_delete_elem(tags_, &tag); }
   void channel_opened(std::uint16_t tag, const Mac& peer, std::uint16_t peer_tag) override {
     const ChannelKey k = key(tag, peer, peer_tag);
     const std::uint8_t one = 1;
-    if (bpf_map_update_elem(channels_, &k, &one, BPF_ANY) == 0) channels_held_.push_back(k);
+    if (api().bpf_map_update_elem(channels_, &k, &one, BPF_ANY) == 0) channels_held_.push_back(k);
   }
   void channel_closed(std::uint16_t tag, const Mac& peer, std::uint16_t peer_tag) override {
     const ChannelKey k = key(tag, peer, peer_tag);
-    (void)bpf_map_delete_elem(channels_, &k);
+    (void)api().bpf_map_delete_elem(channels_, &k);
   }
 
  private:
@@ -141,13 +191,13 @@ class Program final : public XdpProgram {
   }
   XdpStats read_stats() const {
     XdpStats s;
-    const int cpus = libbpf_num_possible_cpus();
+    const int cpus = api().libbpf_num_possible_cpus();
     if (cpus <= 0) return s;
     std::vector<std::uint64_t> v(static_cast<std::size_t>(cpus));
     // In unet_stat's order (unet_xdp.bpf.c).
     std::uint64_t* fields[] = {&s.passed, &s.redirected, &s.malformed, &s.unknown_tag, &s.no_channel, &s.no_socket};
     for (std::uint32_t k = 0; k < 6; ++k) {
-      if (bpf_map_lookup_elem(stats_, &k, v.data()) != 0) continue;
+      if (api().bpf_map_lookup_elem(stats_, &k, v.data()) != 0) continue;
       for (const auto x : v) *fields[k] += x;
     }
     return s;
@@ -163,9 +213,9 @@ class Program final : public XdpProgram {
 class Xdp final : public XdpPort {
  public:
   ~Xdp() override {
-    if (xsk_) xsk_socket__delete(xsk_);
-    if (umem_) xsk_umem__delete(umem_);
-    if (attached_) bpf_xdp_detach(static_cast<int>(ifindex_), attach_flags_, nullptr);
+    if (xsk_) api().xsk_socket__delete(xsk_);
+    if (umem_) api().xsk_umem__delete(umem_);
+    if (attached_) api().bpf_xdp_detach(static_cast<int>(ifindex_), attach_flags_, nullptr);
     if (area_ != MAP_FAILED && area_) munmap(area_, std::size_t{kFrames} * kFrameSize);
   }
 
@@ -178,7 +228,7 @@ class Xdp final : public XdpPort {
     int e = 0;
     for (const std::uint32_t m : {XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE}) {
       attach_flags_ = m | XDP_FLAGS_UPDATE_IF_NOEXIST;
-      e = bpf_xdp_attach(static_cast<int>(ifindex_), prog_.fd(), attach_flags_, nullptr);
+      e = api().bpf_xdp_attach(static_cast<int>(ifindex_), prog_.fd(), attach_flags_, nullptr);
       if (e == 0) {
         mode_ = m == XDP_FLAGS_DRV_MODE ? "native" : "generic";
         break;
@@ -199,7 +249,7 @@ class Xdp final : public XdpPort {
     ucfg.fill_size = kRing;
     ucfg.comp_size = kRing;
     ucfg.frame_size = kFrameSize;
-    if (const int r = xsk_umem__create(&umem_, area_, std::size_t{kFrames} * kFrameSize, &fill_, &comp_, &ucfg); r != 0) {
+    if (const int r = api().xsk_umem__create(&umem_, area_, std::size_t{kFrames} * kFrameSize, &fill_, &comp_, &ucfg); r != 0) {
       umem_ = nullptr;
       return -r == ENOMEM || -r == EPERM
                  ? fmt::format("registering the {} MiB UMEM failed ({}): it needs locked memory (ulimit -l) or CAP_IPC_LOCK",
@@ -211,11 +261,11 @@ class Xdp final : public XdpPort {
     scfg.tx_size = kRing;
     scfg.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD;  // our program, not libxdp's default one
     scfg.xdp_flags = attach_flags_;
-    if (const int r = xsk_socket__create(&xsk_, ifname.c_str(), 0, umem_, &rx_, &tx_, &scfg); r != 0) {
+    if (const int r = api().xsk_socket__create(&xsk_, ifname.c_str(), 0, umem_, &rx_, &tx_, &scfg); r != 0) {
       xsk_ = nullptr;
       return privilege(-r, fmt::format("binding an AF_XDP socket to {} queue 0", ifname), "CAP_NET_RAW");
     }
-    if (const int r = xsk_socket__update_xskmap(xsk_, prog_.xsks()); r != 0) return privilege(-r, "adding the socket to the XSKMAP", "CAP_BPF");
+    if (const int r = api().xsk_socket__update_xskmap(xsk_, prog_.xsks()); r != 0) return privilege(-r, "adding the socket to the XSKMAP", "CAP_BPF");
     // Receive buffers to the fill ring, the rest free for sending.
     std::uint32_t idx = 0;
     if (xsk_ring_prod__reserve(&fill_, kRxFrames, &idx) != kRxFrames) return "the fill ring is smaller than asked";
@@ -253,7 +303,7 @@ class Xdp final : public XdpPort {
   }
 
   // ---- Port ----
-  int fd() const override { return xsk_socket__fd(xsk_); }
+  int fd() const override { return api().xsk_socket__fd(xsk_); }
   std::string_view kind() const override { return "af_xdp"; }
   std::size_t receive(const std::function<void(Bytes)>& fn, std::size_t max) override {
     std::uint32_t idx = 0;
@@ -282,7 +332,7 @@ class Xdp final : public XdpPort {
   void kick() {
     // Copy mode sends only when asked; EAGAIN and EBUSY mean "again later".
     for (int i = 0; i < 16; ++i) {
-      if (sendto(xsk_socket__fd(xsk_), nullptr, 0, MSG_DONTWAIT, nullptr, 0) >= 0) return;
+      if (sendto(api().xsk_socket__fd(xsk_), nullptr, 0, MSG_DONTWAIT, nullptr, 0) >= 0) return;
       if (errno != EAGAIN && errno != EBUSY && errno != ENOBUFS) return;
       reclaim();
     }

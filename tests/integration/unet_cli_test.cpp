@@ -21,6 +21,14 @@ using namespace rdmaconf::test;
 
 namespace {
 
+// Debian's multiarch library folder name (x86_64-linux-gnu, ...).
+const std::string kMultiarch = [] {
+  const auto r = rdmaconf::test::run("dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch");
+  auto s = r.out;
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}();
+
 struct Live {
   int status = -1;
   std::string out;
@@ -173,6 +181,19 @@ BOOST_AUTO_TEST_CASE(xdp_path_between_namespaces) {
              r.out);
   const auto rj = nlohmann::json::parse(slurp(dir / "r.json"));
   BOOST_TEST(rj["inputs"][0]["scopes"][0]["parameters"]["path"] == "af_packet");
+  // libxdp is loaded when AF_XDP is first used, not linked: where it is
+  // missing (here hidden by a bind mount in a mount namespace of the run's
+  // own) the command still runs, names the library and falls back.
+  BOOST_TEST(run("ldd " + kBin + " | grep -E 'libxdp|libbpf'").status != 0);
+  const auto libxdp = fs::path("/usr/lib") / kMultiarch / "libxdp.so.1";
+  if (fs::exists(libxdp)) {
+    const auto hidden = run(fmt::format("unshare -m sh -c 'mount --bind /dev/null {} && {} unet live --path xdp --scenario pingpong' 2>&1",
+                                        libxdp.string(), kBin));
+    BOOST_TEST(hidden.status == 0, hidden.out);
+    BOOST_TEST(hidden.out.find("AF_XDP cannot run here (AF_XDP needs libxdp.so.1 (Debian: libbpf1 and libxdp1)") != std::string::npos,
+               hidden.out);
+    BOOST_TEST(hidden.out.find("data path: af_packet") != std::string::npos, hidden.out);
+  }
   BOOST_TEST(rj.dump().find("AF_XDP cannot run here") != std::string::npos);
   fs::remove_all(dir);
   // With B's channel check off (a fault), the strangers reach the node.
