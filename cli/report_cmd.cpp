@@ -50,6 +50,8 @@ ReportCommands::ReportCommands(CLI::App& app, std::string lab_dir) : lab_dir_(st
   history_->add_option("--dir", dir_, "the history folder")->required();
   history_->add_option("--run-id", run_id_, "this run's name (default: the date and time)");
   history_->add_option("--commit", commit_, "the commit tested (default: $GITHUB_SHA, $CI_COMMIT_SHA, $GIT_COMMIT)");
+  history_->add_option("--keep-runs", keep_runs_, "then keep only the last N runs (default: all)");
+  history_->add_option("--keep-days", keep_days_, "then drop the runs dated more than N days ago (default: none)");
   merge_ = report->add_subcommand("merge", "put the check reports of a run's shards (check --shard I/N) together");
   merge_->add_option("reports", parts_, "every shard's report")->required();
   merge_->add_option("-o,--output", out_, "the merged report")->required();
@@ -69,6 +71,11 @@ ReportCommands::ReportCommands(CLI::App& app, std::string lab_dir) : lab_dir_(st
   html_->add_option("--coverage", coverage_json_, "a coverage file (report coverage --json) to show");
   html_->add_option("--title", title_, "the page's heading (default rdmaconf)");
   html_->add_option("-o,--output", out_, "the page to write")->required();
+  html_->add_option("--link-base", link_base_,
+                    "link captures and reports as this URL followed by their path relative to the page's folder "
+                    "(default: the relative path alone)");
+  html_->add_option("--history-runs", history_runs_, "how many of the history's last runs to show (default 30)")
+      ->check(CLI::Range(1, 100000));
   findings_ = report->add_subcommand("findings", "one Markdown bug report per kernel peer finding a lab report shows");
   findings_->add_option("report", now_, "a lab report (lab run's lab-report.json)")->required();
   findings_->add_option("-o,--output", dir_, "the folder for the reports (NAME.md each)")->required();
@@ -84,6 +91,8 @@ nlohmann::json read_json_file(const std::string& path) {
   return j;
 }
 bool write_text(const std::string& path, const std::string& text) {
+  std::error_code ec;
+  if (const auto dir = std::filesystem::path(path).parent_path(); !dir.empty()) std::filesystem::create_directories(dir, ec);
   std::ofstream f(path, std::ios::binary);
   f << text;
   f.flush();
@@ -98,6 +107,10 @@ int ReportCommands::html() const {
   if (!base_.empty()) in.baseline = base_;
   if (!history_dir_.empty()) in.history = history_dir_;
   in.title = title_;
+  in.page_dir = std::filesystem::path(out_).parent_path();
+  if (in.page_dir.empty()) in.page_dir = ".";
+  in.link_base = link_base_;
+  in.history_runs = history_runs_;
   in.catalog = conformance::Registry::get().all_cases();
   in.generated = fmt::format("{:%Y-%m-%d %H:%M:%S} UTC", std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()));
   if (!coverage_json_.empty()) in.coverage = read_json_file(coverage_json_);
@@ -215,6 +228,8 @@ int ReportCommands::run() const {
                                     commit_.empty() ? commit_from_environment() : commit_};
       const auto n = reports::append_history(dir_, now, stamp);
       std::cout << fmt::format("{} records of run {} appended to {}/history.jsonl\n", n, stamp.run_id, dir_);
+      if (keep_runs_ || keep_days_)
+        std::cout << fmt::format("{} older run(s) pruned\n", reports::prune_history(dir_, keep_runs_, keep_days_, date));
       return 0;
     }
     std::optional<reports::Diff> d;

@@ -37,6 +37,8 @@ class ReportCommands {
   std::string base_, now_, out_, title_ = "rdmaconf", dir_, run_id_, commit_;
   std::vector<std::string> parts_;
   bool fail_on_fail_ = false;
+  std::string link_base_;
+  std::size_t history_runs_ = 30, keep_runs_ = 0, keep_days_ = 0;
 };
 
 }  // namespace rdmaconf::cli

@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <fstream>
+#include <set>
+#include <map>
+#include <ctime>
 #include <ostream>
 
 #include <fmt/format.h>
@@ -259,6 +262,76 @@ std::size_t append_history(const std::filesystem::path& dir, const Snapshot& s, 
   ::close(fd);
   if (failed) throw ReportError(fmt::format("{}: write failed after {} octets", file.string(), done));
   return s.verdicts.size();
+}
+
+std::size_t prune_history(const std::filesystem::path& dir, std::size_t keep_runs, std::size_t keep_days,
+                          const std::string& now) {
+  const auto file = dir / "history.jsonl";
+  const int fd = ::open(file.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) throw ReportError(fmt::format("{}: cannot open for pruning", file.string()));
+  ::flock(fd, LOCK_EX);
+  std::string text;
+  char buf[1 << 16];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+  // The runs in the order they first appear, with their date.
+  std::vector<std::pair<std::string, std::string>> runs;
+  std::map<std::string, std::size_t> index;
+  std::vector<std::pair<std::string_view, std::string>> lines;  // line, its run
+  for (std::size_t at = 0; at < text.size();) {
+    auto nl = text.find('\n', at);
+    if (nl == std::string::npos) nl = text.size();
+    const std::string_view line(text.data() + at, nl - at);
+    at = nl + 1;
+    if (line.empty()) continue;
+    const json r = json::parse(line, nullptr, false);
+    const std::string run = r.is_object() ? r.value("run", "") : "";
+    if (!index.count(run)) {
+      index.emplace(run, runs.size());
+      runs.emplace_back(run, r.is_object() ? r.value("date", "") : "");
+    }
+    lines.emplace_back(line, run);
+  }
+  // The oldest date kept: `now` less keep_days, compared as text.
+  std::string oldest;
+  if (keep_days) {
+    std::tm tm{};
+    if (strptime(now.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm)) {
+      const std::time_t t = timegm(&tm) - static_cast<std::time_t>(keep_days) * 86400;
+      std::tm o{};
+      gmtime_r(&t, &o);
+      char b[32];
+      std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", &o);
+      oldest = b;
+    }
+  }
+  std::set<std::string> drop;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const bool too_many = keep_runs && i + keep_runs < runs.size();
+    const bool too_old = !oldest.empty() && !runs[i].second.empty() && runs[i].second < oldest;
+    if (too_many || too_old) drop.insert(runs[i].first);
+  }
+  if (!drop.empty()) {
+    std::string out;
+    for (const auto& [line, run] : lines)
+      if (!drop.count(run)) {
+        out.append(line);
+        out += '\n';
+      }
+    bool ok = ::ftruncate(fd, 0) == 0 && ::lseek(fd, 0, SEEK_SET) == 0;
+    for (std::size_t done = 0; ok && done < out.size();) {
+      const ssize_t n = ::write(fd, out.data() + done, out.size() - done);
+      ok = n > 0;
+      if (ok) done += static_cast<std::size_t>(n);
+    }
+    if (!ok) {
+      ::flock(fd, LOCK_UN);
+      ::close(fd);
+      throw ReportError(fmt::format("{}: rewriting it failed", file.string()));
+    }
+  }
+  ::flock(fd, LOCK_UN);
+  ::close(fd);
+  return drop.size();
 }
 
 }  // namespace rdmaconf::reports

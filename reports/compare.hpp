@@ -72,4 +72,11 @@ struct RunStamp {
 };
 std::size_t append_history(const std::filesystem::path& dir, const Snapshot& s, const RunStamp& stamp);
 
+// Keeps DIR/history.jsonl to its last `keep_runs` runs (0: all) and to the
+// runs dated within `keep_days` days before `now` (0: any age; `now` and a
+// record's date as "YYYY-MM-DDTHH:MM:SSZ", which order as text), under the
+// same lock appending takes. Returns the runs removed.
+std::size_t prune_history(const std::filesystem::path& dir, std::size_t keep_runs, std::size_t keep_days,
+                          const std::string& now);
+
 }  // namespace rdmaconf::reports

@@ -52,9 +52,12 @@ json read_report(const std::filesystem::path& p) {
   return doc;
 }
 
-// History: for each item, its verdict letter in each of the last runs.
+// History: for each item, its verdict letter in each of the last runs; each
+// run's name, date and commit, and its totals by verdict.
 struct History {
   std::vector<std::string> runs;  // oldest first
+  std::vector<json> run_info;     // {run, date, commit} of each
+  std::vector<std::map<std::string, std::uint64_t>> totals;  // verdict -> records, per run
   std::map<std::string, std::map<std::size_t, char>> by_item;
   std::string line(const std::string& item) const {
     const auto it = by_item.find(item);
@@ -64,6 +67,32 @@ struct History {
     return s;
   }
 };
+
+// What an item's line of letters says: the run its present failure began
+// in (the first of the red or inconclusive runs that end the line; -1 when
+// its last run was not one), and whether it is flaky (its verdict moved
+// between good and bad twice or more over the runs kept).
+json history_marks(const std::string& line) {
+  const auto bad = [](char c) { return c == 'r' || c == 'i'; };
+  const auto good = [](char c) { return c == 'g' || c == 's'; };
+  long since = -1;
+  std::size_t end = line.size();
+  while (end > 0 && line[end - 1] == '-') --end;  // runs that did not have it
+  if (end > 0 && bad(line[end - 1])) {
+    std::size_t b = end;
+    while (b > 0 && (bad(line[b - 1]) || line[b - 1] == '-')) --b;
+    while (b < end && line[b] == '-') ++b;
+    since = static_cast<long>(b);
+  }
+  int flips = 0;
+  char last = 0;
+  for (char c : line) {
+    if (!bad(c) && !good(c)) continue;
+    if (last && bad(last) != bad(c)) ++flips;
+    last = c;
+  }
+  return {{"since", since}, {"flaky", flips >= 2}};
+}
 
 // Check items ("INPUT SCOPE CASE") are kept per input, the worst verdict of a
 // run; lab items (a cell's id) as they are.
@@ -90,10 +119,16 @@ History read_history(const std::filesystem::path& dir, std::size_t keep) {
   }
   const std::size_t first = h.runs.size() > keep ? h.runs.size() - keep : 0;
   h.runs.erase(h.runs.begin(), h.runs.begin() + static_cast<std::ptrdiff_t>(first));
+  h.run_info.assign(h.runs.size(), json());
+  h.totals.assign(h.runs.size(), {});
   auto severity_of = [](char c) { return c == 'r' ? 3 : c == 'i' ? 2 : c == 'g' ? 1 : 0; };
   for (const auto& r : records) {
     const std::size_t run = run_index[r.value("run", "")];
     if (run < first) continue;
+    auto& info = h.run_info[run - first];
+    if (info.is_null())
+      info = {{"run", r.value("run", "")}, {"date", r.value("date", "")}, {"commit", r.value("commit", "")}};
+    ++h.totals[run - first][r.value("verdict", "")];
     std::string item = r.value("item", "");
     const char c = letter(r.value("verdict", ""));
     // "INPUT SCOPE CASE": the input's line is its worst result of the run.
@@ -107,7 +142,23 @@ History read_history(const std::filesystem::path& dir, std::size_t keep) {
   return h;
 }
 
-json lab_cells(const json& report, const History* hist, const std::set<std::string>& regressed) {
+// A link to a file the page names (DashboardInputs::page_dir, link_base).
+struct Links {
+  std::filesystem::path dir;
+  std::string base;
+  std::string operator()(const std::string& path) const {
+    if (path.empty()) return {};
+    std::error_code ec;
+    const auto abs = std::filesystem::absolute(path, ec).lexically_normal();
+    if (ec) return path;
+    const auto rel = abs.lexically_relative(dir).generic_string();
+    if (rel.empty()) return path;
+    if (base.empty()) return rel;
+    return base.back() == '/' ? base + rel : base + "/" + rel;
+  }
+};
+
+json lab_cells(const json& report, const History* hist, const std::set<std::string>& regressed, const Links& link) {
   json out = json::array();
   for (const auto& c : report.value("cells", json::array())) {
     const std::string id = c.value("id", "");
@@ -129,15 +180,18 @@ json lab_cells(const json& report, const History* hist, const std::set<std::stri
                  {"regression", c.value("regression", false) || regressed.count(id) > 0},
                  {"capture", c.value("capture", "")},
                  {"check_report", c.value("check_report", "")},
+                 {"capture_href", link(c.value("capture", ""))},
+                 {"check_report_href", link(c.value("check_report", ""))},
                  {"failed", check.value("failed_cases", json::array())},
                  {"check", {{"pass", check.value("pass", 0)}, {"fail", check.value("fail", 0)}, {"inconclusive", check.value("inconclusive", 0)}}},
                  {"hist", hist ? hist->line(id) : std::string()}};
+    cell["marks"] = history_marks(cell["hist"].get<std::string>());
     out.push_back(std::move(cell));
   }
   return out;
 }
 
-json check_inputs(const json& report, const History* hist, std::set<std::string>& families) {
+json check_inputs(const json& report, const History* hist, std::set<std::string>& families, const Links& link) {
   const json inputs = report.value("inputs", json::array());
   std::vector<std::string> with_results, all;
   for (const auto& in : inputs) {
@@ -182,13 +236,16 @@ json check_inputs(const json& report, const History* hist, std::set<std::string>
     }
     out.push_back({{"path", path},
                    {"key", key},
+                   {"href", link(path)},
                    {"manifest", manifest},
+                   {"manifest_href", link(manifest)},
                    {"sha256", in.value("sha256", "")},
                    {"error", in.value("error", "")},
                    {"res", res},
                    {"problems", problems},
                    {"problems_left_out", left_out},
                    {"hist", hist ? hist->line(key) : std::string()}});
+    out.back()["marks"] = history_marks(out.back()["hist"].get<std::string>());
   }
   return out;
 }
@@ -213,6 +270,8 @@ json dashboard_model(const DashboardInputs& in) {
   m["baseline"] = in.baseline ? json(in.baseline->string()) : json();
   m["regressions"] = json::array();
 
+  std::error_code ec;
+  const Links links{std::filesystem::absolute(in.page_dir, ec).lexically_normal(), in.link_base};
   json lab = json::array(), inputs = json::array(), tools = json::array(), findings = json::array();
   json lab_sum = nullptr, check_sum = nullptr;
   std::set<std::string> families, tool_set;
@@ -229,7 +288,7 @@ json dashboard_model(const DashboardInputs& in) {
         }
     }
     if (is_lab) {
-      for (auto& c : lab_cells(doc, hist ? &*hist : nullptr, regressed)) lab.push_back(std::move(c));
+      for (auto& c : lab_cells(doc, hist ? &*hist : nullptr, regressed, links)) lab.push_back(std::move(c));
       for (auto& r : finding_records(doc, in.catalog)) findings.push_back(std::move(r));
       const json s = doc.value("summary", json::object());
       if (lab_sum.is_null()) lab_sum = {{"cells", 0}, {"green", 0}, {"red", 0}, {"skipped", 0}, {"regressions", 0}, {"flaky", 0}};
@@ -239,7 +298,7 @@ json dashboard_model(const DashboardInputs& in) {
     } else {
       for (const auto& c : doc.value("catalog", json::array())) m["catalog"][c.value("id", "")] = c;  // case_json's form
       const auto n = inputs.size();
-      for (auto& x : check_inputs(doc, hist ? &*hist : nullptr, families)) inputs.push_back(std::move(x));
+      for (auto& x : check_inputs(doc, hist ? &*hist : nullptr, families, links)) inputs.push_back(std::move(x));
       const json s = doc.value("summary", json::object());
       if (check_sum.is_null()) check_sum = {{"inputs", 0}, {"pass", 0}, {"fail", 0}, {"inconclusive", 0}, {"not_applicable", 0}};
       check_sum["inputs"] = check_sum["inputs"].get<std::uint64_t>() + (inputs.size() - n);
@@ -257,7 +316,10 @@ json dashboard_model(const DashboardInputs& in) {
   m["inputs"] = std::move(inputs);
   m["families"] = json(std::vector<std::string>(families.begin(), families.end()));
   m["summary"] = {{"lab", lab_sum}, {"check", check_sum}};
-  m["history_runs"] = hist ? json(hist->runs) : json::array();
+  m["history_runs"] = hist ? json(hist->run_info) : json::array();
+  m["history_totals"] = json::array();
+  if (hist)
+    for (const auto& t : hist->totals) m["history_totals"].push_back(t);
   m["coverage"] = in.coverage ? *in.coverage : json();
   m["findings"] = std::move(findings);
   return m;
@@ -286,12 +348,14 @@ std::string dashboard_html(const json& model) {
 <header><h1>{0}</h1><div class="meta" id="meta"></div></header>
 <main>
 <section id="regressions"></section>
+<section id="trend"><h2>Totals per run</h2><div id="trend-chart"></div><p class="muted" id="trend-note"></p></section>
 <section id="filters">
   <input id="q" type="search" placeholder="search cells, captures, cases" size="32">
   <label>family <select id="f-family"><option value="">all</option></select></label>
   <label>level <select id="f-level"><option value="">all</option></select></label>
   <label>verdict <select id="f-verdict"><option value="">all</option></select></label>
   <label>peer <select id="f-peer"><option value="">all</option></select></label>
+  <label>as of <select id="f-run"><option value="">this run</option></select></label>
 </section>
 <section id="lab"><h2>Lab: cells by device, peer's program and our engine's role (one square a configuration)</h2>
   <p id="lab-counts"></p><table id="lab-table"></table></section>

@@ -26,6 +26,12 @@ struct DashboardInputs {
   std::string title = "rdmaconf";
   std::string generated;  // date and time of this page
   std::size_t history_runs = 30;
+  // Links to captures, manifests and check reports: relative to the folder
+  // the page is written to (so that they work where page and files are
+  // kept together, a CI artifact), or, with link_base, that URL followed by
+  // the same relative path.
+  std::filesystem::path page_dir = ".";
+  std::string link_base;
 };
 
 // What the page shows, as the data block its script reads. Throws

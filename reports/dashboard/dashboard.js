@@ -10,24 +10,63 @@
   const esc = (s) => String(s == null ? "" : s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
   const VERDICTS = ["PASS", "FAIL", "INCONCLUSIVE", "NOT_APPLICABLE"];
   const asCheck = { green: "PASS", red: "FAIL", skipped: "NOT_APPLICABLE" };
-  const state = { q: "", family: "", level: "", verdict: "", peer: "" };
+  const state = { q: "", family: "", level: "", verdict: "", peer: "", run: "" };
+  const RUNS = D.history_runs || [];
+  const runName = (i) => { const r = RUNS[i] || {}; return `${r.run || "run " + i}${r.date ? " · " + r.date : ""}${r.commit ? " · " + String(r.commit).slice(0, 12) : ""}`; };
+  const LETTER = { g: "green", r: "red", i: "INCONCLUSIVE", s: "skipped", "-": "" };
 
   // History: one letter a run, oldest first (g pass/green, r fail/red, i inconclusive, s skipped or n/a, - absent).
   const SPARK = { g: "#43a047", r: "#e53935", i: "#fbc02d", s: "#b0bec5", "-": "#eceff1" };
   function spark(h) {
     if (!h) return "";
     let x = 0, r = "";
-    for (const c of h) { r += `<rect x="${x}" y="0" width="3" height="12" fill="${SPARK[c] || SPARK["-"]}"/>`; x += 4; }
+    let i = 0;
+    for (const c of h) {
+      r += `<rect x="${x}" y="0" width="3" height="12" fill="${SPARK[c] || SPARK["-"]}"><title>${esc(runName(i))}: ${esc(LETTER[c] || "absent")}</title></rect>`;
+      x += 4; i++;
+    }
     return `<svg class="spark" width="${x}" height="12" aria-label="history">${r}</svg>`;
+  }
+  // "failing since" and "flaky", from the history (reports/dashboard.cpp history_marks).
+  function marks(m) {
+    if (!m) return "";
+    let h = "";
+    if (m.since >= 0) h += ` <span class="since" data-since="${m.since}" title="red or inconclusive in every run since">failing since ${esc(runName(m.since))}</span>`;
+    if (m.flaky) h += ` <span class="flaky" title="its verdict moved between good and bad twice or more over these runs">flaky</span>`;
+    return h;
   }
   function requirement(id) {
     const c = D.catalog[id];
     return c ? `${esc(c.spec)} ${esc(c.section)} ${esc(c.level)}: ${esc(c.requirement)}` : "";
   }
-  function fileLink(path, label) {
-    if (!path) return "";
-    const href = path.startsWith("/") ? "file://" + encodeURI(path) : encodeURI(path);
-    return `<a href="${href}">${esc(label || path)}</a>`;
+  // A link the page's writer made relative to the page (or to --link-base).
+  function fileLink(href, label) {
+    if (!href) return "";
+    const url = href.startsWith("/") ? "file://" + encodeURI(href) : /^[a-z]+:\/\//i.test(href) ? href : encodeURI(href);
+    return `<a href="${esc(url)}">${esc(label || href)}</a>`;
+  }
+
+  // ---------------------------------------------------------------- trend
+  // Totals per run of the history, as stacked bars: FAIL or red, INCONCLUSIVE, PASS or green.
+  function trend() {
+    const sec = $("trend"), T = D.history_totals || [];
+    if (!T.length) { sec.classList.add("hidden"); return; }
+    const parts = [["bad", ["FAIL", "red"], "#e53935"], ["inconclusive", ["INCONCLUSIVE"], "#fbc02d"], ["good", ["PASS", "green"], "#43a047"]];
+    const sums = T.map((t) => parts.map(([, keys]) => keys.reduce((a, k) => a + (t[k] || 0), 0)));
+    const max = Math.max(1, ...sums.map((p) => p[0] + p[1] + p[2]));
+    const W = 18, H = 80;
+    let svg = "";
+    sums.forEach((p, i) => {
+      let y = H;
+      p.forEach((n, k) => {
+        const h = Math.round((n / max) * H);
+        y -= h;
+        if (h) svg += `<rect class="bar-${parts[k][0]}" x="${i * W}" y="${y}" width="${W - 4}" height="${h}" fill="${parts[k][2]}"/>`;
+      });
+      svg += `<rect x="${i * W}" y="0" width="${W - 4}" height="${H}" fill="transparent" data-run="${i}"><title>${esc(runName(i))}: ${p[0]} FAIL or red, ${p[1]} INCONCLUSIVE, ${p[2]} PASS or green</title></rect>`;
+    });
+    $("trend-chart").innerHTML = `<svg width="${sums.length * W}" height="${H}" aria-label="totals per run">${svg}</svg>`;
+    $("trend-note").textContent = `${sums.length} run(s), oldest first; the last: ${runName(sums.length - 1)}`;
   }
 
   // ---------------------------------------------------------------- header
@@ -39,9 +78,35 @@
     const r = $("regressions");
     if (D.baseline == null) { r.classList.add("none"); r.innerHTML = `<h2>Regressions</h2><span class="muted">no baseline given</span>`; return; }
     if (!D.regressions.length) { r.classList.add("none"); r.innerHTML = `<h2>No regression</h2><span class="muted">against ${esc(D.baseline)}</span>`; return; }
-    let h = `<h2>${D.regressions.length} regression(s) against ${esc(D.baseline)}</h2><table><tr><th>item</th><th>before</th><th>now</th></tr>`;
-    for (const g of D.regressions.slice(0, 500)) h += `<tr class="regression-row"><td><code>${esc(g.item)}</code></td><td>${esc(g.before)}</td><td>${esc(g.after)}</td></tr>`;
-    if (D.regressions.length > 500) h += `<tr><td colspan="3">and ${D.regressions.length - 500} more</td></tr>`;
+    // Grouped: a check report's by input, then by case, the FAILs first; the lab's cells as they are. Each row opens its evidence.
+    const inputAt = new Map(D.inputs.map((x, i) => [x.key, i])), cellAt = new Map(D.lab.map((c, i) => [c.id, i]));
+    const groups = new Map();
+    for (const g of D.regressions) {
+      const p = g.item.split(" ");
+      const isCheck = p.length >= 3;
+      const input = isCheck ? p.slice(0, -2).join(" ") : "lab cells", kase = isCheck ? p[p.length - 1] : g.item;
+      if (!groups.has(input)) groups.set(input, { input, isCheck, fails: 0, cases: new Map() });
+      const gr = groups.get(input);
+      gr.fails += g.after === "FAIL" || g.after === "red";
+      if (!gr.cases.has(kase)) gr.cases.set(kase, { kase, scopes: [], before: new Set(), after: new Set() });
+      const c = gr.cases.get(kase);
+      c.scopes.push(isCheck ? p[p.length - 2] : g.item); c.before.add(g.before); c.after.add(g.after);
+    }
+    const bad = (c) => c.after.has("FAIL") || c.after.has("red") ? 0 : 1;
+    let h = `<h2>${D.regressions.length} regression(s) against ${esc(D.baseline)}</h2><table><tr><th>input and case</th><th>before</th><th>now</th></tr>`;
+    let rows = 0;
+    for (const gr of [...groups.values()].sort((a, b) => (b.fails > 0) - (a.fails > 0) || a.input.localeCompare(b.input))) {
+      const n = [...gr.cases.values()].reduce((a, c) => a + c.scopes.length, 0);
+      const link = gr.isCheck && inputAt.has(gr.input) ? ` data-input="${inputAt.get(gr.input)}"` : "";
+      if (gr.isCheck) h += `<tr class="regression-group"><td colspan="3"><a href="#"${link}>${esc(gr.input)}</a>: ${n} regression(s), ${gr.fails} to FAIL</td></tr>`;
+      for (const c of [...gr.cases.values()].sort((a, b) => bad(a) - bad(b) || a.kase.localeCompare(b.kase))) {
+        if (rows++ >= 500) break;
+        const open = gr.isCheck ? link : cellAt.has(c.kase) ? ` data-cell="${cellAt.get(c.kase)}"` : "";
+        const what = gr.isCheck ? `<code>${esc(c.kase)}</code> in ${c.scopes.length} scope(s): ${esc(c.scopes.slice(0, 3).join(", "))}${c.scopes.length > 3 ? ", ..." : ""}` : `<code>${esc(c.kase)}</code>`;
+        h += `<tr class="regression-row${bad(c) ? "" : " root"}"${open}><td>${what}</td><td>${esc([...c.before].join(", "))}</td><td>${esc([...c.after].join(", "))}</td></tr>`;
+      }
+    }
+    if (rows > 500) h += `<tr><td colspan="3">and more: see report diff</td></tr>`;
     r.innerHTML = h + "</table>";
   }
 
@@ -56,17 +121,22 @@
     opts($("f-peer"), [...peers].sort());
     opts($("f-level"), [...levels].sort());
     opts($("f-verdict"), ["green", "red", "skipped", ...VERDICTS]);
+    const runSel = $("f-run");
+    if (!RUNS.length) runSel.parentElement.classList.add("hidden");
+    RUNS.forEach((r, i) => runSel.insertAdjacentHTML("beforeend", `<option value="${i}">${esc(runName(i))}</option>`));
     const on = (id, key) => $(id).addEventListener(id === "q" ? "input" : "change", (e) => { state[key] = e.target.value; render(); });
-    on("q", "q"); on("f-family", "family"); on("f-level", "level"); on("f-verdict", "verdict"); on("f-peer", "peer");
+    on("q", "q"); on("f-family", "family"); on("f-level", "level"); on("f-verdict", "verdict"); on("f-peer", "peer"); on("f-run", "run");
   }
   const wantVerdict = (v) => !state.verdict || v === state.verdict || asCheck[v] === state.verdict || asCheck[state.verdict] === v;
   const matches = (...texts) => !state.q || texts.some((t) => String(t || "").toLowerCase().includes(state.q.toLowerCase()));
 
   // ---------------------------------------------------------------- lab
+  // A cell's verdict as shown: the report's, or with a run picked, the history's of that run.
+  const shownVerdict = (c) => state.run === "" ? c.verdict : (LETTER[(c.hist || "")[+state.run] || "-"] || "absent");
   function labVisible(c) {
     if (state.family && c.family !== state.family) return false;
     if (state.peer && c.peer !== state.peer) return false;
-    if (!wantVerdict(c.verdict)) return false;
+    if (!wantVerdict(shownVerdict(c))) return false;
     if (state.level && c.failed.length && !c.failed.some((f) => (D.catalog[f] || {}).level === state.level)) return false;
     return matches(c.id, c.reason, c.program, c.scenario, c.config, c.finding, c.device);
   }
@@ -79,18 +149,19 @@
     for (let i = 0; i < D.lab.length; i++) {
       const c = D.lab[i];
       if (!labVisible(c)) continue;
-      n[c.verdict] = (n[c.verdict] || 0) + 1;
+      const v = shownVerdict(c);
+      n[v] = (n[v] || 0) + 1;
       const key = `${c.device}\u0000${c.program}\u0000${c.scenario}`;
       let r = rows.get(key);
       if (!r) { r = { device: c.device, program: c.program, scenario: c.scenario, by: { initiator: [], responder: [], none: [] }, g: 0, red: 0 }; rows.set(key, r); }
       (r.by[c.role] || r.by.none).push(i);
-      if (c.verdict === "green") r.g++; else if (c.verdict === "red") r.red++;
+      if (v === "green") r.g++; else if (v === "red") r.red++;
     }
     let h = `<tr><th>device</th><th>peer's program</th><th>scenario</th>${roles.map((x) => `<th>our engine: ${x === "none" ? "not in it" : x}</th>`).join("")}<th>green / red</th></tr>`;
     for (const r of [...rows.values()].sort((a, b) => (a.device + a.scenario + a.program).localeCompare(b.device + b.scenario + b.program))) {
       h += `<tr><td>${esc(r.device)}</td><td>${esc(r.program)}</td><td>${esc(r.scenario)}</td>`;
       for (const role of roles)
-        h += "<td>" + r.by[role].map((i) => { const c = D.lab[i]; return `<span class="sq ${c.verdict}${c.regression ? " regression" : ""}" data-cell="${i}" title="${esc(c.id)}"></span>`; }).join("") + "</td>";
+        h += "<td>" + r.by[role].map((i) => { const c = D.lab[i]; return `<span class="sq ${shownVerdict(c)}${c.regression && state.run === "" ? " regression" : ""}${c.marks && c.marks.flaky ? " flaky" : ""}" data-cell="${i}" title="${esc(c.id)}"></span>`; }).join("") + "</td>";
       h += `<td class="cnt">${r.g} / ${r.red}</td></tr>`;
     }
     $("lab-table").innerHTML = h;
@@ -99,11 +170,11 @@
   }
   function labDetail(c) {
     let h = `<h2><span class="sq ${c.verdict}"></span> ${esc(c.id)}</h2>`;
-    h += `<p>${spark(c.hist)}</p><p><b>${esc(c.verdict)}</b>${c.regression ? " <b>(regression)</b>" : ""}: ${esc(c.reason)}</p>`;
+    h += `<p>${spark(c.hist)}${marks(c.marks)}</p><p><b>${esc(c.verdict)}</b>${c.regression ? " <b>(regression)</b>" : ""}: ${esc(c.reason)}</p>`;
     h += `<table><tr><td>device</td><td>${esc(c.device)}</td></tr><tr><td>peer's program</td><td>${esc(c.program)}</td></tr><tr><td>our engine</td><td>${esc(c.role)}, ${esc(c.scenario)}</td></tr>`;
     h += `<tr><td>configuration</td><td>${esc(c.config)}</td></tr><tr><td>check</td><td>${c.check.pass} pass, ${c.check.fail} fail, ${c.check.inconclusive} inconclusive</td></tr>`;
     if (c.finding) h += `<tr><td>known finding</td><td>${esc(c.finding)}</td></tr>`;
-    h += `<tr><td>capture</td><td>${fileLink(c.capture)}</td></tr><tr><td>check report</td><td>${fileLink(c.check_report)}</td></tr></table>`;
+    h += `<tr><td>capture</td><td>${fileLink(c.capture_href, c.capture)}</td></tr><tr><td>check report</td><td>${fileLink(c.check_report_href, c.check_report)}</td></tr></table>`;
     if (c.failed.length) {
       h += "<h3>Cases that FAIL</h3>";
       for (const f of c.failed) h += `<div class="ev"><code>${esc(f)}</code><br>${requirement(f)}</div>`;
@@ -146,7 +217,8 @@
       if (!matches(x.key, x.error, ...Object.keys(x.res).filter((id) => x.res[id][1] || x.res[id][2]))) continue;
       rowsShown++;
       for (const k of VERDICTS) total[k] += sums[k];
-      h += `<tr><td><a href="#" data-input="${i}">${esc(x.key)}</a>${x.error ? ` <b class="muted">${esc(x.error)}</b>` : ""}</td><td>${spark(x.hist)}</td>`;
+      const then = state.run === "" ? "" : `<span class="sq ${LETTER[(x.hist || "")[+state.run] || "-"] || "absent"}" title="${esc(runName(+state.run))}"></span> `;
+      h += `<tr><td>${then}<a href="#" data-input="${i}">${esc(x.key)}</a>${marks(x.marks)}${x.error ? ` <b class="muted">${esc(x.error)}</b>` : ""}</td><td>${spark(x.hist)}</td>`;
       for (const f of fams) {
         const p = per[f];
         if (!p) { h += "<td></td>"; continue; }
@@ -160,9 +232,9 @@
     $("input-counts").innerHTML = `<span data-n="${rowsShown}">${rowsShown}</span> inputs; results: <span data-pass="${total.PASS}">${total.PASS}</span> PASS, <span data-fail="${total.FAIL}">${total.FAIL}</span> FAIL, <span data-inconclusive="${total.INCONCLUSIVE}">${total.INCONCLUSIVE}</span> INCONCLUSIVE, ${total.NOT_APPLICABLE} NOT_APPLICABLE (a box: the worst verdict of that group of cases in that capture, with the count of FAIL or INCONCLUSIVE results; hover for all counts)`;
   }
   function inputDetail(x, fam) {
-    let h = `<h2>${esc(x.key)}</h2><p>${spark(x.hist)}</p><table>`;
-    h += `<tr><td>capture</td><td>${fileLink(x.path)}</td></tr>`;
-    if (x.manifest) h += `<tr><td>manifest</td><td>${fileLink(x.manifest)}</td></tr>`;
+    let h = `<h2>${esc(x.key)}</h2><p>${spark(x.hist)}${marks(x.marks)}</p><table>`;
+    h += `<tr><td>capture</td><td>${fileLink(x.href, x.path)}</td></tr>`;
+    if (x.manifest) h += `<tr><td>manifest</td><td>${fileLink(x.manifest_href, x.manifest)}</td></tr>`;
     h += `<tr><td>sha256</td><td><code>${esc(x.sha256)}</code></td></tr></table>`;
     if (x.error) h += `<p><b>${esc(x.error)}</b></p>`;
     const probs = x.problems.filter((p) => (!fam || famOf(p.case) === fam) && caseVisible(p.case));
@@ -233,6 +305,7 @@
 
   function render() { lab(); inputs(); coverage(); findings(); }
   header();
+  trend();
   filters();
   render();
   window.renderMs = performance.now() - t0;

@@ -137,6 +137,88 @@ try:
     driver.save_screenshot(shot)
     print(f"screenshot: {shot}")
 
+    # History of three runs: a trend, "failing since", "flaky", a run picker;
+    # regressions of a check report grouped by input and case, the FAIL first;
+    # links relative to the page's folder.
+    hist = os.path.join(out, "history")
+    if os.path.exists(os.path.join(hist, "history.jsonl")):
+        os.remove(os.path.join(hist, "history.jsonl"))
+    runs = [json.loads(json.dumps(small)) for _ in range(3)]
+    since_cell = next(c for c in small if c["verdict"] == "green" and c["id"] != turned["id"])
+    flaky_cell = next(c for c in small if c["verdict"] == "green" and c["id"] not in (turned["id"], since_cell["id"]))
+    pattern = {since_cell["id"]: ["green", "red", "red"], flaky_cell["id"]: ["green", "red", "green"]}
+    for k, cells in enumerate(runs):
+        for c in cells:
+            if c["id"] in pattern:
+                c["verdict"] = pattern[c["id"]][k]
+        lab_report(cells, os.path.join(out, f"lab-run{k}.json"))
+        run("report", "history", "--dir", hist, os.path.join(out, f"lab-run{k}.json"), "--run-id", f"night{k}",
+            "--commit", f"c0ffee{k}")
+    # The check report made worse in one input: one result to FAIL, three to INCONCLUSIVE.
+    with open(check_json) as f:
+        worse = json.load(f)
+    target = next(i for i in worse["inputs"] if sum(r["verdict"] == "PASS" for sc in i["scopes"] for r in sc["results"]) >= 4)
+    passes = [r for sc in target["scopes"] for r in sc["results"] if r["verdict"] == "PASS"]
+    passes[0]["verdict"] = "FAIL"
+    for r in passes[1:4]:
+        r["verdict"] = "INCONCLUSIVE"
+    worse_json = os.path.join(out, "check-worse.json")
+    with open(worse_json, "w") as f:
+        json.dump(worse, f)
+    sub = os.path.join(out, "site", "night")
+    page2 = os.path.join(sub, "dashboard.html")
+    run("report", "html", worse_json, os.path.join(out, "lab-run2.json"), "--baseline", check_json, "--history", hist,
+        "-o", page2)
+    driver.get("file://" + os.path.abspath(page2))
+    check(driver.find_element(By.TAG_NAME, "body").get_attribute("data-rendered") == "yes", "the history page rendered")
+    errors = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
+    check(not errors, f"no script error on the history page {errors[:2]}")
+    bars = driver.find_elements(By.CSS_SELECTOR, "#trend-chart rect[data-run]")
+    check(len(bars) == 3, f"the trend has a bar per run ({len(bars)})")
+    last = bars[-1].find_element(By.TAG_NAME, "title").get_attribute("textContent") if bars else ""
+    red3 = sum(c["verdict"] == "red" for c in runs[2])
+    green3 = sum(c["verdict"] == "green" for c in runs[2])
+    check(f"night2" in last and "c0ffee2" in last and f"{red3} FAIL or red" in last and f"{green3} PASS or green" in last,
+          f"the last bar names its run, commit and totals: {last}")
+    driver.find_element(By.CSS_SELECTOR, f'#lab-table .sq[title="{since_cell["id"]}"]').click()
+    detail = driver.find_element(By.ID, "detail").text
+    check("failing since night1" in detail, f"a cell red in the last two runs is failing since night1: {detail[:200]}")
+    driver.find_element(By.CSS_SELECTOR, "#detail .close").click()
+    driver.find_element(By.CSS_SELECTOR, f'#lab-table .sq[title="{flaky_cell["id"]}"]').click()
+    detail = driver.find_element(By.ID, "detail").text
+    check("flaky" in detail and "failing since" not in detail, "a cell green, red, green is flaky and not failing")
+    driver.find_element(By.CSS_SELECTOR, "#detail .close").click()
+    check("flaky" in driver.find_element(By.CSS_SELECTOR, f'#lab-table .sq[title="{flaky_cell["id"]}"]').get_attribute("class"),
+          "the flaky cell's square is marked")
+    # The run picker: as of night0, the cells show that night's verdicts.
+    Select(driver.find_element(By.ID, "f-run")).select_by_value("0")
+    sq = driver.find_element(By.CSS_SELECTOR, f'#lab-table .sq[title="{since_cell["id"]}"]')
+    check("green" in sq.get_attribute("class"), "as of night0 the cell failing since night1 is green")
+    red0 = int(driver.find_element(By.CSS_SELECTOR, "#lab-counts [data-red]").get_attribute("data-red"))
+    check(red0 == sum(c["verdict"] == "red" for c in runs[0]), f"as of night0: {red0} red, as night0 had")
+    Select(driver.find_element(By.ID, "f-run")).select_by_value("")
+    # Grouped regressions: the input once, its FAIL first, then the INCONCLUSIVE ones; a row opens the input.
+    groups = driver.find_elements(By.CSS_SELECTOR, "#regressions .regression-group")
+    rows = driver.find_elements(By.CSS_SELECTOR, "#regressions .regression-row")
+    check(len(groups) == 1, f"one group for the one input that got worse ({len(groups)})")
+    check(len(rows) >= 2 and "FAIL" in rows[0].text and "root" in rows[0].get_attribute("class")
+          and all("INCONCLUSIVE" in r.text for r in rows[1:]), "the FAIL comes first, then the INCONCLUSIVE rows")
+    rows[-1].click()
+    detail = driver.find_element(By.ID, "detail")
+    check(detail.is_displayed() and "capture" in detail.text, "a regression row opens its input's evidence")
+    # Links relative to the page: they resolve from the page's folder.
+    href = detail.find_element(By.CSS_SELECTOR, "a").get_attribute("href")
+    check(href.startswith("file://") and os.path.exists(href[len("file://"):]), f"the capture link resolves: {href}")
+    raw = json.loads(driver.execute_script("return document.getElementById('data').textContent"))
+    check(all(not x["href"].startswith("/") and os.path.exists(os.path.join(sub, x["href"])) for x in raw["inputs"]),
+          "every capture link is relative to the page's folder and resolves")
+    driver.find_element(By.CSS_SELECTOR, "#detail .close").click()
+    page3 = os.path.join(sub, "linked.html")
+    run("report", "html", worse_json, "--link-base", "https://ci.example/artifacts/", "-o", page3)
+    with open(page3) as f:
+        text = f.read()
+    check('"href":"https://ci.example/artifacts/' in text, "--link-base prefixes the relative links")
+
     # 10 000 cells.
     big = [cell(i, rng.choice(["green", "green", "green", "red", "skipped"]), "siw" if i % 3 else "rxe") for i in range(10000)]
     lab_report(big, os.path.join(out, "lab-big.json"))

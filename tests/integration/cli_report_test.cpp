@@ -217,6 +217,21 @@ BOOST_AUTO_TEST_CASE(report_diff_summary_and_history) {
                            " print(sum(len(s['results']) for i in d['inputs'] for s in i['scopes']))\"");
   BOOST_TEST(std::stoul(lines.out) == 2 * std::stoul(records.out), lines.out << " lines, " << records.out << " results");
   BOOST_TEST(slurp(dir / "hist" / "history.jsonl").find("\"run\":\"night1\"") != std::string::npos);
+  // Pruning: by count (the run just appended is kept with the one before), then by age (a run dated 2020 goes).
+  const auto runs_in = [&] {
+    const auto r = run("/usr/bin/python3 -c \"import json; print(sorted({json.loads(l)['run'] for l in open('" +
+                       (dir / "hist" / "history.jsonl").string() + "') if l.strip()}))\"");
+    return r.out;
+  };
+  const auto k = run(kBin + " report history --dir " + (dir / "hist").string() + " --run-id night2 --keep-runs 2 " + base + " 2>&1");
+  BOOST_TEST(k.status == 0, k.out);
+  BOOST_TEST(k.out.find("1 older run(s) pruned") != std::string::npos, k.out);
+  BOOST_TEST(runs_in() == "['night1', 'night2']\n");
+  std::ofstream(dir / "hist" / "history.jsonl", std::ios::app)
+      << R"({"run":"ancient","date":"2020-01-01T00:00:00Z","tool_version":"0","commit":"","item":"x","verdict":"PASS"})" << "\n";
+  const auto a = run(kBin + " report history --dir " + (dir / "hist").string() + " --run-id night3 --keep-days 30 " + base + " 2>&1");
+  BOOST_TEST(a.status == 0, a.out);
+  BOOST_TEST(runs_in() == "['night1', 'night2', 'night3']\n", a.out);
   std::ofstream(dir / "junk.json") << "{\"inputs\": [";
   const auto bad = run(kBin + " report diff " + (dir / "junk.json").string() + " " + base + " 2>&1");
   BOOST_TEST(bad.status == 2, bad.out);
