@@ -370,6 +370,30 @@ BOOST_AUTO_TEST_CASE(requirement_coverage_counts) {
 
 // docs/spec-references.md is what `rdmaconf ledger markdown` makes of the
 // ledger and the lab's cells: its figures are generated, never typed.
+// The figures README.md and docs/ give that a command computes (case
+// counts, lab cells) are marked and equal to what the commands say now
+// (tools/doc-figures); a figure that drifts fails here, and a doctored one
+// is caught: the check is run on a copy with one figure changed.
+BOOST_AUTO_TEST_CASE(doc_figures_equal_what_the_commands_compute) {
+  const auto r = run(kSource + "/tools/doc-figures check " + kBin + " 2>&1");
+  BOOST_TEST(r.status == 0, r.out);
+  BOOST_TEST(r.out.find(" agree") != std::string::npos, r.out);
+  const auto dir = temp_dir("doc-figures");
+  fs::create_directories(dir / "tools");
+  fs::copy(fs::path(kSource) / "docs", dir / "docs", fs::copy_options::recursive);
+  fs::copy_file(fs::path(kSource) / "tools" / "doc-figures", dir / "tools" / "doc-figures");
+  auto readme = slurp(fs::path(kSource) / "README.md");
+  const auto at = readme.find("<!--fig:ib-cases-->");
+  BOOST_TEST_REQUIRE(at != std::string::npos);
+  readme.insert(at + std::string("<!--fig:ib-cases-->").size(), "1");  // 42 becomes 142
+  std::ofstream(dir / "README.md") << readme;
+  const auto bad = run((dir / "tools" / "doc-figures").string() + " check " + kBin + " 2>&1");
+  BOOST_TEST(bad.status == 1, bad.out);
+  BOOST_TEST(bad.out.find("README.md:") != std::string::npos, bad.out);
+  BOOST_TEST(bad.out.find("ib-cases is 1") != std::string::npos, bad.out);
+  fs::remove_all(dir);
+}
+
 BOOST_AUTO_TEST_CASE(spec_references_page_is_generated_from_the_ledger) {
   const auto r = run(kBin + " ledger markdown 2>&1");
   BOOST_TEST_REQUIRE(r.status == 0, r.out);
