@@ -52,6 +52,15 @@ Pairs stored(const dissectors::CaptureChecks& c, std::uint64_t frames) {
   return p;
 }
 
+// The options the plugin's checker runs with (CaptureChecks), for the same capture checked as a file.
+CheckOptions file_check_options() {
+  CheckOptions o;
+  o.strict = true;
+  o.hash = false;
+  o.reassembly.idle_timeout_us = static_cast<std::int64_t>(kDefaultIdleTimeoutS) * 1000000;
+  return o;
+}
+
 std::vector<fs::path> golden() {
   std::vector<fs::path> v;
   for (const auto& e : fs::directory_iterator(kGolden))
@@ -92,11 +101,7 @@ BOOST_AUTO_TEST_CASE(pushed_frames_reach_the_manifest_verdicts) {
 // The frames and verdicts stored from pushed frames are those of the same
 // capture checked as a file, by the rule the plugin shows them with.
 BOOST_AUTO_TEST_CASE(pushed_frames_match_the_file_check) {
-  CheckOptions o;
-  o.strict = true;
-  o.hash = false;
-  o.reassembly.idle_timeout_us = static_cast<std::int64_t>(kDefaultIdleTimeoutS) * 1000000;
-  const Checker checker(o);
+  const Checker checker(file_check_options());
   std::size_t pairs = 0;
   for (const auto& pcap : golden()) {
     std::uint64_t frames = 0;
@@ -120,11 +125,7 @@ BOOST_AUTO_TEST_CASE(pushed_frames_match_the_file_check) {
 // for every piece of shown evidence of the whole check (the file check's,
 // counted independently).
 BOOST_AUTO_TEST_CASE(a_single_pass_gets_late_verdicts_once) {
-  CheckOptions o;
-  o.strict = true;
-  o.hash = false;
-  o.reassembly.idle_timeout_us = static_cast<std::int64_t>(kDefaultIdleTimeoutS) * 1000000;
-  const Checker checker(o);
+  const Checker checker(file_check_options());
   std::size_t late_total = 0, at_finish_total = 0;
   for (const auto& pcap : golden()) {
     dissectors::CaptureChecks c(true);
