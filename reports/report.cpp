@@ -7,15 +7,15 @@
 #include <charconv>
 #include <condition_variable>
 #include <cstdio>
+#include <ctime>
 #include <deque>
 #include <exception>
-#include <optional>
 #include <filesystem>
-#include <ctime>
 #include <fstream>
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <ostream>
 #include <sstream>
 #include <stdexcept>
