@@ -137,7 +137,7 @@ int rdmaconf::cli::run_main(int argc, char** argv) {
   bool list_inputs = false;
   check->add_option("--shard", shard_flag,
                     "check shard I of N (from 0) of the input files, balanced by size (default: from TEST_SHARD_INDEX/"
-                    "TEST_TOTAL_SHARDS, JOB_COMPLETION_INDEX/RDMACONF_SHARDS or SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT)");
+                    "TEST_TOTAL_SHARDS, JOB_COMPLETION_INDEX/RDMACONF_SHARDS, SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT or CI_NODE_INDEX/CI_NODE_TOTAL)");
   check->add_flag("--list", list_inputs, "list the input files this run (or shard) would check, and exit");
   check->add_option("--idle-timeout", idle_timeout_s,
                     "end a TCP connection or RoCE conversation with no traffic for this many seconds of capture time (default 600; 0: never)")

@@ -42,6 +42,16 @@ std::optional<Shard> shard_from(std::string_view flag, std::string& err) {
     index = id && min && *id >= *min ? std::to_string(*id - *min) : env("SLURM_ARRAY_TASK_ID");
     count = env("SLURM_ARRAY_TASK_COUNT");
     source = "SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT";
+  } else if (env("CI_NODE_INDEX") && env("CI_NODE_TOTAL")) {
+    // GitLab CI's `parallel: N` numbers its jobs from 1.
+    const auto id = number(env("CI_NODE_INDEX"));
+    if (id && *id == 0) {
+      err = "CI_NODE_INDEX/CI_NODE_TOTAL: CI_NODE_INDEX counts from 1 (GitLab's parallel jobs), got 0";
+      return std::nullopt;
+    }
+    index = id ? std::to_string(*id - 1) : env("CI_NODE_INDEX");
+    count = env("CI_NODE_TOTAL");
+    source = "CI_NODE_INDEX/CI_NODE_TOTAL";
   } else {
     return std::nullopt;
   }

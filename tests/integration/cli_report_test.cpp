@@ -280,6 +280,11 @@ BOOST_AUTO_TEST_CASE(shards_merge_into_one_run) {
   const auto env = run("TEST_SHARD_INDEX=2 TEST_TOTAL_SHARDS=3 " + kBin + " check --list " + kGolden + " 2>&1");
   const auto flag = run(kBin + " check --list --shard 2/3 " + kGolden + " 2>&1");
   BOOST_TEST(env.out == flag.out);
+  // GitLab's parallel jobs count from 1: its job 3 of 3 is shard 2/3; a job 0 does not exist.
+  BOOST_TEST(run("CI_NODE_INDEX=3 CI_NODE_TOTAL=3 " + kBin + " check --list " + kGolden + " 2>&1").out == flag.out);
+  const auto gitlab0 = run("CI_NODE_INDEX=0 CI_NODE_TOTAL=3 " + kBin + " check --list " + kGolden + " 2>&1");
+  BOOST_TEST(gitlab0.status == 2, gitlab0.out);
+  BOOST_TEST(gitlab0.out.find("CI_NODE_INDEX/CI_NODE_TOTAL") != std::string::npos, gitlab0.out);
   BOOST_TEST(run(kBin + " check --list --shard 3/3 " + kGolden + " 2>&1").status == 2);
   fs::remove_all(dir);
 }
