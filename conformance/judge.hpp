@@ -42,6 +42,20 @@ class Judge {
     else
       fail(id, frame, std::move(expected), std::move(actual), std::move(detail));
   }
+  // What follows from a violation judged elsewhere (its case and frame):
+  // shown, never a FAIL of its own.
+  void consequence(std::string_view id, std::uint64_t frame, std::string expected, std::string actual, std::string cause_case,
+                   std::uint64_t cause_frame) {
+    if (auto* t = tally(id)) {
+      Evidence e;
+      if (frame) e.frames.push_back(frame);
+      e.side = side_;
+      e.expected = std::move(expected);
+      e.actual = std::move(actual);
+      e.caused_by = Evidence::Cause{std::move(cause_case), cause_frame};
+      t->inconclusive(std::move(e));
+    }
+  }
   std::vector<CaseOutcome> take() { return std::move(outcomes_); }
 
  private:

@@ -82,11 +82,14 @@ std::string evidence_text(const Evidence& e) {
     if (e.frames.size() > 1) s += "s";
     for (std::size_t i = 0; i < e.frames.size(); ++i) s += fmt::format("{}{}", i ? "-" : " ", e.frames[i]);
   }
-  if (e.stream_offset) s += fmt::format(", stream offset {}", *e.stream_offset);
-  if (!e.side.empty()) s += fmt::format(", from {}", e.side);
-  if (!e.expected.empty() || !e.actual.empty()) s += fmt::format(": expected {}, got {}", e.expected, e.actual);
+  // Each part after the first is set off by a comma (evidence of no frame starts with its side).
+  if (e.stream_offset) s += fmt::format("{}stream offset {}", s.empty() ? "" : ", ", *e.stream_offset);
+  if (!e.side.empty()) s += fmt::format("{}from {}", s.empty() ? "" : ", ", e.side);
+  if (!e.expected.empty() || !e.actual.empty()) s += fmt::format("{}expected {}, got {}", s.empty() ? "" : ": ", e.expected, e.actual);
   if (!e.detail.empty()) s += fmt::format(" ({})", e.detail);
-  if (e.caused_by) s += fmt::format(" [consequence of {} at frame {}]", e.caused_by->case_id, e.caused_by->frame);
+  if (e.caused_by)
+    s += e.caused_by->frame ? fmt::format(" [consequence of {} at frame {}]", e.caused_by->case_id, e.caused_by->frame)
+                            : fmt::format(" [consequence of {}]", e.caused_by->case_id);
   return s;
 }
 

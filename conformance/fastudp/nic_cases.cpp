@@ -6,9 +6,9 @@ namespace rdmaconf::conformance::fastudp {
 
 namespace {
 
-constexpr std::string_view kContract = "rdmaconf shim v1";
+constexpr std::string_view kContract = "rdmaconf shim v2";
 
-// The requirements, in our own words; "rdmaconf shim v1" is the contract of
+// The requirements, in our own words; "rdmaconf shim v2" is the contract of
 // rdmaconf/fastudp_shim.h as docs/fastudp.md states it.
 constexpr std::array kText{
     CaseText{nic::match, kContract, "receive matching", Level::must,
@@ -60,6 +60,31 @@ constexpr std::array kText{
     CaseText{nic::ring_full, kContract, "kernel ring", Level::must,
              "When no ring slot is free the NIC drops the frame and counts it; it never writes a slot the driver has "
              "not consumed."},
+    CaseText{nic::tx_done, kContract, "transmit completions", Level::must,
+             "Every transmit gets one tx-done ring entry once its frame is on the wire, naming the transmit's cookie "
+             "and its frame length, its other fields zero; when no ring slot is free the completion is not written and "
+             "the ring-full counter counts it (the frame is still sent)."},
+    CaseText{nic::flags, kContract, "ring entries", Level::must,
+             "A splinter entry carries exactly one of the checksum flags: checksum verified, or none carried (IPv4, "
+             "zero); a whole entry carries no checksum flag (only truncated, when cut to its slot); a tx-done entry "
+             "carries no flag."},
+    CaseText{nic::counters, kContract, "counters", Level::must,
+             "Each counter counts what the NIC did, as the header defines it: frames taken while enabled; datagrams "
+             "placed in a user buffer; frames handed whole to the ring; datagrams dropped for their checksum, for their "
+             "length, and entries not written for want of a slot; splinters flagged truncated; frames sent."},
+    CaseText{nic::rx_cancel, kContract, "receive matching", Level::must,
+             "After the driver writes a posted receive's cookie to RX_CANCEL no datagram reaches that receive: the next "
+             "one for its port goes to the next receive it matches, or whole to the kernel ring."},
+    CaseText{nic::ctrl, kContract, "control", Level::must,
+             "Before CTRL_ENABLE, and while it is clear, the NIC ignores frames from the wire (no write, no entry, no "
+             "counter); CTRL_RESET drops every posted receive without an entry and zeroes the counters and RX_POSTED, "
+             "while the ring and its producer index go on."},
+    CaseText{nic::posted_min, kContract, "receive matching", Level::must,
+             "The NIC holds at least FUDP_MIN_POSTED (1024) posted receives at once, and RX_POSTED says how many it "
+             "holds."},
+    CaseText{nic::mmio, kContract, "registers", Level::must,
+             "A 4-octet read at a register's offset returns its low half and at offset + 4 its high half; a register "
+             "write of other than 8 octets has no effect."},
     CaseText{nic::shim, kContract, "entry points", Level::must,
              "The plug-in returns from every call (no crash, no hang) and uses the shim's entry points as documented: "
              "known windows and vectors, no null jobs or buffers, reads only of host memory that exists."},

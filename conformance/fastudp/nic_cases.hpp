@@ -31,6 +31,13 @@ inline constexpr std::string_view irq = "fastudp.nic.irq";
 inline constexpr std::string_view ring_order = "fastudp.nic.ring.order";
 inline constexpr std::string_view ring_full = "fastudp.nic.ring.full";
 inline constexpr std::string_view shim = "fastudp.nic.shim";
+inline constexpr std::string_view tx_done = "fastudp.nic.tx.done";
+inline constexpr std::string_view flags = "fastudp.nic.flags";
+inline constexpr std::string_view counters = "fastudp.nic.counters";
+inline constexpr std::string_view rx_cancel = "fastudp.nic.rx_cancel";
+inline constexpr std::string_view ctrl = "fastudp.nic.ctrl";
+inline constexpr std::string_view posted_min = "fastudp.nic.posted_min";
+inline constexpr std::string_view mmio = "fastudp.nic.mmio";
 }  // namespace nic
 
 // Every case, in catalog order.

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -42,8 +43,16 @@ std::string_view violation_name(Violation::Kind k) {
     case Violation::Kind::read_outside: return "read outside host memory";
     case Violation::Kind::ring_overwrite: return "write over an unconsumed ring slot";
     case Violation::Kind::bad_call: return "shim entry point misused";
+    case Violation::Kind::write_cancelled: return "write into a cancelled receive";
+    case Violation::Kind::write_reset: return "write into a receive CTRL_RESET dropped";
   }
   return "?";
+}
+
+std::string_view stat_name(unsigned index) {
+  static constexpr std::array<std::string_view, FUDP_STAT_COUNT> names{
+      "RX_FRAMES", "RX_SPLINTERED", "RX_SLOW", "RX_CSUM_BAD", "RX_RING_FULL", "RX_TRUNCATED", "RX_MALFORMED", "TX_FRAMES"};
+  return index < names.size() ? names[index] : "?";
 }
 
 // ---- Plugin ----
@@ -211,7 +220,26 @@ Harness::Harness(const Plugin& plugin, HarnessOptions opt) : plugin_(plugin), op
   reg_write(FUDP_REG_KRING_SLOT_SIZE, opt_.slot_size);
   reg_write(FUDP_REG_KRING_PROD_ADDR, prod_word_);
   reg_write(FUDP_REG_IRQ_COALESCE, opt_.coalesce);
-  reg_write(FUDP_REG_CTRL, FUDP_CTRL_ENABLE);
+  if (opt_.enable) reg_write(FUDP_REG_CTRL, FUDP_CTRL_ENABLE);
+}
+
+void Harness::mark(Progress what, std::uint64_t detail) {
+  if (!opt_.progress) return;
+  opt_.progress[0] = frame_;
+  opt_.progress[1] = static_cast<std::uint64_t>(what);
+  opt_.progress[2] = detail;
+}
+
+std::string Harness::gap_text(std::uint64_t at) const {
+  auto it = areas_.upper_bound(at);
+  if (it == areas_.begin()) return "below every region";
+  const Area& a = std::prev(it)->second;
+  const std::uint64_t past = at - (a.base + a.mem.size()) + 1;
+  std::string what(region_name(a.kind));
+  if (a.kind == Region::rx_buffer)
+    for (const auto& r : receives_)
+      if (r.buffer + r.length == a.base + a.mem.size()) what = fmt::format("receive {}'s buffer ({} octets)", r.cookie, r.length);
+  return fmt::format("from octet {} past the end of {}", past, what);
 }
 
 Harness::~Harness() {
@@ -276,16 +304,27 @@ int Harness::nic_write(std::uint64_t addr, const void* src, std::size_t len, boo
       // Up to the next area, or the end of the write.
       auto next = areas_.upper_bound(at);
       const std::uint64_t stop = next == areas_.end() ? addr + len : std::min<std::uint64_t>(addr + len, next->second.base);
-      violation(Violation::Kind::write_outside, at, stop - at, "octets outside every region the host registered");
+      violation(Violation::Kind::write_outside, at, stop - at,
+                fmt::format("{} octet(s) outside every region the host registered, {}", stop - at, gap_text(at)));
       rc = FUDP_EFAULT;
       done += stop - at;
       continue;
     }
     const std::uint64_t n = std::min<std::uint64_t>(len - done, a->base + a->mem.size() - at);
     if (!a->writable) {
-      violation(Violation::Kind::write_outside, at, n,
-                fmt::format("{}{}", region_name(a->kind),
-                            a->kind == Region::rx_buffer ? " that is no longer posted" : ", which the NIC may only read"));
+      const Receive* r = a->kind == Region::rx_buffer ? receive_at(at) : nullptr;
+      if (r && (r->cancelled || r->reset))
+        violation(r->cancelled ? Violation::Kind::write_cancelled : Violation::Kind::write_reset, at, n,
+                  fmt::format("{} octet(s) into receive {}'s buffer, {}", n, r->cookie,
+                              r->cancelled ? "withdrawn by RX_CANCEL" : "dropped by CTRL_RESET"));
+      else if (r)
+        violation(Violation::Kind::write_outside, at, n,
+                  fmt::format("{} octet(s) at offset {} of receive {}'s buffer, which is no longer posted (completed)", n,
+                              at - r->buffer, r->cookie));
+      else
+        violation(Violation::Kind::write_outside, at, n,
+                  fmt::format("{} octet(s) into {}{}", n, region_name(a->kind),
+                              a->kind == Region::rx_buffer ? " that is no longer posted" : ", which the NIC may only read"));
       rc = FUDP_EFAULT;
     } else if (a->kind == Region::ring && slot_busy(at, n)) {
       violation(Violation::Kind::ring_overwrite, at, n,
@@ -294,6 +333,8 @@ int Harness::nic_write(std::uint64_t addr, const void* src, std::size_t len, boo
       rc = FUDP_EFAULT;
     } else {
       std::memcpy(a->mem.data() + (at - a->base), s + done, n);
+      if (opt_.record && a->kind == Region::rx_buffer)
+        if (const Receive* r = receive_at(at)) receives_[receive_index_.at(r->cookie)].written = true;
       (cache ? cache_writes_ : mem_writes_) += 1;
       if (opt_.record && writes_.size() < (1u << 22)) writes_.push_back(Write{at, n, cache, frame_, now_});
       if (a->kind == Region::prod_word && at == prod_word_ && n == 8) prod_seen_ = get_le(a->mem.data(), 8);
@@ -320,16 +361,43 @@ int Harness::nic_read(std::uint64_t addr, void* dst, std::size_t len) {
   return FUDP_OK;
 }
 
-void Harness::reg_write(std::uint64_t off, std::uint64_t v) {
+void Harness::reg_write(std::uint64_t off, std::uint64_t v, unsigned width) {
   auto w = windows_.find(0);
   if (w == windows_.end() || !w->second.write) return;  // deleted by the NIC: the driver's writes go nowhere
-  w->second.write(w->second.nic, off, v, 8);
+  mark(Progress::register_write, off);
+  w->second.write(w->second.nic, off, v, width);
+  mark(Progress::idle);
 }
 
-std::uint64_t Harness::reg_read(std::uint64_t off) {
+std::uint64_t Harness::reg_read(std::uint64_t off, unsigned width) {
   auto w = windows_.find(0);
   if (w == windows_.end() || !w->second.read) return 0;
-  return w->second.read(w->second.nic, off, 8);
+  mark(Progress::register_read, off);
+  const std::uint64_t v = w->second.read(w->second.nic, off, width);
+  mark(Progress::idle);
+  return v;
+}
+
+std::uint64_t Harness::read_register(std::uint64_t off, unsigned width) { return reg_read(off, width); }
+
+void Harness::write_register(std::uint64_t off, std::uint64_t value, unsigned width) {
+  reg_write(off, value, width);
+  service();
+}
+
+void Harness::control(bool enable, bool reset) {
+  if (reset)
+    for (auto& r : receives_) {
+      if (r.completed || r.cancelled || r.reset) continue;
+      r.reset = true;
+      if (!r.shared) find(r.buffer)->writable = false;
+    }
+  reg_write(FUDP_REG_CTRL, (enable ? FUDP_CTRL_ENABLE : 0u) | (reset ? FUDP_CTRL_RESET : 0u));
+  service();
+}
+
+std::uint64_t Harness::post_receive_width(std::uint16_t port, std::uint32_t length, unsigned width) {
+  return post(alloc(length, Region::rx_buffer), length, port, 0, {}, false, width);
 }
 
 std::uint64_t Harness::read_stat(fudp_stat s) { return reg_read(FUDP_REG_STATS + 8u * static_cast<unsigned>(s)); }
@@ -344,13 +412,14 @@ std::uint64_t Harness::post_receive_into(std::uint64_t addr, std::uint32_t lengt
 }
 
 std::uint64_t Harness::post(std::uint64_t buffer, std::uint32_t length, std::uint16_t port, std::uint8_t family,
-                            std::span<const std::uint8_t> addr, bool shared) {
+                            std::span<const std::uint8_t> addr, bool shared, unsigned width) {
   Receive r;
   r.cookie = next_cookie_++;
   r.buffer = buffer;
   r.length = length;
   r.port = port;
   r.shared = shared;
+  r.narrow = width != 8;
   const std::uint64_t desc = alloc(40, Region::rx_desc);
   std::byte* d = find(desc)->mem.data();
   put_le(d, r.buffer, 8);
@@ -362,7 +431,7 @@ std::uint64_t Harness::post(std::uint64_t buffer, std::uint32_t length, std::uin
   receive_index_[r.cookie] = receives_.size();
   receive_desc_[r.cookie] = desc;
   receives_.push_back(r);
-  reg_write(FUDP_REG_RX_POST, desc);
+  reg_write(FUDP_REG_RX_POST, desc, width);
   service();
   return r.cookie;
 }
@@ -372,6 +441,7 @@ void Harness::repost_receive(std::uint64_t cookie) {
   if (it == receive_index_.end()) return;
   Receive& r = receives_[it->second];
   r.completed = false;
+  r.written = false;
   r.entry.reset();
   find(r.buffer)->writable = true;
   reg_write(FUDP_REG_RX_POST, receive_desc_.at(cookie));
@@ -379,8 +449,12 @@ void Harness::repost_receive(std::uint64_t cookie) {
 }
 
 void Harness::cancel_receive(std::uint64_t cookie) {
+  if (auto it = receive_index_.find(cookie); it != receive_index_.end()) {
+    Receive& r = receives_[it->second];
+    r.cancelled = true;
+    if (!r.shared) find(r.buffer)->writable = false;
+  }
   reg_write(FUDP_REG_RX_CANCEL, cookie);
-  if (auto it = receive_index_.find(cookie); it != receive_index_.end()) find(receives_[it->second].buffer)->writable = false;
   service();
 }
 
@@ -395,7 +469,9 @@ std::uint64_t Harness::transmit(Bytes frame, bool checksum) {
   put_le(d + 12, checksum ? FUDP_TX_CSUM : 0, 4);
   put_le(d + 16, cookie, 8);
   tx_areas_[cookie] = area;
+  tx_cookies_.push_back(cookie);
   follow_wall();
+  mark(Progress::transmit, tx_cookies_.size());
   reg_write(FUDP_REG_TX_POST, desc);
   service();
   if (opt_.clock == Clock::realtime)
@@ -407,8 +483,15 @@ std::uint64_t Harness::transmit(Bytes frame, bool checksum) {
 
 void Harness::take(Bytes frame) {
   ++frame_;
+  mark(Progress::receive);
   plugin_.receive(nic_, frame.data(), frame.size());
+  mark(Progress::idle);
   service();
+  if (opt_.record && stats_after_.size() < (1u << 16)) {
+    std::array<std::uint64_t, FUDP_STAT_COUNT> v{};
+    for (unsigned k = 0; k < FUDP_STAT_COUNT; ++k) v[k] = reg_read(FUDP_REG_STATS + 8u * k);
+    stats_after_.push_back(v);
+  }
 }
 
 void Harness::wire_receive(Bytes frame) {
@@ -460,7 +543,9 @@ void Harness::run_due(std::uint64_t until) {
     const Job j = jobs_.top();
     jobs_.pop();
     now_ = std::max(now_, j.at);
+    mark(Progress::job);
     j.fn(j.nic, j.arg);
+    mark(Progress::idle);
     service();
   }
 }
@@ -492,22 +577,8 @@ void Harness::drain() {
                           opt_.ring_slots));
     return;
   }
-  const std::size_t room = opt_.slot_size - FUDP_ENTRY_SIZE;
   for (; cons_ != prod; ++cons_) {
-    const std::byte* s = find(ring_)->mem.data() + (cons_ % opt_.ring_slots) * opt_.slot_size;
-    RingEntry e;
-    e.head.kind = static_cast<std::uint32_t>(get_le(s, 4));
-    e.head.flags = static_cast<std::uint32_t>(get_le(s + 4, 4));
-    e.head.cookie = get_le(s + 8, 8);
-    e.head.frame_len = static_cast<std::uint32_t>(get_le(s + 16, 4));
-    e.head.payload_len = static_cast<std::uint32_t>(get_le(s + 20, 4));
-    e.head.delivered = static_cast<std::uint32_t>(get_le(s + 24, 4));
-    e.head.stored = static_cast<std::uint32_t>(get_le(s + 28, 4));
-    const std::size_t stored = std::min<std::size_t>(e.head.stored, room);
-    e.data.assign(s + FUDP_ENTRY_SIZE, s + FUDP_ENTRY_SIZE + stored);
-    e.slot = cons_;
-    e.frame = frame_;
-    e.cycle = now_;
+    RingEntry e = read_slot(cons_);
     if (e.head.kind == FUDP_ENTRY_SPLINTER) {
       auto it = receive_index_.find(e.head.cookie);
       if (it != receive_index_.end() && !receives_[it->second].completed) {
@@ -522,6 +593,40 @@ void Harness::drain() {
     if (opt_.record && entries_.size() < (1u << 20)) entries_.push_back(std::move(e));
   }
   reg_write(FUDP_REG_KRING_CONS, cons_);
+}
+
+std::uint64_t Harness::held_receives() const {
+  return static_cast<std::uint64_t>(std::count_if(receives_.begin(), receives_.end(), [](const Receive& r) {
+    return !r.completed && !r.written && !r.cancelled && !r.reset && !r.narrow;
+  }));
+}
+
+RingEntry Harness::read_slot(std::uint64_t index) const {
+  auto it = areas_.find(ring_);
+  const std::byte* s = it->second.mem.data() + (index % opt_.ring_slots) * opt_.slot_size;
+  RingEntry e;
+  e.head.kind = static_cast<std::uint32_t>(get_le(s, 4));
+  e.head.flags = static_cast<std::uint32_t>(get_le(s + 4, 4));
+  e.head.cookie = get_le(s + 8, 8);
+  e.head.frame_len = static_cast<std::uint32_t>(get_le(s + 16, 4));
+  e.head.payload_len = static_cast<std::uint32_t>(get_le(s + 20, 4));
+  e.head.delivered = static_cast<std::uint32_t>(get_le(s + 24, 4));
+  e.head.stored = static_cast<std::uint32_t>(get_le(s + 28, 4));
+  const std::size_t stored = std::min<std::size_t>(e.head.stored, opt_.slot_size - FUDP_ENTRY_SIZE);
+  e.data.assign(s + FUDP_ENTRY_SIZE, s + FUDP_ENTRY_SIZE + stored);
+  e.slot = index;
+  e.frame = frame_;
+  e.cycle = now_;
+  return e;
+}
+
+std::vector<RingEntry> Harness::published_untaken() const {
+  std::vector<RingEntry> v;
+  auto it = areas_.find(prod_word_);
+  if (it == areas_.end() || !ring_) return v;
+  const std::uint64_t prod = get_le(it->second.mem.data(), 8);
+  for (std::uint64_t i = cons_; i != prod && i - cons_ < opt_.ring_slots; ++i) v.push_back(read_slot(i));
+  return v;
 }
 
 const Harness::Receive* Harness::receive(std::uint64_t cookie) const {

@@ -13,6 +13,7 @@
 // running scheduled jobs, so a run is a function of its inputs. Real time
 // (live traffic): the clock also follows the wall clock at a nominal rate,
 // and a scheduled job runs once its time has come (poll()).
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -56,13 +57,17 @@ enum class Region { ring, prod_word, rx_buffer, rx_desc, tx_desc, tx_frame };
 
 // Something the NIC did that the contract forbids.
 struct Violation {
-  enum class Kind { write_outside, read_outside, ring_overwrite, bad_call };
+  // write_cancelled / write_reset: into the buffer of a receive the driver
+  // withdrew (RX_CANCEL) or that CTRL_RESET dropped.
+  enum class Kind { write_outside, read_outside, ring_overwrite, bad_call, write_cancelled, write_reset };
   Kind kind;
   std::uint64_t addr = 0, len = 0;
   std::uint64_t frame = 0;  // the wire frame (1-based) being handled, 0: none
   std::string what;
 };
 std::string_view violation_name(Violation::Kind k);
+// A counter's name as the header spells it, without FUDP_STAT_ ("RX_CSUM_BAD").
+std::string_view stat_name(unsigned index);
 
 // A NIC write to host memory that landed.
 struct Write {
@@ -102,7 +107,15 @@ struct HarnessOptions {
   bool record = true;
   Clock clock = Clock::deterministic;
   std::uint64_t cycles_per_us = 1000;  // the real-time clock's rate (1 GHz)
+  bool enable = true;  // false: the driver sets the ring up but does not write CTRL_ENABLE
+  // Where the harness says what the NIC is doing, for a parent process to
+  // read after a crash (shared memory; may be null): [0] frames handed to
+  // the NIC so far, [1] what it is in (a Progress value), [2] its detail
+  // (the register's offset, the transmit's number).
+  volatile std::uint64_t* progress = nullptr;
 };
+
+enum class Progress : std::uint64_t { idle = 0, receive = 1, register_write = 2, register_read = 3, job = 4, transmit = 5 };
 
 class Harness {
  public:
@@ -120,6 +133,15 @@ class Harness {
   std::uint64_t post_receive(std::uint16_t port, std::uint32_t length, std::uint8_t family = 0,
                              std::span<const std::uint8_t> addr = {});
   void cancel_receive(std::uint64_t cookie);
+  // A post with a register write of `width` octets (the contract has 8; a
+  // narrower one must have no effect). The harness treats it as posted.
+  std::uint64_t post_receive_width(std::uint16_t port, std::uint32_t length, unsigned width);
+  // FUDP_REG_CTRL: with `reset`, the receives posted so far are dropped
+  // (their buffers no longer the NIC's).
+  void control(bool enable, bool reset);
+  // Any register, any width (the driver's own accesses are 8 octets).
+  std::uint64_t read_register(std::uint64_t off, unsigned width = 8);
+  void write_register(std::uint64_t off, std::uint64_t value, unsigned width = 8);
   // Posts a completed receive again, with its buffer and cookie (an
   // application reusing its buffers).
   void repost_receive(std::uint64_t cookie);
@@ -145,6 +167,11 @@ class Harness {
   // While paused the driver leaves interrupts unserviced and the ring undrained.
   void pause_driver(bool paused);
   std::uint64_t read_stat(fudp_stat s);
+  // Every counter after each frame the NIC took (recording on): [frame - 1].
+  const std::vector<std::array<std::uint64_t, FUDP_STAT_COUNT>>& stats_after() const { return stats_after_; }
+  // Entries the NIC published (the producer index word says so) that the
+  // driver has not taken: no interrupt followed them.
+  std::vector<RingEntry> published_untaken() const;
 
   // ---- What happened ----
   struct Receive {
@@ -153,14 +180,21 @@ class Harness {
     std::uint16_t port = 0;
     bool completed = false;
     bool shared = false;  // in a region of the caller's (post_receive_into)
+    bool cancelled = false, reset = false;  // withdrawn by RX_CANCEL, dropped by CTRL_RESET
+    bool narrow = false;                    // posted with a register write of other than 8 octets
+    bool written = false;                   // the NIC wrote into its buffer (recording on)
     std::optional<std::size_t> entry;  // index into entries() that completed it
   };
   const std::vector<Receive>& receives() const { return receives_; }
+  // Receives the NIC should hold now: posted with an 8-octet write, neither
+  // completed nor withdrawn (what RX_POSTED must read).
+  std::uint64_t held_receives() const;
   const Receive* receive(std::uint64_t cookie) const;
   // The receive whose buffer holds `addr`, if any.
   const Receive* receive_at(std::uint64_t addr) const;
   std::uint64_t prod_word() const { return prod_word_; }
   std::uint32_t slot_size() const { return opt_.slot_size; }
+  std::uint32_t ring_slots() const { return opt_.ring_slots; }
   // The buffer's octets now (valid until the harness allocates again).
   Bytes buffer(std::uint64_t cookie) const;
   const std::vector<RingEntry>& entries() const { return entries_; }
@@ -174,6 +208,8 @@ class Harness {
   std::uint64_t mem_writes() const { return mem_writes_; }
   std::uint64_t cache_writes() const { return cache_writes_; }
   std::uint64_t frames() const { return frame_; }
+  // The transmit cookies in the order they were posted.
+  const std::vector<std::uint64_t>& transmit_cookies() const { return tx_cookies_; }
 
   // Allocates a region of simulated memory (a 4 KiB guard gap on each side).
   std::uint64_t alloc(std::size_t len, Region kind);
@@ -215,10 +251,13 @@ class Harness {
   int nic_write(std::uint64_t addr, const void* src, std::size_t len, bool cache);
   int nic_read(std::uint64_t addr, void* dst, std::size_t len);
   Area* find(std::uint64_t addr);
-  void reg_write(std::uint64_t off, std::uint64_t v);
-  std::uint64_t reg_read(std::uint64_t off);
+  void reg_write(std::uint64_t off, std::uint64_t v, unsigned width = 8);
+  std::uint64_t reg_read(std::uint64_t off, unsigned width = 8);
+  void mark(Progress what, std::uint64_t detail = 0);
+  RingEntry read_slot(std::uint64_t index) const;
+  std::string gap_text(std::uint64_t at) const;  // where an address outside every region lies
   std::uint64_t post(std::uint64_t buffer, std::uint32_t length, std::uint16_t port, std::uint8_t family,
-                     std::span<const std::uint8_t> addr, bool shared);
+                     std::span<const std::uint8_t> addr, bool shared, unsigned width = 8);
   void violation(Violation::Kind k, std::uint64_t addr, std::uint64_t len, std::string what);
   void service();  // the driver's interrupt handler
   void drain();
@@ -248,6 +287,8 @@ class Harness {
   std::map<std::uint64_t, std::uint64_t> receive_desc_;  // cookie -> its descriptor's address
   std::uint64_t irq_count_ = 0, entry_count_ = 0;
   std::map<std::uint64_t, std::uint64_t> tx_areas_;  // cookie -> frame area
+  std::vector<std::uint64_t> tx_cookies_;
+  std::vector<std::array<std::uint64_t, FUDP_STAT_COUNT>> stats_after_;
   std::vector<RingEntry> entries_;
   std::vector<Write> writes_;
   std::vector<Violation> violations_;

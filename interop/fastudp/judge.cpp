@@ -3,6 +3,7 @@
 // frame (script.hpp), case by case.
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "conformance/fastudp/nic_cases.hpp"
 #include "conformance/judge.hpp"
@@ -33,12 +34,28 @@ std::string kind_name(std::uint32_t k) {
   }
 }
 
+std::string flags_text(std::uint32_t f) {
+  std::string t;
+  if (f & FUDP_ENTRY_F_TRUNCATED) t += "TRUNCATED|";
+  if (f & FUDP_ENTRY_F_CSUM_OK) t += "CSUM_OK|";
+  if (f & FUDP_ENTRY_F_NO_CSUM) t += "NO_CSUM|";
+  if (f & ~(FUDP_ENTRY_F_TRUNCATED | FUDP_ENTRY_F_CSUM_OK | FUDP_ENTRY_F_NO_CSUM)) t += fmt::format("0x{:x}|", f);
+  return t.empty() ? "none" : t.substr(0, t.size() - 1);
+}
+
+std::string written_text_of(const std::map<std::uint64_t, std::uint64_t>& w) {
+  std::string t;
+  for (const auto& [c, n] : w) t += fmt::format("{}receive {} ({} octets)", t.empty() ? "" : ", ", c, n);
+  return t.empty() ? std::string("no user buffer") : t;
+}
+
 }  // namespace
 
 void judge(Script& s, Judge& j) {
   const eng::Harness& h = s.harness();
   const auto& sent = s.sent();
   const auto& entries = h.entries();
+  const auto untaken = h.published_untaken();
 
   // Which frame each ring entry is for: the first frame not yet claimed whose
   // octets start with the entry's and whose length it names.
@@ -76,27 +93,85 @@ void judge(Script& s, Judge& j) {
     }
   }
 
+  // Receives no datagram may reach: withdrawn (RX_CANCEL), dropped
+  // (CTRL_RESET), or posted with a narrow register write; each judged by
+  // its own case. And a NIC that holds fewer receives than it must (the
+  // scenarios' RX_POSTED reads): the datagrams that then find none.
+  const auto withdrawn = [&](const eng::Harness::Receive& r) -> std::pair<std::string_view, std::string_view> {
+    if (r.cancelled) return {cid::rx_cancel, "withdrawn by RX_CANCEL"};
+    if (r.reset) return {cid::ctrl, "dropped by CTRL_RESET"};
+    if (r.narrow) return {cid::mmio, "posted with a 4-octet register write, which has no effect"};
+    return {};
+  };
+  std::map<std::string_view, bool> any_withdrawn;
+  for (const auto& r : h.receives())
+    if (const auto w = withdrawn(r); !w.first.empty()) any_withdrawn[w.first] = true;
+  std::optional<std::uint64_t> held_short;
+  for (const auto& o : s.observed())
+    if (o.rule == cid::posted_min && !o.ok && !held_short) held_short = o.frame;
+
   for (std::size_t i = 0; i < sent.size(); ++i) {
     const Sent& f = sent[i];
     const auto& w = written[i];
     const std::uint64_t fr = f.index;
-    auto written_text = [&] {
-      std::string t;
-      for (const auto& [c, n] : w) t += fmt::format("{}receive {} ({} octets)", t.empty() ? "" : ", ", c, n);
-      return t.empty() ? std::string("no user buffer") : t;
-    };
+    {
+      std::string_view rule, why;
+      std::uint64_t cookie = 0;
+      for (auto e : entries_of[i])
+        if (entries[e].head.kind == FUDP_ENTRY_SPLINTER)
+          if (const auto* r = h.receive(entries[e].head.cookie)) std::tie(rule, why) = withdrawn(*r), cookie = r->cookie;
+      // Octets that landed went into a buffer the NIC could write then (a
+      // withdrawn receive's writes are refused and reported apart): only a
+      // narrowly posted receive is wrong to fill.
+      for (const auto& [c, n] : w)
+        if (const auto* r = h.receive(c); r && r->narrow && rule.empty()) std::tie(rule, why) = withdrawn(*r), cookie = c;
+      if (!rule.empty()) {
+        j.fail(rule, fr, fmt::format("no datagram in receive {}, {}", cookie, why),
+               fmt::format("the datagram went there ({})", w.empty() ? "a splinter entry names it" : written_text_of(w)));
+        continue;
+      }
+      for (const auto& [r, any] : any_withdrawn) j.pass(r);
+    }
+    const auto written_text = [&] { return written_text_of(w); };
+    // What the NIC did with the frame that the driver did not see: an entry
+    // it published without an interrupt after it, and the counters that rose.
     const auto entry_kinds = [&] {
       std::string t;
       for (auto e : entries_of[i]) t += (t.empty() ? "" : ", ") + kind_name(entries[e].head.kind);
-      return t.empty() ? std::string("no ring entry") : "a " + t + " entry";
+      if (!t.empty()) return "a " + t + " entry";
+      for (const auto& u : untaken)
+        if (u.head.frame_len == f.frame.size() && !u.data.empty() && u.data.size() <= f.frame.size() &&
+            std::equal(u.data.begin(), u.data.end(), f.frame.begin()))
+          return fmt::format("no ring entry the driver took; the NIC published a {} entry in slot {} but raised no "
+                             "interrupt after it",
+                             kind_name(u.head.kind), u.slot);
+      return std::string("no ring entry");
+    };
+    const auto rose = [&] {
+      const auto& after = h.stats_after();
+      if (f.index == 0 || f.index > after.size()) return std::string();
+      std::string t;
+      for (unsigned k = 0; k < FUDP_STAT_COUNT; ++k) {
+        const std::uint64_t before = f.index >= 2 ? after[f.index - 2][k] : 0, now = after[f.index - 1][k];
+        if (now != before && k != FUDP_STAT_RX_FRAMES)
+          t += fmt::format("{}{} {:+}", t.empty() ? "" : ", ", eng::stat_name(k), static_cast<std::int64_t>(now - before));
+      }
+      return t.empty() ? std::string("; no counter rose") : "; the NIC counted it: " + t;
     };
     switch (f.fate) {
       case Fate::deliver: {
         const bool one = w.size() == 1;
         const std::uint64_t got = one ? w.begin()->first : 0;
         const bool eligible = one && std::find(f.eligible.begin(), f.eligible.end(), got) != f.eligible.end();
-        j.check(cid::match, eligible, fr, fmt::format("its payload in receive {}'s buffer (port {})", f.rx, h.receive(f.rx)->port),
-                w.empty() ? "no user buffer; " + entry_kinds() : written_text());
+        const bool none = w.empty() && std::none_of(entries_of[i].begin(), entries_of[i].end(), [&](std::size_t e) {
+          return entries[e].head.kind == FUDP_ENTRY_SPLINTER;
+        });
+        if (!eligible && none && held_short)
+          j.consequence(f.rule, fr, fmt::format("its payload in receive {}'s buffer (port {})", f.rx, h.receive(f.rx)->port),
+                        "no user buffer; " + entry_kinds(), std::string(cid::posted_min), *held_short);
+        else
+          j.check(f.rule, eligible, fr, fmt::format("its payload in receive {}'s buffer (port {})", f.rx, h.receive(f.rx)->port),
+                  w.empty() ? "no user buffer; " + entry_kinds() + rose() : written_text());
         if (f.zero4) j.check(cid::csum_zero4, !w.empty() || !entries_of[i].empty(), fr, "accepted (no checksum)", "discarded");
         if (!eligible) break;
         j.check(cid::oldest, got == f.rx, fr, fmt::format("receive {}, the oldest it matches", f.rx), fmt::format("receive {}", got));
@@ -148,7 +223,7 @@ void judge(Script& s, Judge& j) {
         for (auto k : entries_of[i])
           if (entries[k].head.kind == FUDP_ENTRY_WHOLE) e = k;
         if (!e) {
-          j.fail(whole_case, fr, "a whole entry in the kernel ring", entry_kinds());
+          j.fail(whole_case, fr, "a whole entry in the kernel ring", entry_kinds() + rose());
           break;
         }
         const auto& en = entries[*e];
@@ -165,15 +240,121 @@ void judge(Script& s, Judge& j) {
         j.check(f.rule, w.empty() && entries_of[i].empty(), fr, "discarded: no user buffer, no ring entry",
                 w.empty() ? entry_kinds() : written_text());
         break;
+      case Fate::ignored:
+        j.check(cid::ctrl, w.empty() && entries_of[i].empty(), fr, "ignored: the NIC is not enabled",
+                w.empty() ? entry_kinds() : written_text());
+        break;
     }
   }
 
-  // Counters.
-  for (const auto& [stat, want] : s.counters) {
-    const std::uint64_t got = s.harness().read_stat(stat);
-    j.check(want.second, got == want.first, 0, fmt::format("counter {} at {}", static_cast<int>(stat), want.first),
-            fmt::format("{}", got));
+  // Counters a scenario is about.
+  std::array<std::uint64_t, FUDP_STAT_COUNT> now{};
+  for (unsigned k = 0; k < FUDP_STAT_COUNT; ++k) now[k] = s.harness().read_stat(static_cast<fudp_stat>(k));
+  for (const auto& [stat, want] : s.counters)
+    j.check(want.second, now[stat] == want.first, 0, fmt::format("{} at {}", eng::stat_name(stat), want.first),
+            fmt::format("{} at {}", eng::stat_name(stat), now[stat]));
+
+  // Every counter against what the NIC did since the last reset (what it
+  // did right is the other cases' business): frames taken while enabled,
+  // datagrams placed (a splinter entry or octets in a user buffer), whole
+  // entries, drops by the rule that dropped them, truncated splinters, sent
+  // frames, and completions the ring had no slot for.
+  {
+    std::array<std::uint64_t, FUDP_STAT_COUNT> want{};
+    for (std::size_t i = s.since_frame(); i < sent.size(); ++i) {
+      const Sent& f = sent[i];
+      if (f.fate == Fate::ignored) continue;
+      ++want[FUDP_STAT_RX_FRAMES];
+      bool splinter = false, whole = false, truncated = false;
+      for (auto e : entries_of[i]) {
+        splinter |= entries[e].head.kind == FUDP_ENTRY_SPLINTER;
+        whole |= entries[e].head.kind == FUDP_ENTRY_WHOLE;
+        truncated |= entries[e].head.kind == FUDP_ENTRY_SPLINTER && (entries[e].head.flags & FUDP_ENTRY_F_TRUNCATED);
+      }
+      if (splinter || !written[i].empty()) ++want[FUDP_STAT_RX_SPLINTERED];
+      // Placed with no entry the driver took: truncated when longer than the buffer it went to.
+      if (!splinter && !written[i].empty())
+        if (const auto* r = h.receive(written[i].begin()->first); r && f.payload_len > r->length) truncated = true;
+      if (truncated) ++want[FUDP_STAT_RX_TRUNCATED];
+      if (whole) ++want[FUDP_STAT_RX_SLOW];
+      if (!splinter && !whole && written[i].empty() && f.fate == Fate::drop) {
+        if (f.rule == cid::csum_bad || f.rule == cid::csum_zero6) ++want[FUDP_STAT_RX_CSUM_BAD];
+        if (f.rule == cid::length) ++want[FUDP_STAT_RX_MALFORMED];
+        if (f.rule == cid::ring_full) ++want[FUDP_STAT_RX_RING_FULL];
+      }
+    }
+    // Completions lost for want of a slot: only where the NIC's entries did fill the ring.
+    const bool filled = entries.size() + untaken.size() >= h.ring_slots();
+    for (std::size_t t = s.since_tx(); t < s.txs().size(); ++t)
+      if (!s.txs()[t].done && filled) ++want[FUDP_STAT_RX_RING_FULL];
+    want[FUDP_STAT_TX_FRAMES] = h.transmitted().size() >= s.since_tx() ? h.transmitted().size() - s.since_tx() : 0;
+    std::string diff;
+    for (unsigned k = 0; k < FUDP_STAT_COUNT; ++k) {
+      const std::uint64_t got = now[k] - s.counter_base()[k];
+      if (got != want[k]) diff += fmt::format("{}{} {} (expected {})", diff.empty() ? "" : ", ", eng::stat_name(k), got, want[k]);
+    }
+    j.check(cid::counters, diff.empty(), 0,
+            s.since_frame() ? "every counter, counted from the last CTRL_RESET, as the NIC's actions imply"
+                            : "every counter as the NIC's actions imply",
+            diff.empty() ? std::string("as expected") : diff);
   }
+
+  // Flags, by entry kind.
+  for (std::size_t e = 0; e < entries.size(); ++e) {
+    const auto& en = entries[e].head;
+    const std::uint64_t fr = frame_of[e] ? sent[*frame_of[e]].index : 0;
+    if (en.kind == FUDP_ENTRY_SPLINTER) {
+      const bool zero4 = frame_of[e] && sent[*frame_of[e]].zero4;
+      const std::uint32_t want = zero4 ? FUDP_ENTRY_F_NO_CSUM : FUDP_ENTRY_F_CSUM_OK;
+      j.check(cid::flags, (en.flags & ~FUDP_ENTRY_F_TRUNCATED) == want, fr,
+              fmt::format("a splinter entry flagged {}{}", flags_text(want), zero4 ? " (IPv4, checksum zero)" : " (checksum verified)"),
+              fmt::format("slot {} flagged {}", entries[e].slot, flags_text(en.flags)));
+    } else if (en.kind == FUDP_ENTRY_WHOLE) {
+      j.check(cid::flags, (en.flags & ~FUDP_ENTRY_F_TRUNCATED) == 0, fr, "a whole entry with no checksum flag",
+              fmt::format("slot {} flagged {}", entries[e].slot, flags_text(en.flags)));
+    } else if (en.kind == FUDP_ENTRY_TX_DONE) {
+      j.check(cid::flags, en.flags == 0, 0, "a tx-done entry with no flag",
+              fmt::format("slot {} flagged {}", entries[e].slot, flags_text(en.flags)));
+    }
+  }
+
+  // Transmit completions: one tx-done entry per transmit that had a slot.
+  {
+    std::map<std::uint64_t, std::vector<std::size_t>> done;  // cookie -> entries
+    for (std::size_t e = 0; e < entries.size(); ++e)
+      if (entries[e].head.kind == FUDP_ENTRY_TX_DONE) done[entries[e].head.cookie].push_back(e);
+    for (std::size_t t = 0; t < s.txs().size(); ++t) {
+      const Tx& x = s.txs()[t];
+      const auto it = done.find(x.cookie);
+      const std::size_t n = it == done.end() ? 0 : it->second.size();
+      if (!x.done) {
+        j.check(cid::tx_done, n == 0, 0, fmt::format("transmit {}: no completion (no free ring slot)", t + 1),
+                fmt::format("{} tx-done entr{}", n, n == 1 ? "y" : "ies"));
+        continue;
+      }
+      if (n != 1) {
+        std::string where = "none";
+        for (const auto& u : untaken)
+          if (u.head.kind == FUDP_ENTRY_TX_DONE && u.head.cookie == x.cookie)
+            where = fmt::format("none the driver took; the NIC published one in slot {} but raised no interrupt after it", u.slot);
+        j.fail(cid::tx_done, 0, fmt::format("transmit {} (cookie {}): one tx-done entry", t + 1, x.cookie),
+               n ? fmt::format("{} tx-done entries", n) : where);
+        continue;
+      }
+      const auto& en = entries[it->second.front()].head;
+      j.check(cid::tx_done, en.frame_len == x.frame.size() && en.payload_len == 0 && en.delivered == 0 && en.stored == 0, 0,
+              fmt::format("transmit {}: frame length {}, nothing stored", t + 1, x.frame.size()),
+              fmt::format("frame length {}, payload {}, delivered {}, {} octets stored", en.frame_len, en.payload_len,
+                          en.delivered, en.stored));
+    }
+    for (const auto& [cookie, es] : done)
+      if (std::none_of(s.txs().begin(), s.txs().end(), [&](const Tx& x) { return x.cookie == cookie; }))
+        j.fail(cid::tx_done, 0, "tx-done entries only for transmits posted",
+               fmt::format("a tx-done entry (slot {}) names cookie {}, which no transmit had", entries[es.front()].slot, cookie));
+  }
+
+  // What scenarios observed themselves (register reads).
+  for (const auto& o : s.observed()) j.check(o.rule, o.ok, o.frame, o.expected, o.actual);
 
   // Ring order: entries for received frames in the order of the frames.
   std::optional<std::size_t> last;
@@ -237,9 +418,13 @@ void judge(Script& s, Judge& j) {
   bool clean_memory = true, clean_shim = true;
   for (const auto& v : h.violations()) {
     using K = eng::Violation::Kind;
-    const std::string_view id =
-        v.kind == K::write_outside ? cid::memory : v.kind == K::ring_overwrite ? cid::ring_full : cid::shim;
-    (id == cid::memory ? clean_memory : clean_shim) = false;
+    const std::string_view id = v.kind == K::write_outside    ? cid::memory
+                                : v.kind == K::ring_overwrite ? cid::ring_full
+                                : v.kind == K::write_cancelled ? cid::rx_cancel
+                                : v.kind == K::write_reset     ? cid::ctrl
+                                                               : cid::shim;
+    if (id == cid::memory) clean_memory = false;
+    if (id == cid::shim) clean_shim = false;
     j.fail(id, v.frame, "no such access", fmt::format("{} octets at 0x{:x}", v.len, v.addr),
            fmt::format("{}: {}", eng::violation_name(v.kind), v.what));
   }

@@ -269,6 +269,21 @@ std::unique_ptr<eng::Plugin> prepare(const std::string& path, Lab& lab, std::str
     error = "needs root (network namespaces, a veth pair and a raw socket)";
     return nullptr;
   }
+  // The kernel's side must compute its own checksums: ethtool turns
+  // transmit checksum offload off on the pair.
+  const char* search = std::getenv("PATH");
+  bool ethtool = false;
+  for (std::string_view rest = search ? search : "/usr/sbin:/sbin:/usr/bin:/bin"; !ethtool;) {
+    const auto colon = rest.find(':');
+    const std::string dir(rest.substr(0, colon));
+    ethtool = !dir.empty() && access((dir + "/ethtool").c_str(), X_OK) == 0;
+    if (colon == std::string_view::npos) break;
+    rest.remove_prefix(colon + 1);
+  }
+  if (!ethtool) {
+    error = "needs ethtool on the PATH (apt-get install ethtool), to turn transmit checksum offload off on the veth pair";
+    return nullptr;
+  }
   auto plugin = eng::Plugin::open(path, error);
   if (plugin && !lab.make()) {
     error = "setting up the namespaces and veth pair failed: " + lab.error;

@@ -3,6 +3,8 @@
 // parent as JSON.
 #include "interop/fastudp/nic_suite.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <fstream>
 
@@ -86,8 +88,36 @@ conf::InputResult nic_check(const NicCheckOptions& opt) {
     }
   }
 
+  // Where the harness in a scenario's child says what the NIC is doing
+  // (eng::HarnessOptions::progress), shared with this process, so that a
+  // crash or a hang names the frame.
+  auto* progress = static_cast<std::uint64_t*>(
+      mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  if (progress == MAP_FAILED) progress = nullptr;
+  struct Unmap {
+    void* p;
+    ~Unmap() {
+      if (p) munmap(p, 4096);
+    }
+  } unmap{progress};
+  const auto doing = [&] {
+    if (!progress) return std::string();
+    const std::uint64_t frame = progress[0], detail = progress[2];
+    switch (static_cast<eng::Progress>(progress[1])) {
+      case eng::Progress::receive: return fmt::format(" in fudp_plugin_receive with frame {}", frame);
+      case eng::Progress::register_write:
+        return fmt::format(" in its register write handler (offset 0x{:x}), after frame {}", detail, frame);
+      case eng::Progress::register_read:
+        return fmt::format(" in its register read handler (offset 0x{:x}), after frame {}", detail, frame);
+      case eng::Progress::job: return fmt::format(" in a scheduled job, after frame {}", frame);
+      case eng::Progress::transmit: return fmt::format(" sending transmit {}, after frame {}", detail, frame);
+      default: return frame ? fmt::format(" after frame {}", frame) : std::string(" before any frame");
+    }
+  };
+
   for (const auto& n : names) {
     conf::ScopeResult scope;
+    if (progress) std::fill(progress, progress + 3, 0);
     const std::string pcap = opt.pcap_dir.empty() ? std::string() : opt.pcap_dir + "/" + n + ".pcap";
     std::string plugin_log;  // what the plug-in wrote to stdout and stderr
     if (!opt.isolate) {
@@ -99,7 +129,7 @@ conf::InputResult nic_check(const NicCheckOptions& opt) {
             auto p = load(err);
             if (!p) return nlohmann::json{{"harness_error", err}}.dump();
             try {
-              return reports::scope_json(run_scenario(*p, n, opt.cases, opt.plugin_args, pcap));
+              return reports::scope_json(run_scenario(*p, n, opt.cases, opt.plugin_args, pcap, progress));
             } catch (const std::exception& e) {  // ours (the recording), not the plug-in's
               return nlohmann::json{{"harness_error", e.what()}}.dump();
             }
@@ -138,7 +168,8 @@ conf::InputResult nic_check(const NicCheckOptions& opt) {
             conf::Evidence e;
             e.side = "nic";
             e.expected = "the scenario runs to its end";
-            e.actual = fmt::format("the plug-in {}", end.failure);
+            e.actual = fmt::format("the plug-in {}{}", end.failure, doing());
+            if (progress && progress[0]) e.frames.push_back(progress[0]);
             e.detail = fmt::format("scenario {}; its other cases were not judged", n);
             o.tally.fail(std::move(e));
           }

@@ -33,7 +33,8 @@ const std::vector<NicScenarioInfo>& nic_scenarios();
 // sends is written there, in the order they happened.
 conformance::ScopeResult run_scenario(const engine::fastudp::Plugin& plugin, std::string_view scenario,
                                       const std::vector<const conformance::CaseInfo*>& cases,
-                                      const std::string& plugin_args = "", const std::string& pcap = "");
+                                      const std::string& plugin_args = "", const std::string& pcap = "",
+                                      volatile std::uint64_t* progress = nullptr);
 
 struct NicCheckOptions {
   std::string plugin;

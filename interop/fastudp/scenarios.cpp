@@ -154,6 +154,122 @@ void stream(Script& s) {
   }
 }
 
+// Transmits while the driver takes nothing: four completions fill the ring
+// of four slots, the next two find no slot (sent, not completed, counted).
+void transmit_ring_full(Script& s) {
+  s.harness().pause_driver(true);
+  for (int i = 0; i < 6; ++i) s.tx(Dgram{.dport = 9000, .size = static_cast<std::uint32_t>(100 + i)}, true, i < 4);
+  s.harness().pause_driver(false);
+  s.tx(Dgram{.v6 = true, .dport = 9000, .size = 50}, true);
+}
+
+// RX_CANCEL: the oldest of two withdrawn, a port's only receive withdrawn,
+// the younger of two withdrawn.
+void cancel(Script& s) {
+  const auto a = s.post(5001, 512);
+  s.post(5001, 512);
+  s.cancel(a);
+  s.udp(Dgram{.dport = 5001, .size = 200});  // the second
+  s.cancel(s.post(5002, 512));
+  s.udp(Dgram{.dport = 5002, .size = 200});  // none: the kernel
+  s.post(5003, 512);
+  s.cancel(s.post(5003, 512));
+  s.udp(Dgram{.dport = 5003, .size = 200});  // the first
+  s.udp(Dgram{.dport = 5003, .size = 200});  // none left: the kernel
+}
+
+std::string counters_text(eng::Harness& h) {
+  std::string t;
+  for (unsigned k = 0; k < FUDP_STAT_COUNT; ++k)
+    t += fmt::format("{}{} {}", t.empty() ? "" : ", ", eng::stat_name(k), h.read_stat(static_cast<fudp_stat>(k)));
+  return t;
+}
+
+// RX_POSTED against the receives the NIC should hold, given what it took.
+void expect_posted(Script& s, std::string_view rule) {
+  const std::uint64_t n = s.harness().held_receives();
+  const std::uint64_t got = s.harness().read_register(FUDP_REG_RX_POSTED);
+  s.observe(rule, got == n, fmt::format("RX_POSTED reads {}", n), fmt::format("RX_POSTED reads {}", got));
+}
+
+// CTRL_ENABLE and CTRL_RESET: frames before the NIC is enabled, a reset
+// with a receive still posted, frames while disabled again.
+void control(Script& s) {
+  s.post(5001, 2048);
+  s.post(5001, 2048);
+  s.udp(Dgram{.dport = 5001, .size = 100});  // not enabled yet: ignored
+  s.other(arp_frame(2));                     // likewise
+  s.control(true, false);
+  s.udp(Dgram{.dport = 5001, .size = 100});  // the first receive
+  expect_posted(s, cid::posted_min);
+  s.control(true, true);  // reset: the second receive goes, the counters go to zero
+  std::uint64_t sum = 0;
+  for (unsigned k = 0; k < FUDP_STAT_COUNT; ++k) sum += s.harness().read_stat(static_cast<fudp_stat>(k));
+  s.observe(cid::ctrl, sum == 0, "every counter zero after CTRL_RESET", counters_text(s.harness()));
+  expect_posted(s, cid::ctrl);
+  s.udp(Dgram{.dport = 5001, .size = 100});  // its receive was dropped: the kernel
+  s.post(5001, 2048);
+  s.udp(Dgram{.v6 = true, .dport = 5001, .size = 100});  // a receive posted after the reset
+  s.control(false, false);
+  s.udp(Dgram{.dport = 5001, .size = 100});  // disabled: ignored
+  s.control(true, false);
+  s.udp(Dgram{.dport = 5001, .size = 100});  // no receive: the kernel
+}
+
+// FUDP_MIN_POSTED receives at once, every one of them used.
+void posted_min(Script& s) {
+  for (unsigned i = 0; i < FUDP_MIN_POSTED; ++i) s.post(5001, 64);
+  expect_posted(s, cid::posted_min);
+  for (unsigned i = 0; i < FUDP_MIN_POSTED; ++i) s.udp(Dgram{.dport = 5001, .size = 32});
+  expect_posted(s, cid::posted_min);
+}
+
+// Register widths: 4-octet reads of each half of every counter and of
+// RX_POSTED; a receive posted with a 4-octet write is not taken.
+void registers(Script& s) {
+  for (int i = 0; i < 3; ++i) s.post(5001, 2048);
+  s.post(5002, 100);
+  s.udp(Dgram{.dport = 5001, .size = 300});
+  s.udp(Dgram{.v6 = true, .dport = 5002, .size = 300});  // truncated
+  s.udp(Dgram{.dport = 5999, .size = 30});               // the kernel
+  s.tx(Dgram{.dport = 9000, .size = 60}, true);
+  auto& h = s.harness();
+  for (unsigned k = 0; k <= FUDP_STAT_COUNT; ++k) {
+    const std::uint64_t off = k < FUDP_STAT_COUNT ? FUDP_REG_STATS + 8u * k : FUDP_REG_RX_POSTED;
+    const std::string name = k < FUDP_STAT_COUNT ? std::string(eng::stat_name(k)) : "RX_POSTED";
+    const std::uint64_t whole = h.read_register(off), lo = h.read_register(off, 4), hi = h.read_register(off + 4, 4);
+    s.observe(cid::mmio, lo == (whole & 0xffffffffu) && hi == whole >> 32,
+              fmt::format("4-octet reads of {} (0x{:x}): 0x{:x} at 0x{:x}, 0x{:x} at 0x{:x}", name, off, whole & 0xffffffffu, off,
+                          whole >> 32, off + 4),
+              fmt::format("0x{:x} and 0x{:x}", lo, hi));
+  }
+  s.post_narrow(5003, 512, 4);
+  s.udp(Dgram{.dport = 5003, .size = 200});  // the 4-octet post had no effect: the kernel
+}
+
+// Whole entries cut at a slot of 256 octets (224 of frame) and flagged;
+// shorter ones and a splinter's headers stored whole.
+void slot_size(Script& s) {
+  s.post(5001, 2048);
+  s.udp(Dgram{.dport = 5001, .size = 1400});              // a splinter: 42 octets of headers
+  s.udp(Dgram{.dport = 6001, .size = 100});               // whole, 142 octets: fits
+  s.udp(Dgram{.dport = 6001, .size = 600});               // whole, cut
+  s.udp(Dgram{.v6 = true, .dport = 6001, .size = 1000});  // whole, cut
+  s.other(tcp_frame(7));                                  // 154 octets: fits
+  s.udp(Dgram{.dport = 6001, .size = 182});               // exactly 224 octets: fits, not flagged
+  s.udp(Dgram{.dport = 6001, .size = 183});               // one octet over: cut
+}
+
+// Headers the fast path does not take: an IPv4 header checksum that fails,
+// an IPv6 routing header; then a datagram the first receive takes.
+void ip_headers(Script& s) {
+  s.post(5001, 2048);
+  s.post(5001, 2048);
+  s.udp(Dgram{.dport = 5001, .size = 300, .bad_ip_header = true});
+  s.udp(Dgram{.v6 = true, .dport = 5001, .size = 300, .v6_routing = true});
+  s.udp(Dgram{.dport = 5001, .size = 300});
+}
+
 eng::HarnessOptions ring(std::uint32_t slots, std::uint64_t coalesce = 0) {
   eng::HarnessOptions o;
   o.ring_slots = slots;
@@ -181,6 +297,28 @@ const std::vector<ScenarioDef>& scenario_defs() {
        ring(64, 8 | (2000ull << 16)),
        coalescing_arrivals},
       {{"stream", "1024 datagrams of random sizes over four ports, IPv4 and IPv6"}, ring(256), stream},
+      {{"transmit-ring-full", "transmits while the driver takes nothing: completions that find no ring slot"},
+       ring(4),
+       transmit_ring_full},
+      {{"cancel", "receives withdrawn with RX_CANCEL"}, {}, cancel},
+      {{"control", "frames before CTRL_ENABLE and while it is clear; CTRL_RESET with a receive posted"},
+       [] {
+         eng::HarnessOptions o;
+         o.enable = false;
+         return o;
+       }(),
+       control},
+      {{"posted-min", "1024 receives posted at once (FUDP_MIN_POSTED), each then used"}, {}, posted_min},
+      {{"registers", "4-octet reads of every counter and RX_POSTED; a receive posted with a 4-octet write"}, {}, registers},
+      {{"slot-size", "slots of 256 octets: whole frames cut and flagged, or stored whole"},
+       [] {
+         eng::HarnessOptions o;
+         o.ring_slots = 16;
+         o.slot_size = 256;
+         return o;
+       }(),
+       slot_size},
+      {{"ip-headers", "an IPv4 header checksum that fails, an IPv6 routing header"}, {}, ip_headers},
   };
   return d;
 }
@@ -197,7 +335,7 @@ const std::vector<NicScenarioInfo>& nic_scenarios() {
 
 conf::ScopeResult run_scenario(const eng::Plugin& plugin, std::string_view scenario,
                                const std::vector<const conf::CaseInfo*>& cases, const std::string& plugin_args,
-                               const std::string& pcap) {
+                               const std::string& pcap, volatile std::uint64_t* progress) {
   const auto& all = scenario_defs();
   const auto it = std::find_if(all.begin(), all.end(), [&](const ScenarioDef& d) { return d.info.name == scenario; });
   conf::ScopeResult r;
@@ -209,6 +347,7 @@ conf::ScopeResult run_scenario(const eng::Plugin& plugin, std::string_view scena
   r.label = fmt::format("{}: {}", it->info.name, it->info.summary);
   eng::HarnessOptions o = it->options;
   o.plugin_args = plugin_args;
+  o.progress = progress;
   eng::Harness h(plugin, o);
   conf::Judge j(cases, "nic");
   if (!h.ok()) {
@@ -217,6 +356,7 @@ conf::ScopeResult run_scenario(const eng::Plugin& plugin, std::string_view scena
     std::unique_ptr<captures::io::PcapWriter> w;
     if (!pcap.empty()) w = std::make_unique<captures::io::PcapWriter>(pcap);
     Script s(h, w.get());
+    s.set_enabled(o.enable);
     s.coalesce_cycles = (o.coalesce >> 16) & 0xffffffffu;
     it->run(s);
     h.run_until_idle();  // timers still pending after the last arrival

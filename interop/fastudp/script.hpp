@@ -43,6 +43,8 @@ struct Dgram {
   std::uint32_t surplus = 0;      // octets after the datagram, inside the IP payload
   Frag frag = Frag::none;
   bool zero_sum = false;          // payload made so that its checksum computes to zero
+  bool bad_ip_header = false;     // IPv4: a header checksum that fails
+  bool v6_routing = false;        // IPv6: a routing header (segments left 0) before UDP
 };
 
 inline Host src_host(bool v6, std::uint16_t port) {
@@ -99,18 +101,25 @@ inline Built build(const Dgram& d, std::uint16_t sport, std::uint32_t seed) {
   if (d.frag != Frag::none && !d.v6) {
     // MF on the first fragment, an offset of 1480 octets on the last.
     protocols::put_be16(b.frame, l3_at + 6, d.frag == Frag::first ? 0x2000 : 185);
-  } else if (d.frag != Frag::none) {
-    // An IPv6 fragment header (RFC 8200 §4.5) between the fixed header and UDP.
+  } else if (d.frag != Frag::none || (d.v6 && d.v6_routing)) {
+    // An IPv6 fragment header (RFC 8200 §4.5), or a routing header (§4.4,
+    // routing type 253 of RFC 4727's experiments, no segments left), between
+    // the fixed header and UDP.
     std::array<std::byte, 8> fh{};
     fh[0] = std::byte{17};
-    protocols::put_be16(fh, 2, d.frag == Frag::first ? 0x0001 : static_cast<std::uint16_t>(185 << 3));
-    protocols::put_be32(fh, 4, seed);
+    if (d.frag != Frag::none) {
+      protocols::put_be16(fh, 2, d.frag == Frag::first ? 0x0001 : static_cast<std::uint16_t>(185 << 3));
+      protocols::put_be32(fh, 4, seed);
+    } else {
+      fh[2] = std::byte{253};
+    }
     b.frame.insert(b.frame.begin() + static_cast<std::ptrdiff_t>(l3_at + 40), fh.begin(), fh.end());
-    b.frame[l3_at + 6] = std::byte{44};
+    b.frame[l3_at + 6] = std::byte{static_cast<std::uint8_t>(d.frag != Frag::none ? 44 : 43)};
     protocols::put_be16(b.frame, l3_at + 4, protocols::be16(b.frame, l3_at + 4) + 8);
     udp += 8;
   }
   if (!d.v6) fix_ipv4_header(b.frame, l3_at);
+  if (!d.v6 && d.bad_ip_header) b.frame[l3_at + 11] ^= std::byte{0x5a};
   b.header_len = udp + 8;
   b.payload_len = d.size;
   return b;
@@ -140,7 +149,8 @@ inline std::vector<std::byte> tcp_frame(std::uint32_t seq) {
 // ---- A scenario's script: drives the harness and writes down what the
 // contract expects of every frame ----
 
-enum class Fate { deliver, kernel, drop };
+// ignored: the NIC is not enabled, so it must take nothing of the frame.
+enum class Fate { deliver, kernel, drop, ignored };
 
 struct Sent {
   std::vector<std::byte> frame;
@@ -157,6 +167,8 @@ struct Sent {
 
 struct Tx {
   std::vector<std::byte> frame;
+  std::uint64_t cookie = 0;
+  bool done = true;  // a tx-done entry is due (false: the ring has no free slot for it)
   bool offload = false;
   bool zero_sum = false;
   std::size_t udp = 0;  // offset of the UDP header (0: not UDP)
@@ -187,6 +199,46 @@ class Script {
     return p.cookie;
   }
 
+  // A receive posted with a register write of `width` octets: the NIC must
+  // not take it (judged by `mmio`), so no datagram is expected in it.
+  std::uint64_t post_narrow(std::uint16_t port, std::uint32_t len, unsigned width) {
+    return h_.post_receive_width(port, len, width);
+  }
+  // RX_CANCEL: the receive is no longer outstanding.
+  void cancel(std::uint64_t cookie) {
+    h_.cancel_receive(cookie);
+    std::erase_if(outstanding_, [&](const Posted& p) { return p.cookie == cookie; });
+  }
+  // FUDP_REG_CTRL. A reset drops every outstanding receive; the counters
+  // read right after it are what the counters case counts from.
+  void control(bool enable, bool reset) {
+    h_.control(enable, reset);
+    enabled_ = enable;
+    if (!reset) return;
+    outstanding_.clear();
+    since_frame_ = sent_.size();
+    since_tx_ = tx_.size();
+    for (unsigned k = 0; k < FUDP_STAT_COUNT; ++k) base_[k] = h_.read_stat(static_cast<fudp_stat>(k));
+  }
+  // Something a scenario observed itself (a register read), for the judge.
+  void observe(std::string_view rule, bool ok, std::string expected, std::string actual) {
+    observed_.push_back(Observed{rule, ok, std::move(expected), std::move(actual), h_.frames()});
+  }
+  struct Observed {
+    std::string_view rule;
+    bool ok;
+    std::string expected, actual;
+    std::uint64_t frame;
+  };
+  const std::vector<Observed>& observed() const { return observed_; }
+  bool enabled() const { return enabled_; }
+  void set_enabled(bool e) { enabled_ = e; }
+  // Where the counters case counts from: the frames and transmits since the
+  // last reset, and the counters read right after it.
+  std::size_t since_frame() const { return since_frame_; }
+  std::size_t since_tx() const { return since_tx_; }
+  const std::array<std::uint64_t, FUDP_STAT_COUNT>& counter_base() const { return base_; }
+
   // A UDP datagram; its fate follows from the contract and the receives outstanding.
   void udp(const Dgram& d, std::optional<std::pair<Fate, std::string_view>> fate = std::nullopt) {
     const std::uint16_t sport = static_cast<std::uint16_t>(40000 + sent_.size());
@@ -199,6 +251,12 @@ class Script {
     if (fate) {
       s.fate = fate->first;
       s.rule = fate->second;
+    } else if (!enabled_) {
+      s.fate = Fate::ignored;
+      s.rule = cid::ctrl;
+    } else if (d.bad_ip_header || (d.v6 && d.v6_routing)) {
+      s.fate = Fate::kernel;
+      s.rule = cid::slow_path;
     } else if (d.frag != Frag::none) {
       s.fate = Fate::kernel;
       s.rule = cid::fragment;
@@ -238,12 +296,12 @@ class Script {
   void other(std::vector<std::byte> f) {
     Sent s;
     s.frame = std::move(f);
-    s.fate = Fate::kernel;
-    s.rule = cid::slow_path;
+    s.fate = enabled_ ? Fate::kernel : Fate::ignored;
+    s.rule = enabled_ ? cid::slow_path : cid::ctrl;
     send(std::move(s));
   }
 
-  void tx(const Dgram& d, bool offload) {
+  void tx(const Dgram& d, bool offload, bool done = true) {
     Built b = build(d, static_cast<std::uint16_t>(50000 + tx_.size()), static_cast<std::uint32_t>(tx_.size() + 7));
     Tx t;
     t.offload = offload;
@@ -251,7 +309,8 @@ class Script {
     t.udp = b.header_len - 8;
     if (offload) protocols::put_be16(b.frame, t.udp + 6, 0);  // the host leaves it to the NIC
     t.frame = std::move(b.frame);
-    h_.transmit(t.frame, offload);
+    t.done = done;
+    t.cookie = h_.transmit(t.frame, offload);
     tx_.push_back(std::move(t));
   }
 
@@ -286,6 +345,10 @@ class Script {
   std::vector<Sent> sent_;
   std::vector<Tx> tx_;
   std::optional<std::uint64_t> next_at_;
+  std::vector<Observed> observed_;
+  bool enabled_ = true;
+  std::size_t since_frame_ = 0, since_tx_ = 0;
+  std::array<std::uint64_t, FUDP_STAT_COUNT> base_{};
 };
 
 

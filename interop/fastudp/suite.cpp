@@ -33,7 +33,7 @@ class Suite final : public LiveSuite {
   }
   std::string_view help(LiveRole role) const override {
     return role == LiveRole::live ? "a Fast UDP NIC plug-in (rdmaconf/fastudp_shim.h) in the harness, driven with generated "
-                                    "traffic and judged; --scenario veth: its wire on a veth pair against kernel UDP sockets (root)"
+                                    "traffic and judged; --scenario veth: its wire on a veth pair against kernel UDP sockets (root, ethtool)"
                                   : "";
   }
   std::vector<LiveScenario> scenarios() const override {
@@ -41,7 +41,7 @@ class Suite final : public LiveSuite {
     for (const auto& s : nic_scenarios()) v.push_back({std::string(s.name), std::string(s.summary), {}});
     v.push_back({std::string(kVeth),
                  "run alone and asked for by name: the harness's wire on a veth pair in a namespace of our own, kernel "
-                 "UDP sockets sending to and receiving from the plug-in (root)",
+                 "UDP sockets sending to and receiving from the plug-in (needs root and ethtool)",
                  {}});
     return v;
   }

@@ -83,7 +83,7 @@ BOOST_AUTO_TEST_CASE(model_passes_every_case) {
   BOOST_TEST(r.failing().empty(), r.evidence());
   // Every case of the catalog is judged somewhere (a scenario exercises it).
   const auto catalog = r.json["catalog"];
-  BOOST_TEST(catalog.size() >= 18u);
+  BOOST_TEST(catalog.size() >= 25u);
   for (const auto& c : catalog) {
     const std::string id = c["id"];
     BOOST_TEST(r.verdicts.count(id) == 1u, id);
@@ -99,7 +99,15 @@ BOOST_AUTO_TEST_CASE(each_negative_variant_fails_exactly_its_case) {
       {"overrun", "fastudp.nic.memory"},       // FUDP_FAULT_OVERRUN: DMA in whole lines past a short buffer
       {"wrong-port", "fastudp.nic.match"},     // FUDP_FAULT_WRONG_PORT: matches the source port
       {"no-header", "fastudp.nic.splinter"},   // FUDP_FAULT_NO_HEADER: no ring entry for a splinter
-      {"late-irq", "fastudp.nic.irq"}};        // FUDP_FAULT_LATE_IRQ: a coalescing timer four times too long
+      {"late-irq", "fastudp.nic.irq"},         // FUDP_FAULT_LATE_IRQ: a coalescing timer four times too long
+      {"no-tx-done", "fastudp.nic.tx.done"},   // FUDP_FAULT_NO_TX_DONE: never writes a transmit completion
+      {"swap-flags", "fastudp.nic.flags"},     // FUDP_FAULT_SWAP_FLAGS: CSUM_OK and NO_CSUM swapped
+      {"stale-counters", "fastudp.nic.counters"},  // FUDP_FAULT_STALE_COUNTERS: six counters never move
+      {"ignore-cancel", "fastudp.nic.rx_cancel"},  // FUDP_FAULT_IGNORE_CANCEL: RX_CANCEL has no effect
+      {"ignore-reset", "fastudp.nic.ctrl"},        // FUDP_FAULT_IGNORE_RESET: CTRL_RESET has no effect
+      {"whole-unflagged", "fastudp.nic.slow_path"},  // FUDP_FAULT_WHOLE_UNFLAGGED: a frame cut to its slot, unflagged
+      {"hold-256", "fastudp.nic.posted_min"},  // FUDP_FAULT_HOLD_256: holds 256 posted receives, not 1024
+      {"wide-only", "fastudp.nic.mmio"}};      // FUDP_FAULT_WIDE_ONLY: ignores the width of register accesses
   for (const auto& [variant, id] : expected) {
     const auto r = nic_check(kPlugins + "/fastudp-nic-fault-" + variant + ".so");
     BOOST_TEST(r.status == 1, variant << ": " << r.out);
@@ -112,7 +120,7 @@ BOOST_AUTO_TEST_CASE(plugins_that_cannot_load_are_input_errors) {
     std::string plugin, message;
   };
   const std::vector<Bad> bad{
-      {kTestPlugins + "/test-nic-bad-abi.so", "built for shim ABI version 99; this harness speaks version 1"},
+      {kTestPlugins + "/test-nic-bad-abi.so", "built for shim ABI version 99; this harness speaks version 2"},
       {kTestPlugins + "/test-nic-no-receive.so", "does not export fudp_plugin_receive"},
       {"/nonexistent/nic.so", "/nonexistent/nic.so: cannot open the plug-in"},
       {kSource + "/README.md", "cannot load the plug-in"}};
@@ -133,9 +141,11 @@ BOOST_AUTO_TEST_CASE(plugins_that_misbehave_fail_and_the_harness_survives) {
       {"null", "fastudp.nic.shim", "fudp_plugin_init returned NULL", ""},
       // A plain build dies of the signal; under ASan its handler reports and exits.
       {"crash", "fastudp.nic.shim", RDMACONF_SANITIZED ? "exited with status" : "died of signal 11", ""},
+      // ... and the frame it was handling is named.
+      {"crash", "fastudp.nic.shim", "in fudp_plugin_receive with frame 1", "--scenario basic-ipv4"},
       {"hang", "fastudp.nic.shim", "did not finish within 300 ms", "--scenario basic-ipv4 --scenario not-udp --timeout 300"},
       {"misuse", "fastudp.nic.shim", "raise_interrupt on vector 7", ""},
-      {"wild", "fastudp.nic.memory", "octets outside every region the host registered", ""}};
+      {"wild", "fastudp.nic.memory", "16 octet(s) outside every region the host registered, below every region", ""}};
   for (const auto& m : modes) {
     const auto r = nic_check(kTestPlugins + "/test-nic-ok.so", "--plugin-args " + m.args + " " + m.extra);
     BOOST_TEST(r.status == 1, m.args << ": " << r.out);

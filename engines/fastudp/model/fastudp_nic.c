@@ -23,7 +23,18 @@
 /* NIC cycles charged per frame and per 64 octets moved (the model's cost). */
 #define CYCLES_PER_FRAME 40u
 #define CYCLES_PER_LINE 4u
+#ifdef FUDP_FAULT_HOLD_256
+#define MAX_POSTED 256u /* Fault: holds fewer posted receives than FUDP_MIN_POSTED. */
+#else
 #define MAX_POSTED 4096u
+#endif
+/* Counting; the stale-counters fault counts only the two counters the
+ * oldest cases looked at (checksum errors, ring full). */
+#ifdef FUDP_FAULT_STALE_COUNTERS
+#define COUNT(n, stat) ((stat) == FUDP_STAT_RX_CSUM_BAD || (stat) == FUDP_STAT_RX_RING_FULL ? (void)++(n)->stats[stat] : (void)0)
+#else
+#define COUNT(n, stat) ((void)++(n)->stats[stat])
+#endif
 #define MAX_FRAME 65600u
 
 struct posted {
@@ -151,6 +162,7 @@ static void parse(const uint8_t *f, size_t len, struct parsed *p) {
     size_t ihl = (size_t)(f[off] & 0xf) * 4;
     uint32_t total = rd16(f + off + 2);
     if (ihl < 20 || total < ihl || len < off + total) return;
+    if (sum16(0, f + off, ihl) != 0xffff) return; /* a bad header checksum: the kernel's stack decides */
     if (f[off + 9] != 17) return;
     if ((rd16(f + off + 6) & 0x3fff) != 0) return; /* MF or an offset: a fragment */
     p->l4 = off + ihl;
@@ -187,7 +199,8 @@ static void flush_irq(void *nicp, uint64_t arg) {
 
 static void entry_made(struct nic *n) {
   ++n->unsignalled;
-  if (n->coalesce_entries <= 1 || n->unsignalled >= n->coalesce_entries) {
+  /* Coalescing only with both an entry count and a time limit (shim v2). */
+  if (n->coalesce_entries <= 1 || n->coalesce_cycles == 0 || n->unsignalled >= n->coalesce_entries) {
     n->unsignalled = 0;
     n->h->raise_interrupt(n->h->host, 0);
   } else if (n->coalesce_cycles && !n->flush_pending) {
@@ -232,13 +245,18 @@ static void put_entry(struct nic *n, uint32_t kind, uint32_t flags, uint64_t coo
 
 static void to_kernel(struct nic *n, const uint8_t *f, size_t len) {
   if (!ring_free(n)) {
-    ++n->stats[FUDP_STAT_RX_RING_FULL];
+    COUNT(n, FUDP_STAT_RX_RING_FULL);
     return;
   }
   uint32_t room = (uint32_t)(n->slot_size - FUDP_ENTRY_SIZE);
   uint32_t stored = len > room ? room : (uint32_t)len;
-  ++n->stats[FUDP_STAT_RX_SLOW];
+  COUNT(n, FUDP_STAT_RX_SLOW);
+#ifdef FUDP_FAULT_WHOLE_UNFLAGGED
+  /* Fault: a frame cut to the slot is not flagged truncated. */
+  put_entry(n, FUDP_ENTRY_WHOLE, 0, 0, (uint32_t)len, 0, 0, f, stored);
+#else
   put_entry(n, FUDP_ENTRY_WHOLE, stored < len ? FUDP_ENTRY_F_TRUNCATED : 0, 0, (uint32_t)len, 0, 0, f, stored);
+#endif
 }
 
 /* Takes the kth oldest posted receive out: the older ones move up one
@@ -271,7 +289,7 @@ FUDP_EXPORT void fudp_plugin_receive(void *nicp, const void *frame, size_t len) 
   struct nic *n = (struct nic *)nicp;
   const uint8_t *f = (const uint8_t *)frame;
   if (!n->enabled) return;
-  ++n->stats[FUDP_STAT_RX_FRAMES];
+  COUNT(n, FUDP_STAT_RX_FRAMES);
   n->h->delay_cycles(n->h->host, CYCLES_PER_FRAME);
   struct parsed p;
   parse(f, len, &p);
@@ -284,7 +302,7 @@ FUDP_EXPORT void fudp_plugin_receive(void *nicp, const void *frame, size_t len) 
    * cannot be a whole datagram. Octets after it (the surplus area) are not
    * the datagram's. */
   if (p.udp_len < 8 || p.udp_len > p.ip_payload) {
-    ++n->stats[FUDP_STAT_RX_MALFORMED];
+    COUNT(n, FUDP_STAT_RX_MALFORMED);
     return;
   }
   uint16_t csum = rd16(udp + 6);
@@ -293,19 +311,27 @@ FUDP_EXPORT void fudp_plugin_receive(void *nicp, const void *frame, size_t len) 
     /* IPv4: no checksum was computed (RFC 768). IPv6: a zero checksum is
      * discarded (RFC 8200 §8.1; no RFC 6936 tunnel is configured here). */
     if (p.v6) {
-      ++n->stats[FUDP_STAT_RX_CSUM_BAD];
+      COUNT(n, FUDP_STAT_RX_CSUM_BAD);
       return;
     }
+#ifdef FUDP_FAULT_SWAP_FLAGS
+    eflags |= FUDP_ENTRY_F_CSUM_OK; /* Fault: the two checksum flags swapped. */
+#else
     eflags |= FUDP_ENTRY_F_NO_CSUM;
+#endif
   } else {
 #ifndef FUDP_FAULT_SKIP_CSUM
     if (udp_sum(p.v6, f + p.l3, udp, p.udp_len) != 0) {
       /* RFC 1122 §4.1.3.4: silently discarded. */
-      ++n->stats[FUDP_STAT_RX_CSUM_BAD];
+      COUNT(n, FUDP_STAT_RX_CSUM_BAD);
       return;
     }
 #endif
+#ifdef FUDP_FAULT_SWAP_FLAGS
+    eflags |= FUDP_ENTRY_F_NO_CSUM;
+#else
     eflags |= FUDP_ENTRY_F_CSUM_OK;
+#endif
   }
 #ifdef FUDP_FAULT_WRONG_PORT
   uint16_t port = rd16(udp); /* Fault: matches the source port. */
@@ -319,7 +345,7 @@ FUDP_EXPORT void fudp_plugin_receive(void *nicp, const void *frame, size_t len) 
     return;
   }
   if (!ring_free(n)) {
-    ++n->stats[FUDP_STAT_RX_RING_FULL];
+    COUNT(n, FUDP_STAT_RX_RING_FULL);
     return;
   }
   struct posted r = posted_take(n, k);
@@ -327,7 +353,7 @@ FUDP_EXPORT void fudp_plugin_receive(void *nicp, const void *frame, size_t len) 
   uint32_t put = payload < r.length ? payload : r.length;
   if (put < payload) {
     eflags |= FUDP_ENTRY_F_TRUNCATED;
-    ++n->stats[FUDP_STAT_RX_TRUNCATED];
+    COUNT(n, FUDP_STAT_RX_TRUNCATED);
   }
 #ifdef FUDP_FAULT_OVERRUN
   /* Fault: DMA in whole 64-octet lines, the last one past a short buffer. */
@@ -341,7 +367,7 @@ FUDP_EXPORT void fudp_plugin_receive(void *nicp, const void *frame, size_t len) 
   if (put) n->h->mem_write(n->h->host, r.buffer, udp + 8, put);
 #endif
   n->h->delay_cycles(n->h->host, CYCLES_PER_LINE * ((put + 63) / 64));
-  ++n->stats[FUDP_STAT_RX_SPLINTERED];
+  COUNT(n, FUDP_STAT_RX_SPLINTERED);
   uint32_t hdr = (uint32_t)(p.l4 + 8);
   uint32_t room = (uint32_t)(n->slot_size - FUDP_ENTRY_SIZE);
   put_entry(n, FUDP_ENTRY_SPLINTER, eflags, r.cookie, (uint32_t)len, payload, put, f, hdr < room ? hdr : room);
@@ -367,6 +393,10 @@ static void post_rx(struct nic *n, uint64_t addr) {
 }
 
 static void cancel_rx(struct nic *n, uint64_t cookie) {
+#ifdef FUDP_FAULT_IGNORE_CANCEL
+  (void)n, (void)cookie; /* Fault: a cancelled receive stays posted. */
+  return;
+#endif
   for (size_t k = 0; k < n->rx_count; ++k) {
     if (n->rx[n->rx_head + k].cookie != cookie) continue;
     (void)posted_take(n, k);
@@ -397,30 +427,61 @@ static void post_tx(struct nic *n, uint64_t addr) {
     }
   }
   n->h->transmit(n->h->host, n->frame, len);
-  ++n->stats[FUDP_STAT_TX_FRAMES];
-  if (ring_free(n)) put_entry(n, FUDP_ENTRY_TX_DONE, 0, cookie, len, 0, 0, NULL, 0);
+  COUNT(n, FUDP_STAT_TX_FRAMES);
+#ifndef FUDP_FAULT_NO_TX_DONE
+  /* The completion; with no free slot it is lost, and counted. */
+  if (ring_free(n))
+    put_entry(n, FUDP_ENTRY_TX_DONE, 0, cookie, len, 0, 0, NULL, 0);
+  else
+    COUNT(n, FUDP_STAT_RX_RING_FULL);
+#else
+  /* Fault: no completion entry is ever written (a full ring is still counted). */
+  (void)cookie;
+  if (!ring_free(n)) COUNT(n, FUDP_STAT_RX_RING_FULL);
+#endif
 }
 
-static uint64_t mmio_read(void *nicp, uint64_t off, unsigned size) {
-  struct nic *n = (struct nic *)nicp;
-  (void)size;
+static uint64_t reg_value(struct nic *n, uint64_t off) {
   if (off >= FUDP_REG_STATS && off < FUDP_REG_STATS + 8 * FUDP_STAT_COUNT) return n->stats[(off - FUDP_REG_STATS) / 8];
   switch (off) {
     case FUDP_REG_KRING_CONS: return n->cons;
+    case FUDP_REG_RX_POSTED: return n->rx_count;
     default: return 0;
   }
 }
 
+/* 8-octet reads, and 4-octet reads of either half (shim v2). */
+static uint64_t mmio_read(void *nicp, uint64_t off, unsigned size) {
+  struct nic *n = (struct nic *)nicp;
+#ifdef FUDP_FAULT_WIDE_ONLY
+  (void)size; /* Fault: every read answers the whole register at that offset. */
+  return reg_value(n, off);
+#else
+  if (size == 8 && off % 8 == 0) return reg_value(n, off);
+  if (size == 4 && off % 4 == 0) {
+    uint64_t v = reg_value(n, off & ~(uint64_t)7);
+    return off % 8 ? v >> 32 : v & 0xffffffffu;
+  }
+  return 0;
+#endif
+}
+
 static void mmio_write(void *nicp, uint64_t off, uint64_t v, unsigned size) {
   struct nic *n = (struct nic *)nicp;
-  (void)size;
+#ifdef FUDP_FAULT_WIDE_ONLY
+  (void)size; /* Fault: a narrow write acts as a whole one. */
+#else
+  if (size != 8) return; /* registers are written 8 octets at a time (shim v2) */
+#endif
   switch (off) {
     case FUDP_REG_CTRL:
+#ifndef FUDP_FAULT_IGNORE_RESET
       if (v & FUDP_CTRL_RESET) {
+        /* The posted receives and the counters go; the ring stays (shim v2). */
         n->rx_count = n->rx_head = 0;
         memset(n->stats, 0, sizeof n->stats);
-        n->prod = n->cons = 0;
       }
+#endif
       n->enabled = (v & FUDP_CTRL_ENABLE) && n->ring_slots && n->slot_size && n->prod_addr;
       break;
     case FUDP_REG_KRING_BASE: n->ring_base = v; break;

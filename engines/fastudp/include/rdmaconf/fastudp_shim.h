@@ -1,5 +1,5 @@
 /*
- * rdmaconf Fast UDP shim ABI, version 1.
+ * rdmaconf Fast UDP shim ABI, version 2.
  *
  * A NIC model is a shared object built against this header alone. The host
  * (rdmaconf's harness, "the simulator") loads it, hands it a table of the ten
@@ -34,7 +34,11 @@
 extern "C" {
 #endif
 
-#define FUDP_ABI_VERSION 1u
+/* Version 2 decided what version 1 left open (register access widths,
+ * CTRL_RESET, coalescing with a zero time, the flags of each entry kind,
+ * what every counter counts, transmit completions on a full ring) and added
+ * FUDP_REG_RX_POSTED; a version 1 plug-in is refused. */
+#define FUDP_ABI_VERSION 2u
 
 /* ---- Host entry points (host -> NIC table) ------------------------------ */
 
@@ -121,7 +125,11 @@ typedef void (*fudp_plugin_receive_fn)(void *nic, const void *frame, size_t len)
 
 #define FUDP_WINDOW0_SIZE 0x1000u
 
-/* Registers (8-octet, little-endian). W: the driver writes; R: it reads. */
+/* Registers (8-octet, little-endian). W: the driver writes; R: it reads.
+ * Access widths: the driver writes registers with 8-octet accesses only; a
+ * write of another size has no effect. It reads with 8-octet accesses, or
+ * with 4-octet ones at a register's offset (its low half) or offset + 4
+ * (its high half), as a 32-bit driver does. */
 #define FUDP_REG_CTRL 0x000u            /* W: FUDP_CTRL_* */
 #define FUDP_REG_KRING_BASE 0x008u      /* W: address of the kernel ring */
 #define FUDP_REG_KRING_SLOTS 0x010u     /* W: number of slots (a power of two, 2..65536) */
@@ -130,22 +138,41 @@ typedef void (*fudp_plugin_receive_fn)(void *nic, const void *frame, size_t len)
 #define FUDP_REG_KRING_CONS 0x028u      /* W: slots the driver has consumed (free-running) */
 #define FUDP_REG_RX_POST 0x030u         /* W: address of a struct fudp_rx_desc to take */
 #define FUDP_REG_TX_POST 0x038u         /* W: address of a struct fudp_tx_desc to send */
-#define FUDP_REG_IRQ_COALESCE 0x040u    /* W: bits 0-15 entries, 16-47 cycles (0: each entry) */
-#define FUDP_REG_RX_CANCEL 0x048u       /* W: cookie of a posted receive to withdraw */
+#define FUDP_REG_IRQ_COALESCE 0x040u    /* W: bits 0-15 entries, 16-47 cycles. With both non-zero the
+                                           NIC raises vector 0 once `entries` entries are unsignalled,
+                                           or `cycles` after the first unsignalled entry was
+                                           published, whichever comes first; otherwise (either field
+                                           zero) after each entry */
+#define FUDP_REG_RX_CANCEL 0x048u       /* W: cookie of a posted receive to withdraw: no datagram reaches it
+                                           after the write, and no entry names it */
+#define FUDP_REG_RX_POSTED 0x050u       /* R: posted receives the NIC holds now */
 #define FUDP_REG_STATS 0x100u           /* R: FUDP_STAT_COUNT counters of 8 octets */
 
-#define FUDP_CTRL_ENABLE 0x1u /* start taking frames (ring registers are set) */
-#define FUDP_CTRL_RESET 0x2u  /* drop every posted receive, zero the counters */
+/* The value written to FUDP_REG_CTRL replaces the last. ENABLE set: the NIC
+ * takes frames from the wire (the ring registers are set before). ENABLE
+ * clear, and before the first write: a frame from the wire is ignored, no
+ * write, no entry, no counter. RESET (acted on before ENABLE): every
+ * posted receive is dropped without an entry (the driver takes its buffers
+ * back), the counters go to zero, and RX_POSTED to zero. The ring stays as
+ * it is: the producer index goes on from where it was, and entries already
+ * published stay the driver's. */
+#define FUDP_CTRL_ENABLE 0x1u
+#define FUDP_CTRL_RESET 0x2u
 
-/* Counters at FUDP_REG_STATS + 8 * index. */
+/* Counters at FUDP_REG_STATS + 8 * index, free-running, zeroed by
+ * CTRL_RESET. Each frame from the wire counts in RX_FRAMES and then in
+ * exactly one of SPLINTERED, SLOW, CSUM_BAD, RING_FULL or MALFORMED. */
 enum fudp_stat {
-  FUDP_STAT_RX_FRAMES = 0,     /* frames received from the wire */
-  FUDP_STAT_RX_SPLINTERED = 1, /* datagrams placed in a user buffer */
-  FUDP_STAT_RX_SLOW = 2,       /* frames handed whole to the kernel ring */
-  FUDP_STAT_RX_CSUM_BAD = 3,   /* UDP datagrams dropped for their checksum */
-  FUDP_STAT_RX_RING_FULL = 4,  /* frames dropped: no free kernel ring slot */
-  FUDP_STAT_RX_TRUNCATED = 5,  /* datagrams cut to a short user buffer */
-  FUDP_STAT_RX_MALFORMED = 6,  /* UDP datagrams dropped for their length */
+  FUDP_STAT_RX_FRAMES = 0,     /* frames taken from the wire while enabled */
+  FUDP_STAT_RX_SPLINTERED = 1, /* datagrams placed in a user buffer (splinter entries written) */
+  FUDP_STAT_RX_SLOW = 2,       /* frames handed whole to the kernel ring (whole entries written) */
+  FUDP_STAT_RX_CSUM_BAD = 3,   /* UDP datagrams dropped for their checksum: a wrong non-zero one
+                                  (IPv4, IPv6) or a zero one over IPv6 */
+  FUDP_STAT_RX_RING_FULL = 4,  /* entries not written for want of a free slot: frames dropped, and
+                                  transmit completions lost (the frame itself was sent) */
+  FUDP_STAT_RX_TRUNCATED = 5,  /* splinters flagged truncated (also counted in SPLINTERED) */
+  FUDP_STAT_RX_MALFORMED = 6,  /* UDP datagrams dropped for their length (below 8, or beyond the
+                                  IP payload) */
   FUDP_STAT_TX_FRAMES = 7,     /* frames sent */
   FUDP_STAT_COUNT = 8
 };
@@ -172,10 +199,13 @@ struct fudp_tx_desc {
   uint32_t flags;  /* FUDP_TX_* */
   uint64_t cookie; /* reported in the completion entry */
 };
-#define FUDP_TX_CSUM 0x1u
+#define FUDP_TX_CSUM 0x1u /* compute and fill in the UDP checksum (IPv4 and IPv6); one that
+                             computes to zero is sent as 0xffff */
 
-/* A NIC holds at least this many posted receives at once. */
-#define FUDP_MIN_POSTED 1024u /* compute and fill in the UDP checksum (IPv4 and IPv6) */
+/* A NIC holds at least this many posted receives at once. A post beyond
+ * what it holds is refused: the receive is not held (no datagram reaches
+ * it) and RX_POSTED does not count it, which is how the driver learns. */
+#define FUDP_MIN_POSTED 1024u
 
 /* Kernel ring slot: a struct fudp_ring_entry followed by `stored` octets of
  * frame. The NIC writes the slot, then the producer index word (slots
@@ -192,14 +222,23 @@ struct fudp_ring_entry {
 };
 #define FUDP_ENTRY_SIZE 32u
 
-#define FUDP_ENTRY_SPLINTER 1u /* payload in the user buffer; the frame's headers here */
+/* The fast path takes an Ethernet frame (one VLAN tag at most) holding an
+ * unfragmented UDP datagram: IPv4 with a good header checksum, or IPv6 whose
+ * fixed header's Next Header is UDP (so the pseudo-header's addresses are
+ * the fixed header's). Anything else, an IPv4 header checksum that fails and
+ * any IPv6 extension header included, goes whole to the kernel ring. */
+#define FUDP_ENTRY_SPLINTER 1u /* payload in the user buffer; the frame's headers through UDP here */
 #define FUDP_ENTRY_WHOLE 2u    /* the whole frame here, for the kernel's own stack */
-#define FUDP_ENTRY_TX_DONE 3u  /* a transmit completed */
+#define FUDP_ENTRY_TX_DONE 3u  /* a transmit completed: written once the frame is on the wire; cookie
+                                  and frame_len from its descriptor, the other fields zero */
 
-#define FUDP_ENTRY_F_TRUNCATED 0x1u /* splinter: the payload was longer than the buffer;
-                                       whole: the frame was longer than the slot */
-#define FUDP_ENTRY_F_CSUM_OK 0x2u   /* the UDP checksum was verified */
-#define FUDP_ENTRY_F_NO_CSUM 0x4u   /* the datagram carried no checksum (IPv4, zero) */
+/* Flags by entry kind. Splinter: exactly one of CSUM_OK and NO_CSUM, and
+ * TRUNCATED when the payload was longer than the buffer. Whole: TRUNCATED
+ * when the frame was longer than the slot (the first slot size - 32 octets
+ * are stored), nothing else. Tx-done: none. */
+#define FUDP_ENTRY_F_TRUNCATED 0x1u
+#define FUDP_ENTRY_F_CSUM_OK 0x2u /* the UDP checksum was verified */
+#define FUDP_ENTRY_F_NO_CSUM 0x4u /* the datagram carried no checksum (IPv4, zero) */
 
 #ifdef __cplusplus
 }
