@@ -27,11 +27,7 @@ class Judge {
   }
   void fail(std::string_view id, std::uint64_t frame, std::string expected, std::string actual, std::string detail = {}) {
     if (auto* t = tally(id)) {
-      Evidence e;
-      if (frame) e.frames.push_back(frame);
-      e.side = side_;
-      e.expected = std::move(expected);
-      e.actual = std::move(actual);
+      Evidence e = evidence(frame, std::move(expected), std::move(actual));
       e.detail = std::move(detail);
       t->fail(std::move(e));
     }
@@ -47,11 +43,7 @@ class Judge {
   void consequence(std::string_view id, std::uint64_t frame, std::string expected, std::string actual, std::string cause_case,
                    std::uint64_t cause_frame) {
     if (auto* t = tally(id)) {
-      Evidence e;
-      if (frame) e.frames.push_back(frame);
-      e.side = side_;
-      e.expected = std::move(expected);
-      e.actual = std::move(actual);
+      Evidence e = evidence(frame, std::move(expected), std::move(actual));
       e.caused_by = Evidence::Cause{std::move(cause_case), cause_frame};
       t->inconclusive(std::move(e));
     }
@@ -59,6 +51,14 @@ class Judge {
   std::vector<CaseOutcome> take() { return std::move(outcomes_); }
 
  private:
+  Evidence evidence(std::uint64_t frame, std::string expected, std::string actual) const {
+    Evidence e;
+    if (frame) e.frames.push_back(frame);
+    e.side = side_;
+    e.expected = std::move(expected);
+    e.actual = std::move(actual);
+    return e;
+  }
   Tally* tally(std::string_view id) {
     auto it = index_.find(id);
     return it == index_.end() ? nullptr : &outcomes_[it->second].tally;

@@ -347,10 +347,12 @@ void judge(Script& s, Judge& j) {
               fmt::format("frame length {}, payload {}, delivered {}, {} octets stored", en.frame_len, en.payload_len,
                           en.delivered, en.stored));
     }
-    for (const auto& [cookie, es] : done)
+    for (const auto& d : done) {
+      const std::uint64_t cookie = d.first;  // a copy: Clang 14 does not capture structured bindings
       if (std::none_of(s.txs().begin(), s.txs().end(), [&](const Tx& x) { return x.cookie == cookie; }))
         j.fail(cid::tx_done, 0, "tx-done entries only for transmits posted",
-               fmt::format("a tx-done entry (slot {}) names cookie {}, which no transmit had", entries[es.front()].slot, cookie));
+               fmt::format("a tx-done entry (slot {}) names cookie {}, which no transmit had", entries[d.second.front()].slot, cookie));
+    }
   }
 
   // What scenarios observed themselves (register reads).
