@@ -103,7 +103,7 @@ inline Built build(const Dgram& d, std::uint16_t sport, std::uint32_t seed) {
     protocols::put_be16(b.frame, l3_at + 6, d.frag == Frag::first ? 0x2000 : 185);
   } else if (d.frag != Frag::none || (d.v6 && d.v6_routing)) {
     // An IPv6 fragment header (RFC 8200 §4.5), or a routing header (§4.4,
-    // routing type 253 of RFC 4727's experiments, no segments left), between
+    // routing type 253, an experiment value of RFC 4727 §3.6, no segments left), between
     // the fixed header and UDP.
     std::array<std::byte, 8> fh{};
     fh[0] = std::byte{17};

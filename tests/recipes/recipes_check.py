@@ -29,6 +29,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -297,6 +298,9 @@ def gitlab(image, captures, work, rdmaconf, whole):
 
 
 def main():
+    # A CI timeout's SIGTERM unwinds like an error, so that the Slurm part's
+    # finally stops the daemons it started.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--deb", required=True)
     ap.add_argument("--captures", required=True)
