@@ -31,8 +31,9 @@ def main(argv):
     def explanation(cell):
         """The entry that explains the cell's difference: its id matches and its reason shows what the entry says."""
         for entry in allowed:
+            seen = entry["seen"] if isinstance(entry["seen"], list) else [entry["seen"]]
             if any(fnmatch.fnmatchcase(cell["id"], pattern) for pattern in entry["cells"]) and \
-                    entry["seen"] in cell.get("reason", ""):
+                    any(text in cell.get("reason", "") for text in seen):
                 return entry
         return None
 
