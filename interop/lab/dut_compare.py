@@ -29,11 +29,16 @@ def main(argv):
     problems = []
 
     def explanation(cell):
-        """The entry that explains the cell's difference: its id matches and its reason shows what the entry says."""
+        """The entry that explains the cell's difference: its id matches, and its
+        reason shows what the entry says or the lab judged it red as the very
+        finding the entry names (a known finding, not a regression)."""
         for entry in allowed:
             seen = entry["seen"] if isinstance(entry["seen"], list) else [entry["seen"]]
-            if any(fnmatch.fnmatchcase(cell["id"], pattern) for pattern in entry["cells"]) and \
-                    any(text in cell.get("reason", "") for text in seen):
+            if not any(fnmatch.fnmatchcase(cell["id"], pattern) for pattern in entry["cells"]):
+                continue
+            as_finding = entry.get("finding") and cell.get("finding") == entry["finding"] and \
+                cell.get("known_finding") and not cell.get("regression")
+            if as_finding or any(text in cell.get("reason", "") for text in seen):
                 return entry
         return None
 
