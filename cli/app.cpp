@@ -27,6 +27,7 @@
 #include "cli/live.hpp"
 #include "cli/report_cmd.hpp"
 #include "cli/suite_report.hpp"
+#include "captures/io/hash_cache.hpp"
 #include "conformance/checker.hpp"
 #include "interop/lab/device.hpp"
 #include "interop/lab/lab.hpp"
@@ -118,9 +119,14 @@ int rdmaconf::cli::run_main(int argc, char** argv) {
   auto* check = app.add_subcommand("check", "check captures (pcap/pcapng files or directories of them)");
   std::vector<std::string> paths, patterns;
   std::string json_out, junit_out;
+  bool no_hash_cache = false;
   bool strict = false, quiet = false, verbose = false;
   check->add_option("paths", paths, "capture files or directories")->required();
   check->add_option("--json", json_out, "write the JSON report (reports/schema/report-v1.schema.json) to FILE");
+  check->add_flag("--no-hash-cache", no_hash_cache,
+                  "hash every input for the report, even one hashed before and unchanged since (by default a file's "
+                  "SHA-256 is kept in $RDMACONF_HASH_CACHE, else $XDG_CACHE_HOME/rdmaconf/sha256 or "
+                  "~/.cache/rdmaconf/sha256, keyed by device, inode, size, modification and change times)");
   check->add_option("--junit", junit_out,
                     "write a JUnit XML report to FILE (a testsuite per input, named relative to the folder the paths "
                     "share; a testcase per scope and case)");
@@ -364,6 +370,7 @@ int rdmaconf::cli::run_main(int argc, char** argv) {
   opt.case_patterns = cli::split_patterns(patterns);
   opt.strict = strict;
   opt.hash = !json_out.empty();  // only the JSON report carries it
+  if (!no_hash_cache) opt.hash_cache = captures::io::HashCache::default_dir();
   opt.family_options = family_options;
   opt.reassembly.idle_timeout_us = static_cast<std::int64_t>(idle_timeout_s) * 1000000;
   opt.reassembly.max_total_bytes = static_cast<std::size_t>(reassembly_mib) << 20;

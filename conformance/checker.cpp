@@ -1,4 +1,5 @@
 #include "conformance/checker.hpp"
+#include "captures/io/hash_cache.hpp"
 
 #include <fnmatch.h>
 #include <pcap/dlt.h>
@@ -324,10 +325,19 @@ InputResult timed(F&& check) {
 
 InputResult Checker::check_file(const std::string& path) const {
   return timed([&] {
+    // A file hashed before and unchanged since takes its hash from the
+    // cache, and is read once, by the check alone.
+    const captures::io::HashCache cache(opt_.hash ? opt_.hash_cache : std::filesystem::path());
+    const auto id = opt_.hash && !opt_.hash_cache.empty() ? captures::io::identify(path) : std::nullopt;
+    const std::string known = id ? cache.find(*id) : std::string();
     std::string err;
-    auto reader = PcapReader::open(path, err, opt_.hash);
-    if (reader && splittable(path, *reader)) return check_split(path, std::move(reader));
-    return check(path, std::move(reader), err);
+    auto reader = PcapReader::open(path, err, opt_.hash && known.empty());
+    InputResult out = reader && splittable(path, *reader) ? check_split(path, std::move(reader))
+                                                          : check(path, std::move(reader), err);
+    if (!known.empty()) out.sha256 = known;
+    // Kept only when the file did not change while it was read.
+    else if (id && !out.sha256.empty() && captures::io::identify(path) == id) cache.store(*id, out.sha256);
+    return out;
   });
 }
 

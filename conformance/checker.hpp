@@ -3,6 +3,7 @@
 // streaming: frames are read one at a time and dissected to the transport
 // layer, TCP is reassembled per connection, and each family gets what it
 // claims (TCP streams, UDP ports, EtherTypes, link types).
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -38,6 +39,9 @@ struct CheckOptions {
   std::function<void(std::uint64_t frame, bool undecodable, const std::string& message)> on_warning;
   // Compute each capture's SHA-256 (for the JSON report), on a second thread.
   bool hash = true;
+  // Where a file's hash is kept for the next run while the file stays the
+  // same (captures/io/hash_cache.hpp); empty: every file hashed every time.
+  std::filesystem::path hash_cache;
   // TCP reassembly's bounds: per connection, for all together, and the
   // idle time (in capture time) after which a connection is closed.
   captures::io::ReassemblyLimits reassembly;

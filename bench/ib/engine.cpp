@@ -10,7 +10,9 @@
 // raw datagrams of one path MTU. Both sides use the same batching
 // (sendmmsg / recvmmsg, 32 at a time) and run on two threads of this
 // process, so a two-core machine gives each its own core. Each figure is
-// the median of R runs; ratios are engine / raw.
+// the median of R rounds, raw UDP first in even rounds and last in odd
+// ones; ratios are medians of the rounds' engine / raw, and the JSON keeps
+// every round's figures.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -120,11 +122,11 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   CLI::App app("RoCEv2 engine against raw UDP on loopback");
-  std::uint64_t iterations = 200000;
-  unsigned runs = 5, window = 512;
+  std::uint64_t iterations = 50000;  // short rounds, many of them
+  unsigned runs = 21, window = 512;
   std::string json_out;
   app.add_option("--iterations", iterations, "64-octet messages per run");
-  app.add_option("--runs", runs, "runs per figure (the median is reported)");
+  app.add_option("--runs,--rounds", runs, "rounds per figure, alternating raw UDP and the engine (medians reported)");
   app.add_option("--window", window, "work requests in flight");
   app.add_option("--json", json_out, "write the figures as JSON to FILE");
   CLI11_PARSE(app, argc, argv);
@@ -162,15 +164,20 @@ int main(int argc, char** argv) {
     std::vector<double> raw, rc, ud, rc_ratio, ud_ratio, rawg, wg, w_ratio;
     std::uint64_t got = 0;
     for (unsigned i = 0; i < runs; ++i) {
+      // Raw UDP first in even rounds, last in odd ones.
       double g = 0;
-      raw.push_back(raw_udp_rate(iterations, 12 + 64 + 4, port + 1, got));
+      const auto raw_rates = [&] {
+        raw.push_back(raw_udp_rate(iterations, 12 + 64 + 4, port + 1, got));
+        rawg.push_back(raw_udp_rate(iterations / 4, 12 + 16 + 1024 + 4, port + 1, got) * 1024 * 8 / 1e9);
+      };
+      if (i % 2 == 0) raw_rates();
       rc.push_back(engine("send", 64, iterations, g));
       ud.push_back(engine("ud-send", 64, iterations, g));
-      rc_ratio.push_back(rc.back() / raw.back());
-      ud_ratio.push_back(ud.back() / raw.back());
-      rawg.push_back(raw_udp_rate(iterations / 4, 12 + 16 + 1024 + 4, port + 1, got) * 1024 * 8 / 1e9);
       engine("write", 65536, std::max<std::uint64_t>(64, iterations / 200), g);
       wg.push_back(g);
+      if (i % 2 == 1) raw_rates();
+      rc_ratio.push_back(rc.back() / raw.back());
+      ud_ratio.push_back(ud.back() / raw.back());
       w_ratio.push_back(g / rawg.back());
     }
     std::cout << fmt::format("{} runs, medians; ratios are medians of per-run engine/raw\n", runs);
@@ -187,7 +194,10 @@ int main(int argc, char** argv) {
            {"ud_send_64B_ratio", median(ud_ratio)},
            {"raw_udp_1KiB_gbit_per_s", median(rawg)},
            {"rc_write_64KiB_gbit_per_s", median(wg)},
-           {"rc_write_ratio", median(w_ratio)}};
+           {"rc_write_ratio", median(w_ratio)},
+           // Every round's figures (bench/measure.py gives their spread).
+           {"rounds", {{"raw_udp_80B_msgs_per_s", raw}, {"rc_send_64B_msgs_per_s", rc}, {"ud_send_64B_msgs_per_s", ud},
+                       {"raw_udp_1KiB_gbit_per_s", rawg}, {"rc_write_64KiB_gbit_per_s", wg}}}};
   } catch (const std::exception& e) {
     std::cerr << "rdmaconf-bench-roce: " << e.what() << "\n";
     return 1;

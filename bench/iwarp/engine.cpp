@@ -7,9 +7,13 @@
 // end) against a raw TCP stream of the same messages acknowledged by one
 // octet at the end. Latency: write-lat ping-pong at 4 B and 64 KiB (every
 // message verified) against a raw TCP ping-pong that verifies each message
-// the same way. Each figure is the median of R runs; each run measures raw
-// TCP and the engine back to back, and the ratio is the median of the runs'
-// own ratios (engine/raw), which a slow spell of the machine moves together.
+// the same way. The figures come from R short rounds; each round measures
+// raw TCP and every engine configuration back to back, raw TCP first in
+// even rounds and last in odd ones, and the ratio is the median of the
+// rounds' own ratios (engine/raw), which a slow spell of the machine moves
+// together. The JSON keeps every round's figures (engine_rounds,
+// raw_rounds, in the row's unit), from which bench/measure.py gives the
+// spread and says when the baseline moved more than the effect measured.
 // Both sides of each measurement run in this process on two threads, so a
 // two-core machine gives each its own core.
 #include <fcntl.h>
@@ -172,13 +176,14 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   CLI::App app{"rdmaconf-bench-iwarp: the iWARP engine against raw TCP on loopback"};
-  std::uint64_t bw_iters = 20000, lat_iters = 20000;
-  int runs = 3;
+  std::uint64_t bw_iters = 4000, lat_iters = 5000;  // short rounds, many of them
+  int runs = 21;
   std::string json_out;
   bool spin = false;
   app.add_option("--bw-iterations", bw_iters, "64 KiB messages per throughput run");
   app.add_option("--lat-iterations", lat_iters, "round trips per latency run");
-  app.add_option("--runs", runs, "runs per figure (median reported)")->check(CLI::Range(1, 50));
+  app.add_option("--runs,--rounds", runs, "rounds per figure, alternating raw TCP and the engine (medians reported)")
+      ->check(CLI::Range(1, 200));
   app.add_option("--json", json_out, "write the figures as JSON");
   app.add_flag("--spin", spin, "busy-poll on both sides (engine and raw TCP) instead of blocking");
   std::string only;
@@ -199,10 +204,17 @@ int main(int argc, char** argv) {
   auto paired = [&](auto raw_f, auto eng_f) {
     Figures f{{}, std::vector<std::vector<double>>(cfgs.size())};
     for (int i = 0; i < runs; ++i) {
-      f.raw.push_back(raw_f());
+      if (i % 2 == 0) f.raw.push_back(raw_f());
       for (std::size_t c = 0; c < cfgs.size(); ++c) f.eng[c].push_back(eng_f(cfgs[c]));
+      if (i % 2 == 1) f.raw.push_back(raw_f());
     }
     return f;
+  };
+  // Each round's figure in the row's unit (time per message or rate).
+  auto per_round = [](const std::vector<double>& secs, auto unit) {
+    nlohmann::json a = nlohmann::json::array();
+    for (double s : secs) a.push_back(s > 0 ? unit(s) : 0.0);
+    return a;
   };
   // Median over runs of eng/raw (times), and of each side alone.
   auto ratio = [](const std::vector<double>& eng, const std::vector<double>& raw) {
@@ -223,8 +235,10 @@ int main(int argc, char** argv) {
     const double r = s > 0 ? 1 / ratio(bw.eng[i], bw.raw) : 0;  // throughput: raw time over engine time
     std::cout << fmt::format("{:<34} {:>7.2f} Gb/s {:>7.2f} Gb/s {:>7.3f}x\n", "RDMA Write 64 KiB, " + cfgs[i].name(), gbps,
                              raw_gbps, r);
+    const auto rate = [&](double secs) { return octets * 8 / secs / 1e9; };
     out["rows"].push_back({{"test", "write-bw"}, {"size", kBw}, {"config", cfgs[i].name()}, {"engine_gbit_s", gbps},
-                           {"raw_tcp_gbit_s", raw_gbps}, {"ratio", r}});
+                           {"raw_tcp_gbit_s", raw_gbps}, {"ratio", r}, {"unit", "Gb/s"},
+                           {"engine_rounds", per_round(bw.eng[i], rate)}, {"raw_rounds", per_round(bw.raw, rate)}});
   }
   for (std::uint32_t size : {4u, 65536u}) {
     const std::uint64_t n = size > 4096 ? lat_iters / 4 : lat_iters;
@@ -236,8 +250,10 @@ int main(int argc, char** argv) {
       const double r = ratio(lat.eng[i], lat.raw);
       std::cout << fmt::format("{:<34} {:>9.2f} us {:>9.2f} us {:>7.3f}x\n",
                                fmt::format("half RTT {} B, {}", size, cfgs[i].name()), us, raw_us, r);
+      const auto half_rtt = [&](double secs) { return secs * 1e6 / static_cast<double>(n) / 2; };
       out["rows"].push_back({{"test", "write-lat"}, {"size", size}, {"config", cfgs[i].name()}, {"engine_half_rtt_us", us},
-                             {"raw_tcp_half_rtt_us", raw_us}, {"ratio", r}});
+                             {"raw_tcp_half_rtt_us", raw_us}, {"ratio", r}, {"unit", "us"},
+                             {"engine_rounds", per_round(lat.eng[i], half_rtt)}, {"raw_rounds", per_round(lat.raw, half_rtt)}});
     }
   }
   if (!json_out.empty()) std::ofstream(json_out) << out.dump(2) << "\n";

@@ -441,6 +441,43 @@ void QueuePair::receive(Bytes in) {
   pump();
 }
 
+std::size_t QueuePair::receive_whole(Bytes in) {
+  const std::size_t all = in.size();
+  if (rx_ != Rx::fpdu || rx_markers_ || framer_.partial()) {
+    rx_crc_done_ = 0;
+    receive(in);
+    return all;
+  }
+  while (rx_ == Rx::fpdu && in.size() >= 2) {
+    const std::size_t total = pi::fpdu_size(protocols::be16(in, 0));
+    const std::size_t covered = total - pi::kMpaCrcSize;  // the CRC covers all but its own field (RFC 5044 §4.4)
+    if (in.size() < total) {
+      // Not whole yet: its CRC begun over what came, while those octets
+      // are still in the cache and the rest is on its way.
+      if (crc_) {
+        const std::size_t upto = std::min(in.size(), covered);
+        rx_crc_ = protocols::crc::crc32c_update(rx_crc_done_ ? rx_crc_ : protocols::crc::kCrc32cInit, in.subspan(rx_crc_done_, upto - rx_crc_done_));
+        rx_crc_done_ = upto;
+      }
+      break;
+    }
+    const Bytes f = in.first(total);
+    std::uint32_t c = 0;
+    if (crc_)
+      c = protocols::crc::crc32c_final(protocols::crc::crc32c_update(rx_crc_done_ ? rx_crc_ : protocols::crc::kCrc32cInit, f.subspan(rx_crc_done_, covered - rx_crc_done_)));
+    rx_crc_done_ = 0;
+    in = in.subspan(total);
+    framer_.skip(total);
+    on_fpdu(f, c);
+  }
+  if (rx_ != Rx::fpdu && !in.empty()) {  // dead after a Terminate: the rest is counted, not read
+    rx_bytes(in);
+    in = {};
+  }
+  pump();
+  return all - in.size();
+}
+
 void QueuePair::rx_bytes(Bytes in) {
   while (!in.empty()) {
     switch (rx_) {

@@ -74,6 +74,13 @@ class QueuePair {
   void connect();
   // Octets from the peer, in order.
   void receive(Bytes in);
+  // The same, for a caller that keeps what is not taken: the FPDUs whole in
+  // `in` are read where they lie, and an FPDU not yet whole at its end is
+  // left (its CRC begun over what is there); the return is how many octets
+  // were taken. The caller hands the rest again, first, with what arrives
+  // next, so that an FPDU is never copied together from pieces. Where that
+  // cannot be (markers, the MPA frames) it takes everything, as receive().
+  std::size_t receive_whole(Bytes in);
   // The peer closed its side (EOF).
   void peer_closed();
   void tick(std::uint64_t now_ms);
@@ -217,6 +224,10 @@ class QueuePair {
   std::vector<std::byte> stage_;  // the MPA Request or Reply being received
   std::size_t need_ = 20;
   protocols::iwarp::MpaFramer<> framer_;  // FPDUs from the peer's first one on
+  // receive_whole(): the CRC register over the first rx_crc_done_ octets of
+  // the FPDU left untaken at the front of what the caller hands again.
+  std::uint32_t rx_crc_ = 0;
+  std::size_t rx_crc_done_ = 0;
   std::vector<std::byte> rr_;
   std::uint64_t fpdus_received_ = 0, octets_after_terminate_ = 0;
   std::uint32_t expect_msn_[protocols::iwarp::kRdmapQueues] = {1, 1, 1, 1};

@@ -24,12 +24,16 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr std::size_t kMaxIov = 1024;  // pieces per sendmsg (IOV_MAX)
+// The read buffer, and the room kept free at its end: more than the largest
+// FPDU (a 16-bit ULPDU length, its pad, length and CRC fields), so that one
+// not yet whole always has room to become whole where it lies.
+constexpr std::size_t kReadBuffer = 512 * 1024, kReadRoom = 128 * 1024;
 
 
 }  // namespace
 
 TcpLink::TcpLink(Fd fd, QueuePair& qp, WaitMode wait)
-    : fd_(std::move(fd)), ep_(::epoll_create1(EPOLL_CLOEXEC)), qp_(qp), mode_(wait), rbuf_(256 * 1024),
+    : fd_(std::move(fd)), ep_(::epoll_create1(EPOLL_CLOEXEC)), qp_(qp), mode_(wait), rbuf_(kReadBuffer),
       t0_(Clock::now()) {
   // Every send and the opportunistic reads pass MSG_DONTWAIT. In block mode
   // the socket itself stays blocking with a short receive timeout, so that
@@ -122,12 +126,18 @@ bool TcpLink::flush() {
 
 bool TcpLink::read_some(bool block) {
   for (;;) {
-    const ssize_t n = ::recv(fd_.get(), rbuf_.data(), rbuf_.size(), block ? 0 : MSG_DONTWAIT);
+    if (rbuf_.size() - rtail_ < kReadRoom) {  // the untaken octets moved to the front (rarely: one FPDU at most)
+      std::memmove(rbuf_.data(), rbuf_.data() + rhead_, rtail_ - rhead_);
+      rtail_ -= rhead_;
+      rhead_ = 0;
+    }
+    const ssize_t n = ::recv(fd_.get(), rbuf_.data() + rtail_, rbuf_.size() - rtail_, block ? 0 : MSG_DONTWAIT);
     if (n > 0) {
-      const protocols::Bytes in(rbuf_.data(), static_cast<std::size_t>(n));
-      tap(1 - our_dir_, in);
+      tap(1 - our_dir_, protocols::Bytes(rbuf_.data() + rtail_, static_cast<std::size_t>(n)));
       received_ += static_cast<std::uint64_t>(n);
-      qp_.receive(in);
+      rtail_ += static_cast<std::size_t>(n);
+      rhead_ += qp_.receive_whole(protocols::Bytes(rbuf_.data() + rhead_, rtail_ - rhead_));
+      if (rhead_ == rtail_) rhead_ = rtail_ = 0;
       return true;
     }
     if (n == 0) {

@@ -87,7 +87,11 @@ class TcpLink {
   bool want_out_ = false;  // EPOLLOUT registered
   bool ended_ = false, peer_eof_ = false, peer_reset_ = false, shut_wr_ = false;
   std::string error_;
+  // Octets received: [rhead_, rtail_) of rbuf_ are those the queue pair
+  // has not taken yet (the start of an FPDU not yet whole), handed to it
+  // again, in front of what the next recv() appends.
   std::vector<std::byte> rbuf_;
+  std::size_t rhead_ = 0, rtail_ = 0;
   std::uint64_t sent_ = 0, received_ = 0;
   std::size_t split_ = 0;
   std::chrono::steady_clock::time_point t0_;

@@ -1,7 +1,8 @@
 // The iWARP engine's receive path fed a hostile peer: the first octet picks
 // our role and what we ask for (bit 0 initiator, 1 CRC, 2 markers, 3 revision
-// 1, 4-5 peer-to-peer RTR type); the rest is chunks [len:1][octets] that
-// arrive one receive() call each, while everything the engine writes is
+// 1, 4-5 peer-to-peer RTR type, 6 the socket reader's path: receive_whole()
+// with what it leaves handed again, as TcpLink does); the rest is chunks
+// [len:1][octets] that arrive one receive() call each, while everything the engine writes is
 // taken away. Receive buffers and regions of every kind are in place, so
 // Sends, Writes, Reads and atomics all reach placement code.
 #include <algorithm>
@@ -37,10 +38,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   rd.remote_stag = 0x100;
   qp.post_send(rd);
   qp.consume(qp.output().size());
+  const bool whole = data[0] & 0x40;
+  std::vector<std::byte> held;
   std::size_t i = 1;
   while (i < size) {
     const std::size_t len = std::min<std::size_t>(data[i], size - i - 1);
-    qp.receive(rdmaconf::protocols::as_bytes(data + i + 1, len));
+    const auto in = rdmaconf::protocols::as_bytes(data + i + 1, len);
+    if (whole) {
+      held.insert(held.end(), in.begin(), in.end());
+      const std::size_t taken = qp.receive_whole(rdmaconf::protocols::Bytes(held));
+      if (taken > held.size()) __builtin_trap();
+      held.erase(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(taken));
+    } else {
+      qp.receive(in);
+    }
     qp.consume(qp.output().size());
     while (scq.poll() || rcq.poll()) {
     }

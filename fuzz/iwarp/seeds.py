@@ -46,6 +46,8 @@ def seeds(captures, s):
             if n >= 2:
                 break
             s.put("fuzz_engine", "%s-%d" % (cap.name, n), engine_seed(2 if n == 0 else 3, stream[:20000]))
+            # (and through the socket reader's path, receive_whole)
+            s.put("fuzz_engine", "%s-%d-whole" % (cap.name, n), engine_seed(0x42 if n == 0 else 0x43, stream[:20000]))
             # fuzz_mpa_framer: the FPDUs after the MPA frame, with and without markers, cut by two seeds
             if stream.startswith(b"MPA ID R") and len(stream) >= 20:
                 body = stream[20 + struct.unpack_from(">H", stream, 18)[0]:][:16384]

@@ -6,6 +6,7 @@
 
 #if defined(__x86_64__)
 #include <cpuid.h>
+#include <immintrin.h>
 #include <nmmintrin.h>
 #include <wmmintrin.h>
 #endif
@@ -67,6 +68,16 @@ unsigned cpu_features() {
 }
 bool cpu_has_sse42() { return (cpu_features() & bit_SSE4_2) != 0; }
 bool cpu_has_pclmul() { return (cpu_features() & bit_PCLMUL) != 0; }
+bool cpu_has_avx() { return (cpu_features() & bit_AVX) != 0 && (cpu_features() & bit_OSXSAVE) != 0; }
+
+// ISA-L's widest CRC (AVX-512 folding) returns with the upper halves of the
+// vector registers dirty: it issues no VZEROUPPER. Every legacy-SSE
+// instruction after it (the compiler's memcpy and zeroing of headers, the
+// SSE4.2 CRC loop) then waits on those registers, and each context switch
+// saves the full state: measured here, the engine's sender spent 5.5 us
+// building a 64 KiB RDMA Write's FPDUs whose CRC alone takes 1.6 us, and
+// 1.9 us with the registers cleaned after each call.
+[[gnu::target("avx")]] void clean_upper_state() { _mm256_zeroupper(); }
 
 __attribute__((target("sse4.2"))) std::uint32_t sse42_update(std::uint32_t crc, const unsigned char* p,
                                                              std::size_t n) {
@@ -184,8 +195,15 @@ std::uint32_t crc32c_update_with(Crc32cEngine e, std::uint32_t state, Bytes data
       break;
     case Crc32cEngine::isal:
 #ifdef RDMACONF_HAVE_ISAL
+    {
       // ISA-L's iSCSI CRC takes and returns the raw (uninverted) register.
-      return crc32_iscsi(const_cast<unsigned char*>(p), static_cast<int>(data.size()), state);
+      const std::uint32_t r = crc32_iscsi(const_cast<unsigned char*>(p), static_cast<int>(data.size()), state);
+#if defined(__x86_64__)
+      static const bool avx = cpu_has_avx();
+      if (avx) clean_upper_state();
+#endif
+      return r;
+    }
 #else
       break;
 #endif

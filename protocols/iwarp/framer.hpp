@@ -76,6 +76,9 @@ class MpaFramer {
     reset(markers, crc);
     pos_ = pos;
   }
+  // Passes over `n` octets a caller took as one whole unmarked FPDU itself,
+  // between FPDUs (nothing open).
+  void skip(std::uint64_t n) { pos_ += n; }
   bool markers() const { return markers_; }
   bool crc() const { return crc_; }
   // Octets taken since reset, markers included.

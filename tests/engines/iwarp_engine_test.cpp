@@ -459,6 +459,82 @@ BOOST_AUTO_TEST_CASE(receive_path_split_at_every_octet) {
   }
 }
 
+// The path a socket reader takes (receive_whole, TcpLink): what the queue
+// pair leaves untaken, the start of an FPDU not yet whole, is handed again
+// with the next octets. One CRC stream (no markers) cut in three at every
+// pair of octet offsets gives the same completions and data as one call, and
+// a CRC error found in an FPDU whose CRC was begun over an earlier piece
+// still draws the Terminate with nothing of the FPDU placed.
+BOOST_AUTO_TEST_CASE(receive_whole_keeps_no_copy_and_judges_the_crc) {
+  std::vector<std::byte> stream;
+  std::size_t request_len = 0, write_at = 0;
+  auto record = [&](bool corrupt) {
+    stream.clear();
+    QpConfig ci = config(true, 2, true, false, Rtr::none);
+    if (corrupt) ci.faults.corrupt_crc_fpdu = 3;  // the RDMA Write's one FPDU (after the first Send's two)
+    Side a(ci), b(config(false, 2, true, false, Rtr::none));
+    for (std::uint64_t i = 0; i < 4; ++i) b.qp.post_recv({i, {b.recv_stag, i * 8192, 8192}});
+    a.qp.connect();
+    request_len = a.qp.output().size();
+    shuttle(a, b, 0, [&](int d, Bytes x) { if (d == 0) stream.insert(stream.end(), x.begin(), x.end()); });
+    a.qp.post_send({1, WrOpcode::send, {a.src_stag, 0, 7000}});
+    write_at = stream.size() + a.qp.output().size();  // past the Send's FPDUs
+    SendWr w{2, WrOpcode::write, {a.src_stag, 100, 3000}};
+    w.remote_stag = b.dst_stag;
+    w.remote_to = 0x10000;
+    a.qp.post_send(w);
+    a.qp.post_send({3, WrOpcode::send, {a.src_stag, 0, 500}});
+    for (int i = 0; i < 3; ++i) {  // the initiator's octets only: the responder's answers are not read back
+      const auto out = a.qp.output().copy_out(SIZE_MAX);
+      a.qp.consume(out.size());
+      stream.insert(stream.end(), out.begin(), out.end());
+    }
+  };
+  // Feeds `s` in pieces cut at `cuts`, holding what receive_whole leaves, as TcpLink does.
+  auto feed = [&](Side& b, Bytes s, std::vector<std::size_t> cuts) {
+    std::vector<std::byte> held;
+    std::size_t from = 0;
+    cuts.push_back(s.size());
+    b.qp.connect();
+    for (std::size_t to : cuts) {
+      held.insert(held.end(), s.begin() + static_cast<std::ptrdiff_t>(from), s.begin() + static_cast<std::ptrdiff_t>(to));
+      from = to;
+      const std::size_t taken = b.qp.receive_whole(Bytes(held));
+      BOOST_REQUIRE_LE(taken, held.size());
+      held.erase(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(taken));
+    }
+    return held.size();
+  };
+  record(false);
+  const auto sent = pattern(7000, 1);
+  const Bytes s(stream);
+  const std::size_t step = 7;  // every 7th offset for each cut: about 2 000 pairs over the FPDUs
+  for (std::size_t k1 = request_len; k1 < s.size(); k1 += step)
+    for (std::size_t k2 = k1; k2 < s.size(); k2 += step * 97) {
+      Side b(config(false, 2, true, false, Rtr::none));
+      for (std::uint64_t i = 0; i < 4; ++i) b.qp.post_recv({i, {b.recv_stag, i * 8192, 8192}});
+      const std::size_t left = feed(b, s, {request_len, k1, k2});
+      const auto rc = b.drain(b.rcq);
+      BOOST_REQUIRE_MESSAGE(left == 0 && rc.size() == 2u && b.qp.state() == QpState::connected,
+                            "cut at " << k1 << " and " << k2 << ": " << left << " octets left, " << b.qp.error());
+      BOOST_REQUIRE(rc[0].byte_len == 7000u && rc[1].byte_len == 500u);
+      BOOST_REQUIRE(std::equal(sent.begin(), sent.end(), b.recv.begin()));
+      BOOST_REQUIRE(std::equal(sent.begin() + 100, sent.begin() + 3100, b.dst.begin()));
+    }
+  // The Write's CRC field corrupted: its CRC begun over a first piece, the rest later.
+  record(true);
+  const Bytes bad(stream);
+  for (std::size_t k = write_at + 1; k < write_at + 3000; k += 331) {  // inside the Write's FPDU
+    Side b(config(false, 2, true, false, Rtr::none));
+    for (std::uint64_t i = 0; i < 4; ++i) b.qp.post_recv({i, {b.recv_stag, i * 8192, 8192}});
+    feed(b, bad, {request_len, k});
+    BOOST_REQUIRE_MESSAGE(b.qp.terminate_sent().has_value(), "cut at " << k << ": no Terminate");
+    BOOST_TEST(b.qp.terminate_sent()->layer == rdmaconf::protocols::iwarp::kTermLayerLlp);
+    BOOST_TEST(b.qp.terminate_sent()->code == 0x02);  // RFC 5044 §8: CRC error
+    BOOST_REQUIRE(std::all_of(b.dst.begin(), b.dst.end(), [](std::byte x) { return x == std::byte{0}; }));
+  }
+}
+
 struct FaultCase {
   std::string name;
   std::function<void(QpConfig& init, QpConfig& resp)> setup;

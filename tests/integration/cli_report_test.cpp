@@ -120,6 +120,57 @@ BOOST_AUTO_TEST_CASE(report_sha256_matches_sha256sum) {
   fs::remove_all(dir);
 }
 
+// An input hashed once per content (captures/io/hash_cache.hpp): the second
+// run of an unchanged file takes the cache's hash and does not hash it (a
+// planted entry shows which was used); a file written again, even with the
+// same octets, is hashed afresh; --no-hash-cache and RDMACONF_HASH_CACHE=off
+// leave the cache alone. sha256sum is the judge of every true hash.
+BOOST_AUTO_TEST_CASE(an_unchanged_input_is_hashed_once) {
+  const auto dir = temp_dir("hashcache");
+  const auto cache = dir / "cache", f = dir / "a.pcap", json = dir / "r.json";
+  fs::copy_file(fs::path(kGolden) / "iwarp-rev2-crc.pcap", f);
+  const std::string truth = run("sha256sum " + f.string()).out.substr(0, 64);
+  auto check = [&](const std::string& env, const std::string& extra = "") {
+    fs::remove(json);
+    const auto r = run(env + " " + kBin + " check --quiet --json " + json.string() + " " + extra + " " + f.string() + " 2>&1");
+    BOOST_REQUIRE_MESSAGE(r.status <= 1, r.out);
+    return nlohmann::json::parse(slurp(json))["inputs"][0]["sha256"].get<std::string>();
+  };
+  const std::string env = "RDMACONF_HASH_CACHE=" + cache.string();
+  auto entries = [&] {
+    std::vector<fs::path> v;
+    if (fs::exists(cache))
+      for (const auto& e : fs::directory_iterator(cache)) v.push_back(e.path());
+    return v;
+  };
+  BOOST_TEST(check(env) == truth);
+  BOOST_REQUIRE_EQUAL(entries().size(), 1u);
+  const auto entry = entries()[0];
+  BOOST_TEST(slurp(entry).find(truth) != std::string::npos);
+  auto plant = [&] {
+    std::string text = slurp(entry);
+    text.replace(text.find(truth), 64, std::string(64, 'a'));
+    std::ofstream(entry) << text;
+  };
+  plant();
+  BOOST_TEST(check(env) == std::string(64, 'a'));  // taken from the cache: the file was not hashed
+  BOOST_TEST(check(env, "--no-hash-cache") == truth);
+  BOOST_TEST(check("RDMACONF_HASH_CACHE=off") == truth);
+  BOOST_TEST(check(env) == std::string(64, 'a'));  // neither of those touched the entry
+  // The same octets written again: a new change time, so hashed afresh, and the entry replaced.
+  fs::copy_file(fs::path(kGolden) / "iwarp-rev2-crc.pcap", f, fs::copy_options::overwrite_existing);
+  BOOST_TEST(check(env) == truth);
+  BOOST_TEST(slurp(entry).find(truth) != std::string::npos);
+  // Other octets in the same file: its own hash.
+  std::ofstream(f, std::ios::app) << std::string(16, '\0');
+  const std::string grown = run("sha256sum " + f.string()).out.substr(0, 64);
+  BOOST_TEST(grown != truth);
+  fs::remove(json);
+  run(env + " " + kBin + " check --quiet --json " + json.string() + " " + f.string());
+  BOOST_TEST(nlohmann::json::parse(slurp(json))["inputs"][0]["sha256"].get<std::string>() == grown);
+  fs::remove_all(dir);
+}
+
 BOOST_AUTO_TEST_CASE(exit_codes_and_messages) {
   const auto dir = temp_dir("exit");
   auto r = run(kBin + " check " + kGolden + "/roce-v4.pcap 2>&1");
