@@ -17,6 +17,7 @@
 // Both sides of each measurement run in this process on two threads, so a
 // two-core machine gives each its own core.
 #include <fcntl.h>
+#include <time.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -34,6 +35,7 @@
 #include <nlohmann/json.hpp>
 
 #include "interop/iwarp/scenarios.hpp"
+#include "protocols/crc/crc32c.hpp"
 
 using namespace rdmaconf::engine::iwarp;
 namespace ii = rdmaconf::interop::iwarp;
@@ -139,7 +141,21 @@ struct EngineCfg {
   std::string name() const { return fmt::format("crc {}{}", crc ? "on" : "off", markers ? ", markers both ways" : ""); }
 };
 
-double engine_run(const std::string& scenario, std::uint32_t size, std::uint64_t n, const EngineCfg& e, bool spin) {
+// CPU time (user and system) of the calling thread or of the process, seconds.
+double cpu_clock(clockid_t which) {
+  timespec t{};
+  ::clock_gettime(which, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+// The CPU each side of an engine run used: the initiator (which sends the
+// RDMA Writes) and the responder (which receives and places them).
+struct Cpu {
+  double sender = 0, receiver = 0;
+};
+
+double engine_run(const std::string& scenario, std::uint32_t size, std::uint64_t n, const EngineCfg& e, bool spin,
+                  Cpu* cpu = nullptr) {
   std::string err;
   Fd l = tcp_listen("127.0.0.1:0", err);
   const auto port = local_port(l.get());
@@ -149,6 +165,9 @@ double engine_run(const std::string& scenario, std::uint32_t size, std::uint64_t
   po.qp.mulpdu = 16384;
   po.connections = 1;
   po.wait = spin ? WaitMode::spin : WaitMode::block;
+  // The responder serves its session on threads of its own: its CPU is
+  // the process's less the initiator's thread.
+  const double p0 = cpu_clock(CLOCK_PROCESS_CPUTIME_ID);
   std::jthread t([&] { ii::serve(l.get(), po, [](const nlohmann::json&) {}); });
   ii::RunOptions o;
   o.scenario = scenario;
@@ -159,7 +178,11 @@ double engine_run(const std::string& scenario, std::uint32_t size, std::uint64_t
   o.qp.mulpdu = 16384;
   o.window = 32;
   o.wait = po.wait;
+  const double c0 = cpu_clock(CLOCK_THREAD_CPUTIME_ID);
   const auto r = ii::run_initiator(fmt::format("tcp://127.0.0.1:{}", port), o);
+  const double sender_cpu = cpu_clock(CLOCK_THREAD_CPUTIME_ID) - c0;
+  t.join();
+  if (cpu) *cpu = {sender_cpu, cpu_clock(CLOCK_PROCESS_CPUTIME_ID) - p0 - sender_cpu};
   if (!r.ok) {
     std::cerr << fmt::format("{} {} failed: {}\n", scenario, size, r.message);
     return -1;
@@ -191,6 +214,17 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   nlohmann::json out = {{"wait", spin ? "spin" : "block"}, {"rows", nlohmann::json::array()}};
+  // What the CRC alone costs here, CPU seconds per GB: CRC32c over 64 KiB
+  // buffers (as the FPDUs' payloads are summed), 1 GB of them.
+  {
+    std::vector<std::byte> b(64 * 1024);
+    ii::fill_pattern(b, 3);
+    std::uint32_t sink = 0;
+    const double c0 = cpu_clock(CLOCK_THREAD_CPUTIME_ID);
+    for (int i = 0; i < 16384; ++i) sink += rdmaconf::protocols::crc::crc32c(b);
+    out["crc_cpu_s_per_gb"] = (cpu_clock(CLOCK_THREAD_CPUTIME_ID) - c0) / (16384.0 * 65536 / 1e9);
+    out["crc_sink"] = sink;  // (keeps the loop)
+  }
   std::vector<EngineCfg> cfgs = {{true, false}, {false, false}, {true, true}};
   if (!only.empty())  // (for profiling one configuration)
     std::erase_if(cfgs, [&](const EngineCfg& c) { return c.name() != only; });
@@ -200,12 +234,17 @@ int main(int argc, char** argv) {
   struct Figures {
     std::vector<double> raw;
     std::vector<std::vector<double>> eng;
+    std::vector<std::vector<Cpu>> cpu;  // each configuration's sender and receiver CPU, per round
   };
   auto paired = [&](auto raw_f, auto eng_f) {
-    Figures f{{}, std::vector<std::vector<double>>(cfgs.size())};
+    Figures f{{}, std::vector<std::vector<double>>(cfgs.size()), std::vector<std::vector<Cpu>>(cfgs.size())};
     for (int i = 0; i < runs; ++i) {
       if (i % 2 == 0) f.raw.push_back(raw_f());
-      for (std::size_t c = 0; c < cfgs.size(); ++c) f.eng[c].push_back(eng_f(cfgs[c]));
+      for (std::size_t c = 0; c < cfgs.size(); ++c) {
+        Cpu cpu;
+        f.eng[c].push_back(eng_f(cfgs[c], &cpu));
+        f.cpu[c].push_back(cpu);
+      }
       if (i % 2 == 1) f.raw.push_back(raw_f());
     }
     return f;
@@ -227,7 +266,7 @@ int main(int argc, char** argv) {
   const std::uint32_t kBw = 64 * 1024;
   const double octets = static_cast<double>(kBw) * static_cast<double>(bw_iters);
   const Figures bw = paired([&] { return raw_stream(kBw, bw_iters, spin); },
-                            [&](const EngineCfg& c) { return engine_run("write-bw", kBw, bw_iters, c, spin); });
+                            [&](const EngineCfg& c, Cpu* cpu) { return engine_run("write-bw", kBw, bw_iters, c, spin, cpu); });
   const double raw_gbps = octets * 8 / median(bw.raw) / 1e9;
   for (std::size_t i = 0; i < cfgs.size(); ++i) {
     const double s = median(bw.eng[i]);
@@ -236,14 +275,21 @@ int main(int argc, char** argv) {
     std::cout << fmt::format("{:<34} {:>7.2f} Gb/s {:>7.2f} Gb/s {:>7.3f}x\n", "RDMA Write 64 KiB, " + cfgs[i].name(), gbps,
                              raw_gbps, r);
     const auto rate = [&](double secs) { return octets * 8 / secs / 1e9; };
+    // CPU seconds per GB moved, each side (the median over the rounds).
+    std::vector<double> send_cpu, recv_cpu;
+    for (const Cpu& c : bw.cpu[i]) {
+      send_cpu.push_back(c.sender / (octets / 1e9));
+      recv_cpu.push_back(c.receiver / (octets / 1e9));
+    }
     out["rows"].push_back({{"test", "write-bw"}, {"size", kBw}, {"config", cfgs[i].name()}, {"engine_gbit_s", gbps},
                            {"raw_tcp_gbit_s", raw_gbps}, {"ratio", r}, {"unit", "Gb/s"},
-                           {"engine_rounds", per_round(bw.eng[i], rate)}, {"raw_rounds", per_round(bw.raw, rate)}});
+                           {"engine_rounds", per_round(bw.eng[i], rate)}, {"raw_rounds", per_round(bw.raw, rate)},
+                           {"sender_cpu_s_per_gb", median(send_cpu)}, {"receiver_cpu_s_per_gb", median(recv_cpu)}});
   }
   for (std::uint32_t size : {4u, 65536u}) {
     const std::uint64_t n = size > 4096 ? lat_iters / 4 : lat_iters;
     const Figures lat = paired([&] { return raw_pingpong(size, n, spin); },
-                               [&](const EngineCfg& c) { return engine_run("write-lat", size, n, c, spin); });
+                               [&](const EngineCfg& c, Cpu* cpu) { return engine_run("write-lat", size, n, c, spin, cpu); });
     const double raw_us = median(lat.raw) * 1e6 / static_cast<double>(n) / 2;
     for (std::size_t i = 0; i < cfgs.size(); ++i) {
       const double us = median(lat.eng[i]) * 1e6 / static_cast<double>(n) / 2;
