@@ -508,7 +508,7 @@ BOOST_AUTO_TEST_CASE(receive_whole_keeps_no_copy_and_judges_the_crc) {
   record(false);
   const auto sent = pattern(7000, 1);
   const Bytes s(stream);
-  const std::size_t step = 7;  // every 7th offset for each cut: about 2 000 pairs over the FPDUs
+  const std::size_t step = 7;  // the first cut at every 7th offset, the second every 679th after it
   for (std::size_t k1 = request_len; k1 < s.size(); k1 += step)
     for (std::size_t k2 = k1; k2 < s.size(); k2 += step * 97) {
       Side b(config(false, 2, true, false, Rtr::none));
