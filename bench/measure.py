@@ -59,10 +59,10 @@ def quartiles(values):
     return q1, q2, q3
 
 
-def paired(engine, baseline, lower_is_better):
+def paired(engine, baseline):
     """The spread of engine against baseline over rounds measured side by
     side: each round's ratio engine / baseline (the figures in the same unit:
-    a time, where lower is better, or a rate), their median and
+    a time or a rate), their median and
     interquartile range, and the baseline's own movement over the rounds
     (its interquartile range over its median). The baseline moved more than
     the effect when that movement exceeds the distance of the ratio from 1:
@@ -73,7 +73,7 @@ def paired(engine, baseline, lower_is_better):
     b1, bm, b3 = quartiles([b for _, b in pairs])
     moved = (b3 - b1) / bm if bm else 0.0
     return {"ratio": med, "q1": q1, "q3": q3, "rounds": len(ratios), "baseline": bm, "baseline_moved": moved,
-            "lower_is_better": lower_is_better, "warning": moved_more_than(moved, abs(med - 1))}
+            "warning": moved_more_than(moved, abs(med - 1))}
 
 
 def moved_more_than(moved, effect):

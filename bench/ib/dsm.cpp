@@ -105,7 +105,6 @@ class Node {
   // frame `frame`; queued while the window is full. (On the handling thread.)
   void send(std::uint8_t type, std::uint64_t a, std::uint64_t b = 0) {
     Pending p{};
-    p.read = false;
     p.msg[0] = std::byte{type};
     std::memcpy(p.msg.data() + 8, &a, 8);
     std::memcpy(p.msg.data() + 16, &b, 8);
@@ -317,7 +316,7 @@ Figures measure(Mode mode, std::uint64_t messages, std::uint64_t faults, unsigne
   // now and then invalidates a page the other node holds.
   std::vector<bool> copyset(kPages, false);
   std::uint64_t grants = 0;
-  auto at_home = [&](Node& n, const Completion& c, const std::byte* msg) {
+  auto at_home = [&](Node& n, const Completion&, const std::byte* msg) {
     if (!msg) return;
     const auto type = static_cast<std::uint8_t>(msg[0]);
     if (type == kPing) return n.send(kPing, field(msg, 8));
@@ -333,7 +332,6 @@ Figures measure(Mode mode, std::uint64_t messages, std::uint64_t faults, unsigne
             break;
           }
     }
-    (void)c;
   };
 
   // The other node: bounces pings until `messages`, then runs the faults,

@@ -10,7 +10,7 @@ def _rows(r):
 
     def stats(t):
         key = f"{t}_send_64B_msgs_per_s"
-        return paired(rounds[key], rounds["raw_udp_80B_msgs_per_s"], False) if key in rounds else None
+        return paired(rounds[key], rounds["raw_udp_80B_msgs_per_s"]) if key in rounds else None
     return [(f"RoCE {t.upper()} SEND 64 B (messages/s)", f"{r[f'{t}_send_64B_msgs_per_s'] / 1e3:.0f} k/s", raw,
              r[f"{t}_send_64B_ratio"], 0.9, ">=", stats(t)) for t in ("rc", "ud")]
 

@@ -448,6 +448,11 @@ std::size_t QueuePair::receive_whole(Bytes in) {
     receive(in);
     return all;
   }
+  // The CRC register over octets [rx_crc_done_, upto) of the FPDU at the front, from where it stood.
+  auto crc_to = [&](std::size_t upto) {
+    return protocols::crc::crc32c_update(rx_crc_done_ ? rx_crc_ : protocols::crc::kCrc32cInit,
+                                         in.subspan(rx_crc_done_, upto - rx_crc_done_));
+  };
   while (rx_ == Rx::fpdu && in.size() >= 2) {
     const std::size_t total = pi::fpdu_size(protocols::be16(in, 0));
     const std::size_t covered = total - pi::kMpaCrcSize;  // the CRC covers all but its own field (RFC 5044 §4.4)
@@ -456,15 +461,13 @@ std::size_t QueuePair::receive_whole(Bytes in) {
       // are still in the cache and the rest is on its way.
       if (crc_) {
         const std::size_t upto = std::min(in.size(), covered);
-        rx_crc_ = protocols::crc::crc32c_update(rx_crc_done_ ? rx_crc_ : protocols::crc::kCrc32cInit, in.subspan(rx_crc_done_, upto - rx_crc_done_));
+        rx_crc_ = crc_to(upto);
         rx_crc_done_ = upto;
       }
       break;
     }
     const Bytes f = in.first(total);
-    std::uint32_t c = 0;
-    if (crc_)
-      c = protocols::crc::crc32c_final(protocols::crc::crc32c_update(rx_crc_done_ ? rx_crc_ : protocols::crc::kCrc32cInit, f.subspan(rx_crc_done_, covered - rx_crc_done_)));
+    const std::uint32_t c = crc_ ? protocols::crc::crc32c_final(crc_to(covered)) : 0;
     rx_crc_done_ = 0;
     in = in.subspan(total);
     framer_.skip(total);
