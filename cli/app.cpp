@@ -233,6 +233,12 @@ int rdmaconf::cli::run_main(int argc, char** argv) {
   lab_run->add_option("--ssh-config", lab_opt.ssh_config, "with --dut ssh://: an ssh configuration file (ssh -F)");
   lab_run->add_option("--ssh-identity", lab_opt.ssh_identity, "with --dut ssh://: the private key (ssh -i)");
   lab_run->add_option("--ssh-option", lab_opt.ssh_options, "with --dut ssh://: an ssh option NAME=VALUE (ssh -o; repeatable)");
+  lab_run->add_option("--dut-recover", lab_opt.dut_recover,
+                      "with --dut ssh://: a command on this host that brings the device back when it stops answering "
+                      "(a power cycle, a restart; run at most 3 times a plan, within 600 s each)");
+  lab_run->add_option("--dut-console", lab_opt.dut_console,
+                      "with --dut ssh://: a file on this host that the device's console is written to; a cell that "
+                      "lost the device keeps what it printed (console.txt)");
 
   // The live commands of earlier releases (`interop`, `peer`, `nic check`,
   // ...) are rewritten to `live FAMILY` and `serve FAMILY`.

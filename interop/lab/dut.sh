@@ -14,6 +14,13 @@
 #   DUT_ADDR OUR_ADDR OUR_IFACE DUT_DEV DUT_GID_OPT   what the plan's lines name
 #   CELL_TIMEOUT  seconds a device-side program may run (its deadline)
 #   DUT_KERNEL_LOG  a device command whose output is the cell's kernel log (optional)
+#   DUT_RECOVER   a command on this host that brings a lost device back (power
+#                 cycle, restart; optional): run when the device stops answering,
+#                 at most DUT_RECOVER_MAX times (default 3), each within
+#                 DUT_RECOVER_TIMEOUT seconds (default 600)
+#   DUT_CONSOLE   a file on this host that the device's console is written to
+#                 (optional): what it printed in a cell that lost the device is
+#                 kept as the cell's console.txt
 #
 # Everything started on the device runs in a process group of its own; its
 # number is kept on the device (/tmp/rdmaconf-dut/CELL/NAME.pgid), and that
@@ -27,8 +34,16 @@ DUT_DEV=${DUT_DEV:-}
 DUT_GID_OPT=${DUT_GID_OPT:-}
 CELL_TIMEOUT=${CELL_TIMEOUT:-60}
 DUT_INFO=${DUT_INFO:-$OUT}
+DUT_RECOVER=${DUT_RECOVER:-}
+DUT_RECOVER_MAX=${DUT_RECOVER_MAX:-3}
+DUT_RECOVER_TIMEOUT=${DUT_RECOVER_TIMEOUT:-600}
+DUT_CONSOLE=${DUT_CONSOLE:-}
 RTOP=/tmp/rdmaconf-dut
 DUT_DOWN=0  # the device could not be reached when the cell began: its steps are not tried
+RECOVERED=0       # times DUT_RECOVER ran
+RECOVERING=0      # 1 while a recovery makes the device's setting again
+LAST_CONFIGURE=""  # the device's setting, made again after a recovery
+CONSOLE_AT=0      # the console's size when the cell began
 CELL=""
 DIR=""
 SERVERS=""
@@ -89,7 +104,10 @@ chmod +x $RTOP/run" >"$DUT_INFO/dut-begin.err" 2>&1; then
 }
 
 # configure SCRIPT: sets the device's knobs (the profile's configure command).
+# A device the setting leaves without its RDMA device (DUT_DEV), as a kernel
+# an earlier run upset can, is recovered and configured once more.
 configure() {
+  LAST_CONFIGURE=$1
   say "configure: $1"
   dut_sh "$CELL_TIMEOUT" "PATH=\$PATH:/sbin:/usr/sbin; $1" >>"$DUT_INFO/configure.log" 2>&1 || {
     say "configuring the device failed: $1 (see $DUT_INFO/configure.log)"
@@ -97,6 +115,48 @@ configure() {
   }
   # The device's RDMA name and description again: loading may have made it.
   dut_begin >/dev/null 2>&1
+  [ -z "$DUT_DEV" ] || [ "$RECOVERING" = 1 ] && return 0
+  if ! dut_sh 20 "[ -d /sys/class/infiniband/$DUT_DEV ]" >/dev/null 2>&1; then
+    recover "after configure the device has no RDMA device $DUT_DEV" || true
+  fi
+}
+
+# recover [WHY]: brings a device that stopped answering (or lost its RDMA
+# device) back with DUT_RECOVER (at most DUT_RECOVER_MAX times in a plan),
+# puts the runner on it again and gives it the setting it had. False when
+# there is no way back.
+recover() {
+  [ "$DUT" != local ] && [ -n "$DUT_RECOVER" ] && [ "$RECOVERED" -lt "$DUT_RECOVER_MAX" ] || return 1
+  RECOVERED=$((RECOVERED + 1))
+  why=${1:-the device does not answer}
+  say "$why; recovering it ($RECOVERED of at most $DUT_RECOVER_MAX): $DUT_RECOVER"
+  t0=$(date +%s)
+  echo "== recovery $RECOVERED before cell ${CELL:-(none)} ($why): $DUT_RECOVER" >>"$DUT_INFO/recover.log"
+  if ! timeout -s KILL "$DUT_RECOVER_TIMEOUT" sh -c "$DUT_RECOVER" >>"$DUT_INFO/recover.log" 2>&1; then
+    say "recovering the device failed (see $DUT_INFO/recover.log)"
+    return 1
+  fi
+  # The command may return before the device is up (a power cycle): it has
+  # the rest of DUT_RECOVER_TIMEOUT to answer.
+  until dut_begin >/dev/null; do
+    if [ $(($(date +%s) - t0)) -ge "$DUT_RECOVER_TIMEOUT" ]; then
+      say "the device did not answer within $DUT_RECOVER_TIMEOUT s of its recovery"
+      return 1
+    fi
+    sleep 5
+  done
+  RECOVERING=1
+  [ -z "$LAST_CONFIGURE" ] || configure "$LAST_CONFIGURE"
+  RECOVERING=0
+  say "the device answers again after $(($(date +%s) - t0)) s"
+  printf "\nrecovered after %s s\n" $(($(date +%s) - t0)) >>"$DUT_INFO/recover.log"
+}
+
+# What the device's console printed since the cell began (DUT_CONSOLE), its
+# last 80 lines.
+console_since_cell() {
+  [ -n "$DUT_CONSOLE" ] && [ -f "$DUT_CONSOLE" ] || return 0
+  tail -c +$((CONSOLE_AT + 1)) "$DUT_CONSOLE" | tr -d '\r' | tail -n 80
 }
 
 # A device-side program's end: exit status 255 with the connection gone
@@ -122,10 +182,13 @@ cell() {
   SERVERS=""
   mkdir -p "$DIR"
   DUT_DOWN=0
-  if ! dut_sh 20 "mkdir -p $RTOP/$CELL" >/dev/null 2>"$DIR/dut-mkdir.err"; then
+  if ! dut_sh 20 "mkdir -p $RTOP/$CELL" >/dev/null 2>"$DIR/dut-mkdir.err" &&
+     ! { recover && dut_sh 20 "mkdir -p $RTOP/$CELL" >/dev/null 2>"$DIR/dut-mkdir.err"; }; then
     echo "the device could not be reached when the cell began: $(tail -n 1 "$DIR/dut-mkdir.err")" >>"$DIR/dut-error"
     DUT_DOWN=1
   fi
+  CONSOLE_AT=0
+  [ -n "$DUT_CONSOLE" ] && [ -f "$DUT_CONSOLE" ] && CONSOLE_AT=$(wc -c <"$DUT_CONSOLE")
   tcpdump --immediate-mode -B 65536 -s 0 -U -n -i "$OUR_IFACE" -w "$DIR/wire.pcap" \
     "($FILTER) and host $DUT_ADDR and not port 22" 2>"$DIR/tcpdump.err" &
   TCPDUMP=$!
@@ -148,8 +211,10 @@ server() {
   shift 2
   echo "$*" >"$DIR/$name.cmd"
   if [ "$side" = our ]; then
+    # In a process group of its own (setsid: its PID is the group's), so
+    # that finish kills the program with its deadline's timeout.
     (
-      timeout -s KILL "$CELL_TIMEOUT" "$@" >"$DIR/$name.out" 2>"$DIR/$name.err" &
+      setsid timeout -s KILL "$CELL_TIMEOUT" "$@" >"$DIR/$name.out" 2>"$DIR/$name.err" &
       echo $! >"$DIR/$name.pid"
       wait $!
       echo $? >"$DIR/$name.rc"
@@ -241,7 +306,8 @@ finish() {
     if [ "$side" != our ]; then
       dut_sh 20 "g=\$(cat $RTOP/$CELL/$n.pgid 2>/dev/null) && kill -9 -\$g 2>/dev/null; true" >/dev/null 2>&1
     fi
-    kill -KILL "$(cat "$DIR/$n.pid")" 2>/dev/null
+    pid=$(cat "$DIR/$n.pid")
+    if [ "$side" = our ]; then kill -KILL "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null; else kill -KILL "$pid" 2>/dev/null; fi
   done
   # Nothing of the cell may outlive it on the device: no process of the
   # groups it started (zombies aside) may remain.
@@ -257,11 +323,21 @@ finish() {
   # Said once every writer of the program's stderr is gone.
   for n in ${killed:-}; do echo "killed after ${grace} s" >>"$DIR/$n.err"; done
   killed=""
+  # A device that answered when the cell began and no longer does went down
+  # in this cell: said here, with what its console printed (the next cell
+  # or the next plan recovers it).
+  if [ "$DUT" != local ] && [ $DUT_DOWN = 0 ] && ! dut_sh 15 true >/dev/null 2>"$DIR/dut-alive.err"; then
+    sleep 1
+    console_since_cell >"$DIR/console.txt"
+    panic=$(grep -m 1 -E 'Kernel panic|BUG: |Oops|general protection fault|watchdog: ' "$DIR/console.txt" | sed 's/^\[[^]]*\] *//')
+    echo "the device stopped answering during the cell: $(tail -n 1 "$DIR/dut-alive.err")${panic:+; its console: $panic}" >>"$DIR/dut-error"
+    DUT_DOWN=1
+  fi
   if [ -n "${DUT_KERNEL_LOG:-}" ] && [ $DUT_DOWN = 0 ]; then
     dut_sh 20 "PATH=\$PATH:/sbin:/usr/sbin; $DUT_KERNEL_LOG" >"$DIR/dmesg.txt" 2>/dev/null
   fi
   echo done >"$DIR/finished"
 }
 
-dut_begin || exit 3
+dut_begin || recover || exit 3
 . "$1"

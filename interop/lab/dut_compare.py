@@ -72,6 +72,10 @@ def main(argv):
             problems.append(f"unexplained difference: {line}")
     not_run = len(dut.get("not_run", []))
     print(f"{profile}: {same} cells agree with the guest's run, {differ} differ; {not_run} the profile does not run")
+    rec = device.get("recoveries") or {}
+    if rec.get("tried"):
+        print(f"{profile}: the device stopped answering and was recovered {rec.get('recovered', 0)} of "
+              f"{rec['tried']} time(s) (recover.log beside the report)")
     for p in problems:
         print(f"PROBLEM {p}")
     return 1 if problems else 0

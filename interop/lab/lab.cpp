@@ -307,10 +307,12 @@ CellOutcome collect(const Cell& c, const fs::path& dir, const conformance::Check
     o.program_err = last_line(read_text(dir / "peer.err"));
   }
   if (const std::string rc = read_text(dir / "srv.rc"); !rc.empty()) o.server_rc = std::atoi(rc.c_str());
-  {
-    std::istringstream dmesg(read_text(dir / "dmesg.txt"));
-    for (std::string line; o.kernel_trouble.empty() && std::getline(dmesg, line);)
-      for (const char* bad : {"kernel BUG", "Oops", "general protection fault", "WARNING: CPU", "BUG: "})
+  // The kernel log the cell collected, or what the console printed when the
+  // device stopped answering (dut.sh's console.txt).
+  for (const char* log_file : {"dmesg.txt", "console.txt"}) {
+    std::istringstream kernel_log(read_text(dir / log_file));
+    for (std::string line; o.kernel_trouble.empty() && std::getline(kernel_log, line);)
+      for (const char* bad : {"kernel BUG", "Oops", "general protection fault", "WARNING: CPU", "BUG: ", "Kernel panic"})
         if (line.find(bad) != std::string::npos) {
           o.kernel_trouble = line.substr(line.find(']') == std::string::npos ? 0 : line.find(']') + 2);
           break;
@@ -496,7 +498,9 @@ bool run_dut(const fs::path& lab_dir, const fs::path& out, const Dut& dut, const
       {"DUT_DEV", p.device},
       {"DUT_GID_OPT", p.gid_index ? fmt::format("-x {}", *p.gid_index) : std::string()},
       {"CELL_TIMEOUT", std::to_string(kDutCellTimeoutS)},
-      {"DUT_KERNEL_LOG", p.kernel_log}};
+      {"DUT_KERNEL_LOG", p.kernel_log},
+      {"DUT_RECOVER", o.dut_recover},
+      {"DUT_CONSOLE", o.dut_console.empty() ? std::string() : fs::absolute(o.dut_console).string()}};
   std::string cmd = "env";
   for (const auto& [k, v] : env) cmd += fmt::format(" {}={}", k, shell_quote(v));
   // Every cell is bounded on its own (its programs' deadline, the grace of
@@ -532,6 +536,12 @@ nlohmann::json describe_device(const fs::path& out, const Dut& dut, const Device
     else if (key == "fw_ver") d["firmware"] = value;
     else if (key == "driver") d["driver_bound"] = value;
   }
+  // Each time the device stopped answering and --dut-recover brought it back (dut.sh's recover.log).
+  const std::string recoveries = read_text(out / "recover.log");
+  unsigned tried = 0, recovered = 0;
+  for (std::size_t at = 0; (at = recoveries.find("== recovery ", at)) != std::string::npos; ++at) ++tried;
+  for (std::size_t at = 0; (at = recoveries.find("\nrecovered after ", at)) != std::string::npos; ++at) ++recovered;
+  d["recoveries"] = {{"tried", tried}, {"recovered", recovered}};
   return d;
 }
 
@@ -621,6 +631,7 @@ int run(const LabOptions& o, std::ostream& log) {
     if (ec) return log << fmt::format("lab: cannot create {}: {}\n", out.string(), ec.message()), 2;
     if (on_device) {
       fs::remove(out / "guest.log", ec);
+      fs::remove(out / "recover.log", ec);
       if (!first_pass.empty() && !run_cells(first_pass))
         return log << fmt::format("lab: the device under test ({}) could not be reached\n", dut->text()), 2;
     } else {

@@ -200,6 +200,10 @@ struct LabOptions {
   std::string ssh = "ssh";               // the ssh client
   std::string ssh_config, ssh_identity;  // its -F and -i
   std::vector<std::string> ssh_options;  // its -o options (NAME=VALUE)
+  // A device that stops answering: a command on this host that brings it
+  // back (run by dut.sh, at most three times a plan), and a file on this
+  // host that its console is written to (a lost cell keeps what it printed).
+  std::string dut_recover, dut_console;
 };
 
 // The cells a run takes: the table read and selected (sweep, scenarios),

@@ -1,8 +1,9 @@
 // A device under test (interop/lab/device.hpp, dut.sh): profiles and their
 // refusals, which cells a profile runs, the DUT target, and the driver's
 // promises run for real on this host: a program that hangs on the device is
-// ended at its deadline with nothing of it left running, and a connection
-// that drops mid-cell turns the cell red with the cause named.
+// ended at its deadline with nothing of it left running, a connection
+// that drops mid-cell turns the cell red with the cause named, and a device
+// that stops answering is brought back by --dut-recover's command.
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -273,6 +274,97 @@ BOOST_AUTO_TEST_CASE(a_dropped_connection_names_the_cause) {
   BOOST_TEST(v.color == "red");
   BOOST_TEST(v.regression);
   BOOST_TEST(v.reason.find("the device under test: the SSH connection to root@dut dropped") == 0u, v.reason);
+  fs::remove_all(dir);
+}
+
+// A device that stops answering in a cell (here: the fake ssh fails as an
+// unreachable host once the "down" file exists; the cell's program writes a
+// panic to the device's "console"): that cell names the loss and keeps the
+// console's words; --dut-recover's command brings the device back before the
+// next cell, which runs as usual, the device's setting made again. Recovery
+// is tried at most DUT_RECOVER_MAX times, and a failed one leaves the next
+// cells unreachable, named.
+BOOST_AUTO_TEST_CASE(a_lost_device_is_recovered_and_its_console_kept) {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("rdmaconf-dut-lost-{}", ::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir / "cells");
+  const fs::path fake = dir / "fake-ssh", down = dir / "down", console = dir / "console.log";
+  std::ofstream(fake) << "#!/bin/sh\n"
+                         "for last; do :; done\n"
+                         "[ -e " << down.string() << " ] && { echo 'ssh: connect to host dut port 22: No route to host' >&2; exit 255; }\n"
+                         "exec sh -c \"$last\"\n";
+  fs::permissions(fake, fs::perms::owner_all);
+  std::ofstream(console) << "[    0.5] booted\n";
+  std::ofstream(dir / "plan.sh") << "configure 'echo setting-A'\n"
+                                    "cell lost\n"
+                                    "server srv our sleep 3171\n"
+                                    "client peer dut sh -c 'echo \"[   12.25] Kernel panic - not syncing: soft lockup\" >>"
+                                 << console.string() << "; touch " << down.string() << "'\n"
+                                    "finish 1\n"
+                                    "cell after\n"
+                                    "client peer dut sh -c 'echo after'\n"
+                                    "finish 1\n";
+  const auto run = [&](const std::string& recover, const std::string& max, const std::string& dev = "") {
+    fs::remove_all(dir / "cells");
+    fs::create_directories(dir / "cells");
+    fs::remove(dir / "recover.log");
+    fs::remove(dir / "configure.log");
+    fs::remove(down);
+    return run_shell(fmt::format("env DUT=root@dut DUT_SSH={2} OUT={0}/cells DUT_INFO={0} ENGINE=/bin/true "
+                                 "DUT_ADDR=127.0.0.1 OUR_ADDR=127.0.0.1 OUR_IFACE=lo CELL_TIMEOUT=60 DUT_RECOVER='{3}' "
+                                 "DUT_RECOVER_MAX={4} DUT_RECOVER_TIMEOUT=20 DUT_CONSOLE={5} DUT_DEV={6} sh {1} {0}/plan.sh "
+                                 ">{0}/log 2>&1",
+                                 dir.string(), (kLabDir / "dut.sh").string(), fake.string(), recover, max, console.string(),
+                                 dev));
+  };
+  // Recovered.
+  BOOST_TEST(run(fmt::format("rm {}; echo powered on", down.string()), "3") == 0, read_text(dir / "log"));
+  const std::string lost = read_text(dir / "cells/lost/dut-error");
+  BOOST_TEST(lost.find("the device stopped answering during the cell: ssh: connect to host dut port 22: No route to host; "
+                       "its console: Kernel panic - not syncing: soft lockup") == 0u,
+             lost);
+  BOOST_TEST(read_text(dir / "cells/lost/console.txt") == "[   12.25] Kernel panic - not syncing: soft lockup\n");
+  // Our side's server, waiting for a device that is gone, is killed with its deadline's timeout.
+  BOOST_TEST(read_text(dir / "cells/lost/srv.err").find("killed after 1 s") != std::string::npos);
+  for (const auto& e : fs::directory_iterator("/proc"))
+    BOOST_TEST(read_text(e.path() / "cmdline") != std::string("sleep\0" "3171\0", 11), "our server outlived its cell");
+  BOOST_TEST(!fs::exists(dir / "cells/after/dut-error"), read_text(dir / "cells/after/dut-error"));
+  BOOST_TEST(read_text(dir / "cells/after/peer.out") == "after\n");
+  const std::string log = read_text(dir / "recover.log");
+  BOOST_TEST(log.find("== recovery 1 before cell after (the device does not answer): rm ") == 0u, log);
+  BOOST_TEST(log.find("powered on\n") != std::string::npos, log);
+  BOOST_TEST(log.find("\nrecovered after ") != std::string::npos, log);
+  const std::string configured = read_text(dir / "configure.log");
+  BOOST_TEST(configured == "setting-A\nsetting-A\n", configured);  // once by the plan, once after the recovery
+  // The judge: the console's panic is the kernel trouble named, and the cell a regression.
+  const auto cells = sweep();
+  lab::Cell c = *std::find_if(cells.begin(), cells.end(), [](const lab::Cell& x) { return !x.known_finding.empty(); });
+  lab::CellOutcome o;
+  o.finished = true;
+  o.dut_error = lost.substr(0, lost.find('\n'));
+  const auto v = lab::judge(c, o);
+  BOOST_TEST(v.regression);
+  BOOST_TEST(v.reason.find("the device under test: the device stopped answering during the cell") == 0u, v.reason);
+
+  // A recovery that fails: tried once (DUT_RECOVER_MAX=1), the next cell unreachable and named.
+  BOOST_TEST(run("echo no power; exit 1", "1") == 0, read_text(dir / "log"));
+  BOOST_TEST(read_text(dir / "cells/after/dut-error").find("the device could not be reached when the cell began: ssh: "
+                                                           "connect to host dut port 22: No route to host") == 0u,
+             read_text(dir / "cells/after/dut-error"));
+  BOOST_TEST(read_text(dir / "log").find("recovering the device failed") != std::string::npos, read_text(dir / "log"));
+  const std::string failed_log = read_text(dir / "recover.log");
+  BOOST_TEST(failed_log.find("== recovery 1 ") == 0u);
+  BOOST_TEST(failed_log.find("== recovery 2 ") == std::string::npos, failed_log);
+
+  // A setting that leaves the device without its RDMA device (no
+  // /sys/class/infiniband/rdmaconf-no-dev here): recovered and configured
+  // once more, once, before the first cell.
+  BOOST_TEST(run("echo powered on", "1", "rdmaconf-no-dev") == 0, read_text(dir / "log"));
+  const std::string no_dev = read_text(dir / "recover.log");
+  BOOST_TEST(no_dev.find("== recovery 1 before cell (none) (after configure the device has no RDMA device "
+                         "rdmaconf-no-dev): echo powered on") == 0u,
+             no_dev);
+  BOOST_TEST(read_text(dir / "configure.log") == "setting-A\nsetting-A\n");
   fs::remove_all(dir);
 }
 
