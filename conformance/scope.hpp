@@ -93,11 +93,13 @@ struct ScopeState {
   }
 
  private:
+  // Runs for every case a scope's events reach: the check inline, the making apart.
   void made() {
-    if (tallies_.size() != n_) {
-      tallies_.resize(n_);
-      slots_.resize(n_);
-    }
+    if (tallies_.size() != n_) [[unlikely]] make();
+  }
+  [[gnu::noinline]] void make() {
+    tallies_.resize(n_);
+    slots_.resize(n_);
   }
   std::size_t n_;
   std::vector<Tally> tallies_;

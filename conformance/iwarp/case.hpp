@@ -3,6 +3,7 @@
 // FPDU, framing stop, close), and the builder each case file uses to state
 // its requirement and check and nothing else.
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +20,28 @@ struct IwarpConn {
   bool reset = false;  // at close: the connection ended with a RST
 };
 
+// The kinds of FPDU a case's FPDU handler is called for, as a mask of
+// fpdu_kind() bits: a decoded segment by its buffer model and RDMAP opcode
+// (untagged opcode n: bit n, tagged: bit 16 + n), or an FPDU whose DDP/RDMAP
+// headers did not decode. A case whose handler returns at once for other
+// kinds says so, and the checker does not call it for them (the FPDU path
+// runs every handler for every FPDU).
+inline constexpr std::uint64_t kAnyUntagged = 0xffff, kAnyTagged = 0xffff0000, kAnySegment = kAnyUntagged | kAnyTagged;
+inline constexpr std::uint64_t kUndecodedFpdu = std::uint64_t{1} << 32, kAnyFpdu = kAnySegment | kUndecodedFpdu;
+inline constexpr unsigned kFpduKinds = 33;
+constexpr std::uint64_t untagged_ops(std::initializer_list<unsigned> ops) {
+  std::uint64_t m = 0;
+  for (const unsigned op : ops) m |= std::uint64_t{1} << (op & 15);
+  return m;
+}
+inline unsigned fpdu_kind(const iwarp::FpduEvent& e) {
+  if (!e.ddp->ok()) return 32;
+  return ((*e.ddp)->tagged ? 16u : 0u) + ((*e.ddp)->opcode & 15u);
+}
+
+// An FPDU handler as a case builder holds it.
+using IwarpFpduFn = std::function<void(CaseCtx&, const IwarpConn&, const iwarp::FpduEvent&)>;
+
 class IwarpCase {
  public:
   // The events a case handles; the checker calls a case only for those.
@@ -26,6 +49,11 @@ class IwarpCase {
   virtual ~IwarpCase() = default;
   virtual const CaseInfo& info() const = 0;
   virtual unsigned events() const { return all; }
+  // The FPDUs on_fpdu is called for (see kAnyFpdu).
+  virtual std::uint64_t fpdu_kinds() const { return kAnyFpdu; }
+  // The function on_fpdu calls, when it only calls one: the checker calls
+  // it directly (one indirect call less for every case and FPDU).
+  virtual const IwarpFpduFn* fpdu_fn() const { return nullptr; }
   virtual void on_rr(CaseCtx&, const IwarpConn&, const iwarp::RrEvent&) const {}
   virtual void on_fpdu(CaseCtx&, const IwarpConn&, const iwarp::FpduEvent&) const {}
   virtual void on_stop(CaseCtx&, const IwarpConn&, const iwarp::StopEvent&) const {}
@@ -58,7 +86,7 @@ void inconclusive_on_gap(CaseCtx& ctx, const iwarp::StopEvent& e);
 class BuiltIwarpCase final : public IwarpCase {
  public:
   using Rr = std::function<void(CaseCtx&, const IwarpConn&, const iwarp::RrEvent&)>;
-  using Fpdu = std::function<void(CaseCtx&, const IwarpConn&, const iwarp::FpduEvent&)>;
+  using Fpdu = IwarpFpduFn;
   using Stop = std::function<void(CaseCtx&, const IwarpConn&, const iwarp::StopEvent&)>;
   using Close = std::function<void(CaseCtx&, const IwarpConn&)>;
   explicit BuiltIwarpCase(CaseInfo i) : info_(i) {}
@@ -66,6 +94,10 @@ class BuiltIwarpCase final : public IwarpCase {
   BuiltIwarpCase& rr(Rr f) { rr_ = std::move(f); return *this; }
   BuiltIwarpCase& fpdu(Fpdu f) { fpdu_ = std::move(f); return *this; }
   BuiltIwarpCase& stop(Stop f) { stop_ = std::move(f); return *this; }
+  // The handler needs only these kinds of FPDU (fpdu_kind); further calls narrow it.
+  BuiltIwarpCase& only(std::uint64_t kinds) { kinds_ &= kinds; return *this; }
+  std::uint64_t fpdu_kinds() const override { return kinds_; }
+  const IwarpFpduFn* fpdu_fn() const override { return fpdu_ ? &fpdu_ : nullptr; }
   const CaseInfo& info() const override { return info_; }
   unsigned events() const override {
     return (rr_ ? Event::rr : 0u) | (fpdu_ ? Event::fpdu : 0u) | (stop_ ? Event::stop : 0u) | (close_ ? Event::close : 0u);
@@ -81,6 +113,7 @@ class BuiltIwarpCase final : public IwarpCase {
   Fpdu fpdu_;
   Stop stop_;
   Close close_;
+  std::uint64_t kinds_ = kAnyFpdu;
 };
 
 // Records a failure that octets of direction `dir` show (in the evidence's
@@ -123,11 +156,17 @@ struct Seg {
 // missing octets make it INCONCLUSIVE.
 template <class F>
 BuiltIwarpCase& on_segments(BuiltIwarpCase& c, F f) {
-  return c
+  return c.only(kAnySegment)
       .fpdu([f](CaseCtx& ctx, const IwarpConn& k, const iwarp::FpduEvent& e) {
         if (const auto* s = segment_of(e)) f(ctx, k, e, Seg{*s});
       })
       .stop([](CaseCtx& ctx, const IwarpConn&, const iwarp::StopEvent& e) { inconclusive_on_gap(ctx, e); });
+}
+// The same for the segments of the given kinds only (fpdu_kind): F must
+// do nothing for the others.
+template <class F>
+BuiltIwarpCase& on_segments(BuiltIwarpCase& c, std::uint64_t kinds, F f) {
+  return on_segments(c.only(kinds), f);
 }
 
 // Answers (Read Response, Atomic Response) with no request to match. They are

@@ -198,6 +198,9 @@ class Family final : public ProtocolFamily {
   // input cost (fuzz_capture, callgrind).
   struct Dispatch {
     std::array<std::vector<std::size_t>, 4> handlers, checksum;  // per event bit
+    // The FPDU handlers again per kind of FPDU (fpdu_kind): the cases that
+    // asked for it, with the function their on_fpdu calls (null: call on_fpdu).
+    std::array<std::vector<std::pair<std::size_t, const IwarpFpduFn*>>, kFpduKinds> fpdu;
   };
   Dispatch dispatch(const std::vector<std::size_t>& active) const {
     Dispatch d;
@@ -209,6 +212,9 @@ class Family final : public ProtocolFamily {
         d.handlers[b].push_back(i);
         if (crc) d.checksum[b].push_back(i);
       }
+      if (c.events() & IwarpCase::fpdu)
+        for (unsigned kind = 0; kind < kFpduKinds; ++kind)
+          if (c.fpdu_kinds() >> kind & 1) d.fpdu[kind].emplace_back(i, c.fpdu_fn());
     }
     return d;
   }
@@ -289,7 +295,12 @@ class Run final : public FamilyRun, public TcpSink {
       if (e.damaged)
         scope.artefact(e.dir, "frame {}: the FPDU at stream offset {} failed its CRC, so its content is not used",
                                           e.first_frame, e.offset);
-      each(IwarpCase::fpdu, [&](const IwarpCase& k, CaseCtx& c) { k.on_fpdu(c, view, e); }, e.damaged);
+      if (e.damaged) return each(IwarpCase::fpdu, [&](const IwarpCase& k, CaseCtx& c) { k.on_fpdu(c, view, e); }, true);
+      for (const auto& [i, fn] : run->dispatch_.fpdu[fpdu_kind(e)]) {
+        CaseCtx c = scope.ctx(i);
+        if (fn) (*fn)(c, view, e);
+        else run->cases_[i]->on_fpdu(c, view, e);
+      }
     }
     // Octets with another copy in the capture: what their frames show may
     // not be what the receiver took.

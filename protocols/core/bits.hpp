@@ -54,15 +54,23 @@ inline void put_le32(MutBytes b, std::size_t off, std::uint32_t v) {
 
 // Reads `width` (1..64) bits starting `bit_off` bits into `b`, MSB first.
 // The caller guarantees the bits lie inside `b`.
-constexpr std::uint64_t read_bits(Bytes b, std::size_t bit_off, unsigned width) {
+constexpr std::uint64_t read_bits_across(Bytes b, std::size_t bit_off, unsigned width);
+// (Inline: every header field read of the checker's per-FPDU path comes
+// here, and the one-window case is a load and two shifts.)
+[[gnu::always_inline]] constexpr std::uint64_t read_bits(Bytes b, std::size_t bit_off, unsigned width) {
   const std::size_t first = bit_off / 8;
   const unsigned lead = static_cast<unsigned>(bit_off % 8);
-  if (lead + width <= 64 && first + 8 <= b.size()) {
+  if (lead + width <= 64 && first + 8 <= b.size()) [[likely]] {
     // The common case: the field lies in one 8-octet window.
     const std::uint64_t w = be64(b, first);
     const std::uint64_t v = w >> (64 - lead - width);
     return width == 64 ? v : v & ((std::uint64_t{1} << width) - 1);
   }
+  return read_bits_across(b, bit_off, width);
+}
+// read_bits for a field no 8-octet window holds, or near the end of `b`.
+constexpr std::uint64_t read_bits_across(Bytes b, std::size_t bit_off, unsigned width) {
+  const std::size_t first = bit_off / 8;
   const std::size_t last = (bit_off + width - 1) / 8;
   unsigned __int128 acc = 0;
   for (std::size_t i = first; i <= last; ++i) acc = (acc << 8) | u8(b, i);

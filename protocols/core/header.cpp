@@ -34,13 +34,6 @@ std::string DecodeError::message() const {
   return s;
 }
 
-Result<Header> Header::decode(const HeaderDef& def, Bytes in) {
-  if (in.size() < def.size) return truncated(&def, def.size, in.size());
-  Header h(def);
-  std::memcpy(h.raw_.data(), in.data(), def.size);
-  return h;
-}
-
 void Header::set(std::size_t field, std::uint64_t v) {
   const FieldDef& f = def_->fields[field];
   if (f.is_wide()) return;

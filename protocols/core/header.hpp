@@ -6,6 +6,7 @@
 // encode and printing cannot disagree about a layout.
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include <nlohmann/json_fwd.hpp>
@@ -23,8 +24,21 @@ class Header {
   Header() = default;
   explicit Header(const HeaderDef& def) : def_(&def) {}
 
-  // Copies def.size octets from the front of `in`; the only failure is truncation.
-  static Result<Header> decode(const HeaderDef& def, Bytes in);
+  // Copies def.size octets from the front of `in`; the only failure is
+  // truncation. (Inline: every frame's link, network and transport headers
+  // and every FPDU's come through here.)
+  static Result<Header> decode(const HeaderDef& def, Bytes in) {
+    if (in.size() < def.size) [[unlikely]] return truncated(&def, def.size, in.size());
+    Header h;
+    h.assign(def, in);
+    return h;
+  }
+  // decode() in place, into a header made by Header(): `in` holds at least
+  // def.size octets (the caller checked).
+  void assign(const HeaderDef& def, Bytes in) {
+    def_ = &def;
+    std::memcpy(raw_.data(), in.data(), def.size);
+  }
 
   const HeaderDef& def() const { return *def_; }
   std::size_t size() const { return def_->size; }

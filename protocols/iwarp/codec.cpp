@@ -151,12 +151,12 @@ Result<DdpSegment> decode_ddp(Bytes ulpdu) {
   if (ulpdu.empty()) return truncated(&kDdpUntagged, 2, 0);
   const bool tagged = (u8(ulpdu, 0) & 0x80) != 0;
   const HeaderDef& def = tagged ? kDdpTagged : kDdpUntagged;
-  auto h = Header::decode(def, ulpdu);
-  if (!h) return h.error();
+  // (Header::decode in place: this runs for every FPDU.)
+  if (ulpdu.size() < def.size) return truncated(&def, def.size, ulpdu.size());
   DdpSegment s;
-  s.ddp = *h;
+  s.ddp.assign(def, ulpdu);
   s.tagged = tagged;
-  s.opcode = static_cast<std::uint8_t>(h->get(DdpTagged::opcode));
+  s.opcode = static_cast<std::uint8_t>(s.ddp.get(DdpTagged::opcode));
   std::size_t off = def.size;
   if (!tagged) {
     if (const HeaderDef* body = untagged_body(s.opcode)) {

@@ -23,6 +23,7 @@
 
 #include "captures/io/pcap_writer.hpp"
 #include "conformance/checker.hpp"
+#include "conformance/iwarp/case.hpp"
 #include "captures/io/pcap_reader.hpp"
 #include "protocols/ib/packet.hpp"
 #include "conformance/scope.hpp"
@@ -600,6 +601,56 @@ BOOST_AUTO_TEST_CASE(options_parse_from_text) {
   BOOST_TEST(*parse_option(ports, "99999999999999999999999", v) == "--roce-port: '99999999999999999999999' is not a number");
   BOOST_TEST(*parse_option(mtu, "512", v) == "--roce-mtu: 512 is not one of 256, 1024");
   BOOST_TEST(*parse_option(mtu, "256,1024", v) == "--roce-mtu takes one value, not 2");
+}
+
+// Every iWARP case that narrows the FPDUs its handler is called for
+// (fpdu_kinds; the checker no longer calls it for the others) does nothing
+// for the kinds it leaves out: handed a segment of each of them, it records
+// no verdict and keeps no state. A narrowing that left out a kind the case
+// judges would fail here.
+BOOST_AUTO_TEST_CASE(iwarp_cases_narrowed_to_fpdu_kinds_ignore_the_rest) {
+  namespace pi = rdmaconf::protocols::iwarp;
+  IwarpCases cases;
+  add_iwarp_mpa_setup_cases(cases);
+  add_iwarp_mpa_order_cases(cases);
+  add_iwarp_mpa_enhanced_cases(cases);
+  add_iwarp_mpa_fpdu_cases(cases);
+  add_iwarp_ddp_cases(cases);
+  add_iwarp_rdmap_cases(cases);
+  const std::vector<std::byte> rest(64);  // room for any RDMAP header the opcode calls for
+  const std::string sides[2] = {"endpoint a", "endpoint b"};
+  std::size_t narrowed = 0, handed = 0;
+  for (const auto& c : cases) {
+    const std::uint64_t kinds = c->fpdu_kinds();
+    if (!(c->events() & IwarpCase::fpdu) || kinds == kAnyFpdu) continue;
+    ++narrowed;
+    for (unsigned kind = 0; kind < kFpduKinds; ++kind) {
+      if (kinds >> kind & 1) continue;
+      std::vector<std::byte> ulpdu;
+      const auto op = static_cast<std::uint8_t>(kind & 15);
+      if (kind == 32) ulpdu = {std::byte{0x41}};  // a ULPDU too short for any DDP header
+      else if (kind >= 16) pi::encode_ddp_tagged(ulpdu, op, 0x77, 0, true, rest);
+      else pi::encode_ddp_untagged(ulpdu, op, 0, 1, 0, true, rest);
+      const auto seg = pi::decode_ddp(ulpdu);
+      pi::FpduView view;
+      view.ulpdu_len = static_cast<std::uint16_t>(ulpdu.size());
+      view.ulpdu = ulpdu;
+      iwarp::FpduEvent e;
+      e.fpdu = &view;
+      e.ddp = &seg;
+      e.first_frame = e.last_frame = 1;
+      BOOST_REQUIRE_EQUAL(fpdu_kind(e), kind);
+      Tally t;
+      std::unique_ptr<CaseState> slot;
+      CaseCtx ctx{t, slot, sides};
+      c->on_fpdu(ctx, IwarpConn{}, e);
+      ++handed;
+      BOOST_TEST((t.checked() == 0 && t.failed() == 0 && !t.unsettled() && t.inconclusive_count() == 0 && !slot),
+                 c->info().id << " judged an FPDU of kind " << kind << ", which its fpdu_kinds leave out");
+    }
+  }
+  BOOST_TEST(narrowed >= 11u);
+  BOOST_TEST(handed > 200u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -217,7 +217,7 @@ void add_iwarp_ddp_cases(IwarpCases& k) {
 
   on_segments(add(k, {"iwarp.ddp.qn", "RFC 5040", "§4.1; RFC 5041 §4.3", Level::must,
                       "An untagged segment names a queue RDMAP uses: 0 (Send family, Immediate Data), 1 (RDMA Read "
-                      "Request, Atomic Request), 2 (Terminate) or 3 (Atomic Response, the one queue RFC 7306 adds)."}),
+                      "Request, Atomic Request), 2 (Terminate) or 3 (Atomic Response, the one queue RFC 7306 adds)."}), kAnyUntagged,
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
                 if (g.tagged()) return;
                 RDMACONF_JUDGE(ctx, e, g.qn() <= kMaxRdmapQueue, fmt::format("QN 0 to {}", kMaxRdmapQueue), fmt::format("QN {}", g.qn()),

@@ -43,16 +43,19 @@ void add_iwarp_mpa_order_cases(IwarpCases& k) {
       .fpdu([](CaseCtx& ctx, const IwarpConn& c, const iwarp::FpduEvent& e) {
         const auto& n = c.mpa->negotiated();
         if (n.inferred || !n.complete() || !e.from_initiator) return;
-        const auto expected = fmt::format("FPDU sent after the whole Reply arrived ({} octets of the responder's stream)", n.reply_end);
+        // Formatted only for evidence: this runs for every FPDU of the initiator.
+        const auto expected = [&] {
+          return fmt::format("FPDU sent after the whole Reply arrived ({} octets of the responder's stream)", n.reply_end);
+        };
         if (e.acked == kAckUnknown) {
           // No acknowledgement number to go by: file order, which a capture artefact could explain.
           if (e.first_frame > n.frame) return ctx.tally.pass();
           Evidence ev = evidence_at(e, ctx.side(e.dir));
-          ev.expected = expected;
+          ev.expected = expected();
           ev.actual = fmt::format("FPDU #{} in frame {}, before frame {} (which completed the exchange)", e.index, e.first_frame, n.frame);
           return ctx.tally.doubtful(std::move(ev));
         }
-        RDMACONF_JUDGE(ctx, e, e.acked >= n.reply_end, expected,
+        RDMACONF_JUDGE(ctx, e, e.acked >= n.reply_end, expected(),
                        fmt::format("FPDU #{} sent when the initiator had received {} octets", e.index, e.acked));
       })
       // The initiator sent octets after its Request and the responder never

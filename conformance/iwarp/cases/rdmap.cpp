@@ -121,7 +121,7 @@ void add_iwarp_rdmap_cases(IwarpCases& k) {
 
   on_segments(add(k, {"iwarp.rdmap.read_request.format", "RFC 5040", "§4.2, §4.4, §5.2.1", Level::must,
                       "An RDMA Read Request is a single untagged segment (L set, MO 0) whose payload is exactly the "
-                      "28-octet Read Request header."}),
+                      "28-octet Read Request header."}), untagged_ops({kOpReadRequest}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
                 if (g.tagged() || g.opcode() != kOpReadRequest) return;
                 const auto n = g.ddp_payload(e);
@@ -207,7 +207,7 @@ void add_iwarp_rdmap_cases(IwarpCases& k) {
   // is an STag, whose validity is the receiver's to judge, RFC 5040 §7.2.)
   on_segments(add(k, {"iwarp.rdmap.inv_stag", "RFC 5040", "§4.1; RFC 7306 §4.1", Level::must,
                       "Every untagged message but Send with Invalidate (with or without SE) sends the Invalidate STag "
-                      "field, the word after the RDMAP control octet, as zero."}),
+                      "field, the word after the RDMAP control octet, as zero."}), kAnyUntagged,
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
                 if (g.tagged() || is_invalidate(g.opcode())) return;
                 const auto v = g.get(DdpUntagged::rsvd_ulp);
@@ -216,7 +216,7 @@ void add_iwarp_rdmap_cases(IwarpCases& k) {
 
   on_segments(add(k, {"iwarp.rdmap.terminate.code", "RFC 5040", "§4.8; RFC 5041 §7.2", Level::must,
                       "A Terminate names a layer, error type and error code combination the RFCs define, and sends "
-                      "its reserved bits as zero."}),
+                      "its reserved bits as zero."}), untagged_ops({kOpTerminate}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
                 if (g.tagged() || g.opcode() != kOpTerminate || !g.s.body) return;
                 const protocols::Header& t = *g.s.body;
@@ -230,7 +230,7 @@ void add_iwarp_rdmap_cases(IwarpCases& k) {
 
   on_segments(add(k, {"iwarp.rdmap.terminate.headers", "RFC 5040", "§4.8; RFC 5041 §7.1", Level::must,
                       "A Terminate carries the parts its M, D and R bits announce: the offending segment's length, "
-                      "its DDP header and, for an untagged one, its RDMAP header."}),
+                      "its DDP header and, for an untagged one, its RDMAP header."}), untagged_ops({kOpTerminate}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
                 if (g.tagged() || g.opcode() != kOpTerminate || !g.s.body) return;
                 RDMACONF_JUDGE(ctx, e, !g.s.term_incomplete, "every announced copied header", "some missing",
@@ -245,7 +245,7 @@ void add_iwarp_rdmap_cases(IwarpCases& k) {
   // Requests, fix nothing a capture can hold a sender to.)
   on_segments(add(k, {"iwarp.rdmap.terminate.flags", "RFC 5040", "§4.8", Level::should,
                       "A Terminate for a DDP-layer error sets M and D: it includes the DDP segment length and the "
-                      "offending DDP header, as Figure 10 has it."}),
+                      "offending DDP header, as Figure 10 has it."}), untagged_ops({kOpTerminate}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
                 if (g.tagged() || g.opcode() != kOpTerminate || !g.s.body) return;
                 const protocols::Header& t = *g.s.body;
@@ -260,6 +260,7 @@ void add_iwarp_rdmap_cases(IwarpCases& k) {
   add(k, {"iwarp.rdmap.terminate.graceful", "RFC 5040", "§6.2.1", Level::should,
           "After a Terminate the connection is closed gracefully (FIN), not reset, so that the Terminate is "
           "delivered."})
+      .only(untagged_ops({kOpTerminate}))
       .fpdu([](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e) {
         const auto* s = segment_of(e);
         if (!s || s->tagged || s->opcode != kOpTerminate || ctx.state<TerminateSeen>().frame) return;
@@ -297,7 +298,7 @@ void add_iwarp_rdmap_cases(IwarpCases& k) {
 
   on_segments(add(k, {"iwarp.rdmap.immediate.format", "RFC 7306", "§6.3", Level::must,
                       "An Immediate Data message is a single untagged segment (L set, MO 0) carrying exactly 8 octets "
-                      "of data."}),
+                      "of data."}), untagged_ops({kOpImmediate, kOpImmediateSe}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
                 if (g.tagged() || (g.opcode() != kOpImmediate && g.opcode() != kOpImmediateSe)) return;
                 const auto n = g.ddp_payload(e);
@@ -308,7 +309,7 @@ void add_iwarp_rdmap_cases(IwarpCases& k) {
   on_segments(add(k, {"iwarp.rdmap.atomic.format", "RFC 7306", "§5.2.1, §5.2.2", Level::must,
                       "An Atomic Request is a single untagged segment of exactly the 52-octet request header naming "
                       "FetchAdd (0000b) or CmpSwap (0010b) with its reserved bits zero; an Atomic Response is exactly "
-                      "the 12-octet response header."}),
+                      "the 12-octet response header."}), kAnyUntagged,
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
                 if (g.tagged() || !g.s.body) return;
                 const auto n = g.ddp_payload(e);
@@ -325,7 +326,7 @@ void add_iwarp_rdmap_cases(IwarpCases& k) {
               });
 
   on_segments(add(k, {"iwarp.rdmap.atomic.alignment", "RFC 7306", "§5.1.1, §5.1.2, §5.2.1", Level::must,
-                      "The remote tagged offset of an Atomic Request is aligned to 8 octets."}),
+                      "The remote tagged offset of an Atomic Request is aligned to 8 octets."}), untagged_ops({kOpAtomicRequest}),
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
                 if (g.tagged() || g.opcode() != kOpAtomicRequest || !g.s.body) return;
                 const auto to = g.s.body->get(AtomicRequest::to);
@@ -334,7 +335,7 @@ void add_iwarp_rdmap_cases(IwarpCases& k) {
 
   on_segments(add(k, {"iwarp.rdmap.atomic.response_match", "RFC 7306", "§5.2.1, §5.2.2, §5.4", Level::must,
                       "An Atomic Response answers the oldest Atomic Request of the other side not yet answered: it "
-                      "carries that Request's identifier, so responses come in the order of the requests."}),
+                      "carries that Request's identifier, so responses come in the order of the requests."}), kAnyUntagged,
               [](CaseCtx& ctx, const IwarpConn&, const iwarp::FpduEvent& e, const Seg& g) {
                 if (g.tagged() || !g.s.body) return;
                 auto& ids = ctx.state<AtomicIds>();
