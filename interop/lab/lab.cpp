@@ -538,10 +538,12 @@ nlohmann::json describe_device(const fs::path& out, const Dut& dut, const Device
   }
   // Each time the device stopped answering and --dut-recover brought it back (dut.sh's recover.log).
   const std::string recoveries = read_text(out / "recover.log");
-  unsigned tried = 0, recovered = 0;
-  for (std::size_t at = 0; (at = recoveries.find("== recovery ", at)) != std::string::npos; ++at) ++tried;
-  for (std::size_t at = 0; (at = recoveries.find("\nrecovered after ", at)) != std::string::npos; ++at) ++recovered;
-  d["recoveries"] = {{"tried", tried}, {"recovered", recovered}};
+  const auto lines = [&](std::string_view start) {
+    unsigned n = 0;
+    for (std::size_t at = 0; (at = recoveries.find(start, at)) != std::string::npos; ++at) ++n;
+    return n;
+  };
+  d["recoveries"] = {{"tried", lines("== recovery ")}, {"recovered", lines("\nrecovered after ")}};
   return d;
 }
 
