@@ -210,6 +210,8 @@ int main(int argc, char** argv) {
   app.add_option("--json", json_out, "write the figures as JSON");
   app.add_flag("--spin", spin, "busy-poll on both sides (engine and raw TCP) instead of blocking");
   std::string only;
+  std::vector<std::uint32_t> lat_sizes = {4, 65536};
+  app.add_option("--lat-sizes", lat_sizes, "message sizes of the latency runs (for profiling one)")->check(CLI::Range(1u, 1u << 20));
   app.add_option("--only", only, "just this configuration (\"crc on\", \"crc off\", \"crc on, markers both ways\")");
   CLI11_PARSE(app, argc, argv);
 
@@ -286,7 +288,7 @@ int main(int argc, char** argv) {
                            {"engine_rounds", per_round(bw.eng[i], rate)}, {"raw_rounds", per_round(bw.raw, rate)},
                            {"sender_cpu_s_per_gb", median(send_cpu)}, {"receiver_cpu_s_per_gb", median(recv_cpu)}});
   }
-  for (std::uint32_t size : {4u, 65536u}) {
+  for (std::uint32_t size : lat_sizes) {
     const std::uint64_t n = size > 4096 ? lat_iters / 4 : lat_iters;
     const Figures lat = paired([&] { return raw_pingpong(size, n, spin); },
                                [&](const EngineCfg& c, Cpu* cpu) { return engine_run("write-lat", size, n, c, spin, cpu); });

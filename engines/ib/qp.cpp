@@ -127,12 +127,20 @@ void QueuePair::build(std::uint8_t opcode, std::uint32_t dest_qp, std::uint32_t 
   bth.set(pib::Bth::psn, psn & kPsnMask);
   const std::size_t pad = (4 - payload.size() % 4) % 4;
   bth.set(pib::Bth::padcnt, pad);
+  // Sized once, then each part copied in.
+  std::size_t total = bth.size() + payload.size() + pad + pib::kIcrcSize;
+  for (const auto& h : exts) total += h.size();
   auto& b = p.bytes;
-  b.clear();
-  b.insert(b.end(), bth.bytes().begin(), bth.bytes().end());
-  for (const auto& h : exts) b.insert(b.end(), h.bytes().begin(), h.bytes().end());
-  b.insert(b.end(), payload.begin(), payload.end());
-  b.insert(b.end(), pad + pib::kIcrcSize, std::byte{0});
+  b.resize(total);
+  std::byte* at = b.data();
+  auto put = [&](Bytes part) {
+    if (!part.empty()) std::memcpy(at, part.data(), part.size());
+    at += part.size();
+  };
+  put(bth.bytes());
+  for (const auto& h : exts) put(h.bytes());
+  put(payload);
+  std::memset(at, 0, pad + pib::kIcrcSize);
   p.corrupt_icrc = false;
   ++ctr_.packets_sent;
 }

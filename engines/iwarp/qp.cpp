@@ -240,7 +240,11 @@ void QueuePair::send_fpdu(Bytes head, Bytes payload) {
     const protocols::MutBytes to = tx_.grow(pi::marked_fpdu_size(head.size() + payload.size(), ms_.pos));
     return pi::write_fpdu_marked(to, head, payload, crc_, ms_, f);
   }
-  // The header is copied into the queue; the payload stays in its region.
+  // The header is copied into the queue; the payload stays in its region,
+  // unless the queue would copy it anyway: then the whole FPDU is laid down
+  // in place and its CRC taken in one pass.
+  if (payload.size() < TxQueue::kMinView)
+    return pi::write_fpdu(tx_.grow(pi::fpdu_size(head.size() + payload.size())), head, payload, crc_, f);
   pi::emit_fpdu(tx_, head, payload, crc_, nullptr, f);
 }
 

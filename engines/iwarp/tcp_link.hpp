@@ -1,6 +1,6 @@
 #pragma once
 // The TCP socket adapter around the sans-I/O queue pair: one non-blocking
-// socket, an epoll set, and a loop that moves octets between them.
+// socket and a loop that moves octets between it and the queue pair.
 //
 //   std::string err;
 //   auto fd = tcp_connect("127.0.0.1:4791", 5000, err);   // or tcp_listen + tcp_accept
@@ -13,8 +13,10 @@
 // run_until() writes what the queue pair has to send, hands it whatever the
 // peer sent, drives its timer, and waits until the condition holds, the
 // connection ends or the time runs out: in recv() when there is nothing to
-// send, in epoll_wait when output waits for room (WaitMode::block), or
-// spinning on non-blocking calls (WaitMode::spin). When the queue pair wants the
+// send, in poll() when output waits for room (WaitMode::block), or
+// spinning on non-blocking calls (WaitMode::spin). No epoll set stays
+// registered on the socket: its wakeup callback would run for every
+// segment that arrives, in the sender's softirq, whether anyone waits or not. When the queue pair wants the
 // connection closed (after a Terminate), the link flushes its output, shuts
 // down the write side and waits briefly for the peer's FIN.
 #include <sys/socket.h>
@@ -81,10 +83,8 @@ class TcpLink {
   void tap(int dir, protocols::Bytes b);
 
   Fd fd_;
-  Fd ep_;
   QueuePair& qp_;
   WaitMode mode_;
-  bool want_out_ = false;  // EPOLLOUT registered
   bool ended_ = false, peer_eof_ = false, peer_reset_ = false, shut_wr_ = false;
   std::string error_;
   // Octets received: [rhead_, rtail_) of rbuf_ are those the queue pair

@@ -8,7 +8,6 @@ namespace rdmaconf::engine::iwarp {
 namespace {
 constexpr std::size_t kCompactPieces = 4096;        // spent pieces kept before the list is shifted
 constexpr std::size_t kCompactArena = 512 * 1024;  // spent owned octets kept before the arena is shifted
-constexpr std::size_t kMinView = 1024;              // shorter views are copied in
 }  // namespace
 
 void TxQueue::made(protocols::Bytes b) {
@@ -31,8 +30,6 @@ protocols::MutBytes TxQueue::grow(std::size_t n) {
 
 void TxQueue::view(protocols::Bytes b) {
   if (b.empty()) return;
-  // A short view costs the kernel more as one more iovec entry than a copy
-  // costs here (the pieces between markers, small messages): copy those.
   if (b.size() < kMinView) return made(b);
   if (pieces_.size() > first_ && pieces_.back().ext && pieces_.back().ext + pieces_.back().len == b.data())
     pieces_.back().len += b.size();

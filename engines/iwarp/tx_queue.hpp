@@ -27,6 +27,11 @@ namespace rdmaconf::engine::iwarp {
 
 class TxQueue {
  public:
+  // Views shorter than this are copied in: a short view costs the kernel
+  // more as one more iovec entry than a copy costs here (the pieces between
+  // markers, small messages).
+  static constexpr std::size_t kMinView = 1024;
+
   // Octets copied into the queue.
   void made(protocols::Bytes b);
   // Room for `n` octets in the queue's own storage, to be written in place

@@ -34,13 +34,6 @@ std::string DecodeError::message() const {
   return s;
 }
 
-void Header::set(std::size_t field, std::uint64_t v) {
-  const FieldDef& f = def_->fields[field];
-  if (f.is_wide()) return;
-  // As in get(): the whole store, so that short headers take the one-window path.
-  write_bits(MutBytes{raw_.data(), kMaxSize}, f.bit_offset, f.bit_width, v);
-}
-
 Bytes Header::field_bytes(std::size_t field) const {
   const FieldDef& f = def_->fields[field];
   return bytes().subspan(f.bit_offset / 8u, f.bit_width / 8u);

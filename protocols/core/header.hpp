@@ -52,7 +52,13 @@ class Header {
     // path (the octets past the header are masked off).
     return f.is_wide() ? 0 : read_bits(Bytes{raw_.data(), kMaxSize}, f.bit_offset, f.bit_width);
   }
-  void set(std::size_t field, std::uint64_t v);
+  // (Inline, like get(): a sender builds every DDP header through here.)
+  [[gnu::always_inline]] void set(std::size_t field, std::uint64_t v) {
+    const FieldDef& f = def_->fields[field];
+    if (f.is_wide()) return;
+    // As in get(): the whole store, so that short headers take the one-window path.
+    write_bits(MutBytes{raw_.data(), kMaxSize}, f.bit_offset, f.bit_width, v);
+  }
   // A header of `def` with the given fields set and every other field zero.
   static Header with(const HeaderDef& def, std::initializer_list<std::pair<std::size_t, std::uint64_t>> fields) {
     Header h(def);

@@ -90,6 +90,10 @@ namespace {
 struct SpanSink {
   MutBytes out;
   std::size_t at = 0;
+  MutBytes grow(std::size_t n) {
+    at += n;
+    return out.subspan(at - n, n);
+  }
   void made(Bytes b) {
     std::memcpy(out.data() + at, b.data(), b.size());
     at += b.size();
@@ -99,9 +103,14 @@ struct SpanSink {
 
 }  // namespace
 
-void write_fpdu(MutBytes f, Bytes head, Bytes payload, bool crc) {
-  SpanSink s{f};
-  emit_fpdu(s, head, payload, crc, nullptr);
+void write_fpdu(MutBytes f, Bytes head, Bytes payload, bool crc, const FpduFaults& faults) {
+  const std::size_t len = head.size() + payload.size(), crc_at = f.size() - kMpaCrcSize;
+  put_be16(f, 0, static_cast<std::uint16_t>(len));
+  if (!head.empty()) std::memcpy(f.data() + 2, head.data(), head.size());
+  if (!payload.empty()) std::memcpy(f.data() + 2 + head.size(), payload.data(), payload.size());
+  std::memset(f.data() + 2 + len, 0, crc_at - 2 - len);
+  put_le32(f, crc_at, (crc ? fpdu_crc(f.first(crc_at)) : 0) ^ faults.crc_xor);
+  if (faults.length_excess) put_be16(f, 0, static_cast<std::uint16_t>(len + faults.length_excess));  // the CRC took the true one
 }
 
 void encode_fpdu(std::vector<std::byte>& out, Bytes ulpdu, bool crc) {
@@ -207,19 +216,17 @@ Result<DdpSegment> decode_ddp(Bytes ulpdu) {
   return s;
 }
 
-unsigned ddp_control(Bytes ulpdu, std::size_t field) {
-  if (ulpdu.size() < 2) return 0;
-  const auto& f = kDdpTaggedFields[field];
-  return static_cast<unsigned>(read_bits(ulpdu.first(2), f.bit_offset, f.bit_width));
-}
-
 Header ddp_header(bool tagged, std::uint8_t opcode, bool last) {
   Header h(tagged ? kDdpTagged : kDdpUntagged);
-  h.set(DdpTagged::t, tagged);
-  h.set(DdpTagged::l, last);
-  h.set(DdpTagged::dv, 1);
-  h.set(DdpTagged::rv, 1);
-  h.set(DdpTagged::opcode, opcode);
+  // The control rows, all in the first 16 bits (as ddp_control reads them),
+  // composed at once: every FPDU an engine sends starts here.
+  auto row = [](std::size_t field, unsigned v) {
+    const FieldDef& f = kDdpTaggedFields[field];
+    return (v & ((1u << f.bit_width) - 1)) << (16 - f.bit_offset - f.bit_width);
+  };
+  const unsigned w = row(DdpTagged::t, tagged) | row(DdpTagged::l, last) | row(DdpTagged::dv, 1) |
+                     row(DdpTagged::rv, 1) | row(DdpTagged::opcode, opcode);
+  put_be16(h.mutable_bytes(), 0, static_cast<std::uint16_t>(w));
   return h;
 }
 

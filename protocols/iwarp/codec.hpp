@@ -2,6 +2,7 @@
 // iWARP codecs: MPA Request/Reply, FPDU framing with its pad and CRC hooks,
 // and DDP segments with their RDMAP bodies.
 #include <algorithm>
+#include <cassert>
 #include <optional>
 #include <vector>
 
@@ -59,14 +60,20 @@ std::uint32_t fpdu_crc(Bytes covered);
 // fpdu_crc of any slice of one buffer (crc(from, to)), each in constant time
 // after one pass over it: for scans that try an FPDU at every offset.
 using FpduCrcSlices = crc::Crc32cSlices;
+// Faults a sender may put into an FPDU it writes (the engine's fault plans).
+struct FpduFaults {
+  std::uint16_t length_excess = 0;  // the length field claims this many octets more (the CRC covers the true one)
+  std::uint32_t crc_xor = 0;        // XORed into the CRC field as sent
+};
 // Writes length, ULPDU (`head` then `payload`, so a sender need not join
 // them), zero pad and CRC (or zero when crc is off) into `f`, which holds
-// exactly fpdu_size(head.size() + payload.size()) octets.
-void write_fpdu(MutBytes f, Bytes head, Bytes payload, bool crc);
+// exactly fpdu_size(head.size() + payload.size()) octets; the CRC in one
+// pass over the octets as laid down.
+void write_fpdu(MutBytes f, Bytes head, Bytes payload, bool crc, const FpduFaults& faults = {});
 // Appends length, ULPDU, zero pad and CRC (or zero when crc is off).
 void encode_fpdu(std::vector<std::byte>& out, Bytes ulpdu, bool crc);
 
-// Appends an FPDU to a stream that carries markers (RFC 5044 §4.3 (?)): a
+// Appends an FPDU to a stream that carries markers (RFC 5044 §4.3): a
 // 4-octet marker sits at every 512th octet counted from the first FPDU of the
 // direction, and its pointer gives the distance back to the start of the FPDU
 // it sits in. A marker that falls where an FPDU begins belongs to that FPDU
@@ -85,17 +92,16 @@ struct MarkerStream {
 };
 void encode_fpdu_marked(std::vector<std::byte>& out, Bytes ulpdu, bool crc, MarkerStream& st);
 
-// The one FPDU writer behind the three above, for a sender that gathers
-// rather than copies. It hands `sink` the FPDU in wire order as pieces:
-// sink.made(Bytes) for `head` and the octets it composed (length field,
-// markers, pad, CRC field), which the sink copies before the call returns,
-// and sink.view(Bytes) for parts of `payload`, whose views the sink may keep
-// (they must then stay valid until those octets have been sent). The CRC is taken over
-// the pieces as they go, markers included. `markers` null: no markers.
-struct FpduFaults {
-  std::uint16_t length_excess = 0;  // the length field claims this many octets more (the CRC covers the true one)
-  std::uint32_t crc_xor = 0;        // XORed into the CRC field as sent
-};
+// The FPDU writer for a sender that gathers rather than copies (and the one
+// behind the marked writers). It hands `sink` the FPDU in wire order as
+// pieces: sink.grow(n) for room in the sink's own storage that emit_fpdu
+// writes at once (length field with `head`, pad with the CRC field),
+// sink.made(Bytes) for markers and the pieces of `head` and pad between
+// them, which the sink copies before the call returns, and sink.view(Bytes)
+// for parts of `payload`, whose views the sink may keep (they must then stay
+// valid until those octets have been sent). The CRC is taken over the pieces
+// as they go, markers included. `markers` null: no markers, and the FPDU is
+// three pieces (length and head, payload, pad and CRC).
 template <class Sink>
 void emit_fpdu(Sink& sink, Bytes head, Bytes payload, bool crc, MarkerStream* markers, FpduFaults faults = {});
 // Where markers sit: true when `pos` (relative to the first FPDU) is a marker position.
@@ -125,8 +131,20 @@ Result<DdpSegment> decode_ddp(Bytes ulpdu);
 
 // A DDP/RDMAP control field (T, L, DV, RV, opcode: the rows both DDP
 // layouts share, e.g. DdpTagged::t) read from a ULPDU's first two octets
-// (0 when fewer are there).
-unsigned ddp_control(Bytes ulpdu, std::size_t field);
+// (0 when fewer are there). Inline: every FPDU an engine receives is
+// classified through here, and the rows all lie in the first 16 bits.
+inline unsigned ddp_control(Bytes ulpdu, std::size_t field) {
+  if (ulpdu.size() < 2) return 0;
+  const FieldDef& f = kDdpTaggedFields[field];
+  assert(f.bit_offset + f.bit_width <= 16);
+  const unsigned first16 = (static_cast<unsigned>(ulpdu[0]) << 8) | static_cast<unsigned>(ulpdu[1]);
+  return (first16 >> (16 - f.bit_offset - f.bit_width)) & ((1u << f.bit_width) - 1);
+}
+static_assert([] {
+  for (const FieldDef& f : kDdpTaggedFields)
+    if (f.bit_offset < 16 && f.bit_offset + f.bit_width > 16) return false;
+  return true;
+}(), "ddp_control reads the control rows from the first 16 bits");
 
 // A DDP header with DV 1, RV 1, the opcode and L set (both layouts share
 // these control rows); the caller fills STag/TO or QN/MSN/MO.
@@ -148,7 +166,21 @@ template <class Sink>
 void emit_fpdu(Sink& sink, Bytes head, Bytes payload, bool crc, MarkerStream* st, FpduFaults faults) {
   const std::size_t len = head.size() + payload.size();
   std::uint32_t state = crc::kCrc32cInit;
-  const std::uint64_t fpdu_pos = st ? st->pos : 0;
+  if (!st) {
+    const MutBytes front = sink.grow(2 + head.size());
+    put_be16(front, 0, static_cast<std::uint16_t>(len));
+    if (!head.empty()) std::memcpy(front.data() + 2, head.data(), head.size());
+    if (crc) state = crc::crc32c_update(crc::crc32c_update(state, front), payload);
+    if (faults.length_excess) put_be16(front, 0, static_cast<std::uint16_t>(len + faults.length_excess));
+    sink.view(payload);
+    const std::size_t pad = mpa_pad(len);
+    const MutBytes back = sink.grow(pad + kMpaCrcSize);
+    std::memset(back.data(), 0, pad);
+    if (crc && pad) state = crc::crc32c_update(state, back.first(pad));
+    put_le32(back, pad, (crc ? crc::crc32c_final(state) : 0) ^ faults.crc_xor);
+    return;
+  }
+  const std::uint64_t fpdu_pos = st->pos;
   auto marker = [&] {
     // Written through the marker's table into an 8-octet window (the
     // one-window path of write_bits), without a Header per marker.
@@ -174,11 +206,9 @@ void emit_fpdu(Sink& sink, Bytes head, Bytes payload, bool crc, MarkerStream* st
   auto part = [&](Bytes wire, Bytes covered, bool composed) {
     while (!wire.empty()) {
       std::size_t n = wire.size();
-      if (st) {
-        if (is_marker_position(st->pos)) marker();
-        n = std::min<std::uint64_t>(n, kMpaMarkerInterval - st->pos % kMpaMarkerInterval);
-        st->pos += n;
-      }
+      if (is_marker_position(st->pos)) marker();
+      n = std::min<std::uint64_t>(n, kMpaMarkerInterval - st->pos % kMpaMarkerInterval);
+      st->pos += n;
       if (composed) sink.made(wire.first(n));
       else sink.view(wire.first(n));
       if (crc) state = crc::crc32c_update(state, covered.first(n));
@@ -196,11 +226,11 @@ void emit_fpdu(Sink& sink, Bytes head, Bytes payload, bool crc, MarkerStream* st
   part(Bytes{kZeros, mpa_pad(len)}, Bytes{kZeros, mpa_pad(len)}, true);
   // A marker due right before the CRC field is inside the FPDU and covered;
   // octets are 4-aligned from the stream's start, so none falls inside it.
-  if (st && is_marker_position(st->pos)) marker();
+  if (is_marker_position(st->pos)) marker();
   std::byte field[kMpaCrcSize];
   put_le32(MutBytes{field, kMpaCrcSize}, 0, (crc ? crc::crc32c_final(state) : 0) ^ faults.crc_xor);
   sink.made(Bytes{field, kMpaCrcSize});
-  if (st) st->pos += kMpaCrcSize;
+  st->pos += kMpaCrcSize;
 }
 
 }  // namespace rdmaconf::protocols::iwarp

@@ -737,6 +737,56 @@ BOOST_AUTO_TEST_CASE(transmit_queue_gathers_views_and_copies) {
   BOOST_TEST(c.empty());
 }
 
+// The FPDU writers the engine uses (the payload gathered through the
+// transmit queue, or the whole FPDU composed when it is short) against an
+// FPDU built here octet by octet, its CRC32c taken bit by bit with the
+// reflected Castagnoli polynomial 0x82F63B78 (RFC 5044 §4.4: CRC32c as
+// iSCSI's digests take it): every pad length, both sides of
+// TxQueue::kMinView, and each fault the engine's plans put into an FPDU.
+BOOST_AUTO_TEST_CASE(fpdu_writers_agree_with_an_fpdu_built_by_hand) {
+  namespace pi = rdmaconf::protocols::iwarp;
+  auto bitwise_crc32c = [](Bytes b) {
+    std::uint32_t c = 0xffffffffu;
+    for (std::byte x : b) {
+      c ^= static_cast<std::uint32_t>(x);
+      for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0x82f63b78u & (0u - (c & 1u)));
+    }
+    return ~c;
+  };
+  const std::vector<std::byte> head = pattern(14, 5), data = pattern(5000, 6);
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{4},
+                        TxQueue::kMinView - 1, TxQueue::kMinView, TxQueue::kMinView + 1, std::size_t{5000}}) {
+    const Bytes payload = Bytes(data).first(n);
+    for (int fault = 0; fault < 3; ++fault) {
+      pi::FpduFaults f;
+      if (fault == 1) f.length_excess = 64;
+      if (fault == 2) f.crc_xor = 0x5a5a5a5a;
+      for (bool crc : {true, false}) {
+        // By hand: length, ULPDU, zero pad to a multiple of 4, the CRC over all of it (its field in the
+        // octet order tests/protocols/iwarp_framer_test.cpp holds), the length field's fault after the CRC.
+        const std::size_t len = head.size() + n;
+        std::vector<std::byte> want = {std::byte(len >> 8), std::byte(len & 0xff)};
+        want.insert(want.end(), head.begin(), head.end());
+        want.insert(want.end(), payload.begin(), payload.end());
+        while (want.size() % 4) want.push_back(std::byte{0});
+        const std::uint32_t c = (crc ? bitwise_crc32c(want) : 0u) ^ f.crc_xor;
+        for (int k = 0; k < 4; ++k) want.push_back(std::byte((c >> (8 * k)) & 0xff));
+        want[0] = std::byte((len + f.length_excess) >> 8);
+        want[1] = std::byte((len + f.length_excess) & 0xff);
+        const std::string what = fmt::format("{} payload octets, fault {}, crc {}", n, fault, crc);
+        std::vector<std::byte> composed(pi::fpdu_size(len));
+        pi::write_fpdu(composed, head, payload, crc, f);
+        BOOST_TEST((composed == want), what << ": write_fpdu");
+        TxQueue q;
+        pi::emit_fpdu(q, head, payload, crc, nullptr, f);
+        BOOST_TEST((q.copy_out() == want), what << ": emit_fpdu into the transmit queue");
+        iovec iov[4];
+        BOOST_TEST(q.gather(iov) == (n >= TxQueue::kMinView ? 3u : 1u), what << ": pieces");
+      }
+    }
+  }
+}
+
 // Zero copy: a Send or Write is gathered from its region when the transport
 // takes it (without markers; between markers the pieces are short and are
 // copied), and completes only once its last octet has been consumed.
