@@ -52,7 +52,7 @@ class Suite final : public LiveSuite {
     c.add_option("--mulpdu", mulpdu_, "largest ULPDU we send")->check(CLI::Range(64, 65535 - 24));
     c.add_option("--private-data", private_data_, "MPA private data to send (text, up to 512 octets)")
         ->check([](const std::string& s) { return s.size() > 512 ? std::string("at most 512 octets") : std::string(); });
-    c.add_flag("--spin", spin_, "busy-poll the socket instead of sleeping in epoll_wait");
+    c.add_flag("--spin", spin_, "busy-poll the socket instead of sleeping in recv() or poll()");
     if (role == LiveRole::live) {
       add_initiator_options(c, init_);
       c.add_option("--peer-program", init_.peer_program,
