@@ -275,10 +275,22 @@ wait_listen() {
 }
 wait_rdma() { wait_listen "$@"; }
 
-# port_counters NAME DEV: the port attributes of the device's RDMA device, as counters-NAME.txt.
+# port_counters NAME DEV: the port attributes of the device's RDMA device, as
+# counters-NAME.txt. Only a read, so asked again (three tries a second apart)
+# when nothing came back: in a CI run the read right after a fault cell's
+# client ended came back empty with no error, on both attempts of the cell,
+# and the next run read it at once. Each empty try is noted in
+# counters-NAME.err with the exit status.
 port_counters() {
   [ $DUT_DOWN = 1 ] && return 1
-  dut_sh 20 "PATH=\$PATH:/sbin:/usr/sbin; ibv_devinfo -v -d $(q "$2")" >"$DIR/counters-$1.txt" 2>&1
+  for try in 1 2 3; do
+    dut_sh 20 "PATH=\$PATH:/sbin:/usr/sbin; ibv_devinfo -v -d $(q "$2")" >"$DIR/counters-$1.txt" 2>&1
+    rc=$?
+    [ -s "$DIR/counters-$1.txt" ] && return 0
+    echo "try $try: nothing read (exit status $rc)" >>"$DIR/counters-$1.err"
+    [ $try = 3 ] || sleep 1
+  done
+  return 1
 }
 
 # alive PGID, on the device: whether a process of group PGID runs (not a zombie).
@@ -325,8 +337,11 @@ finish() {
   killed=""
   # A device that answered when the cell began and no longer does went down
   # in this cell: said here, with what its console printed (the next cell
-  # or the next plan recovers it).
-  if [ "$DUT" != local ] && [ $DUT_DOWN = 0 ] && ! dut_sh 15 true >/dev/null 2>"$DIR/dut-alive.err"; then
+  # or the next plan recovers it). Asked twice, a second apart: one SSH
+  # session can fail (status 255, nothing said) while the device answers the
+  # next, as a counter read showed (port_counters).
+  if [ "$DUT" != local ] && [ $DUT_DOWN = 0 ] && ! dut_sh 15 true >/dev/null 2>"$DIR/dut-alive.err" &&
+    ! { sleep 1; dut_sh 15 true >/dev/null 2>>"$DIR/dut-alive.err"; }; then
     sleep 1
     console_since_cell >"$DIR/console.txt"
     panic=$(grep -m 1 -E 'Kernel panic|BUG: |Oops|general protection fault|watchdog: ' "$DIR/console.txt" | sed 's/^\[[^]]*\] *//')

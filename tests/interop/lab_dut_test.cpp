@@ -277,6 +277,37 @@ BOOST_AUTO_TEST_CASE(a_dropped_connection_names_the_cause) {
   fs::remove_all(dir);
 }
 
+// A port-counter read that comes back empty is asked again: the fake ssh
+// answers the first `ibv_devinfo` of the cell with nothing (as one CI run's
+// read right after a fault cell's client did), the second with the counters.
+BOOST_AUTO_TEST_CASE(an_empty_counter_read_is_asked_again) {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("rdmaconf-dut-counters-{}", ::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir / "cells");
+  const fs::path fake = dir / "fake-ssh", once = dir / "emptied";
+  std::ofstream(fake) << "#!/bin/sh\n"
+                         "# fake ssh: [options] DESTINATION COMMAND; the device's ibv_devinfo stands in a function\n"
+                         "for last; do :; done\n"
+                         "case \"$last\" in *ibv_devinfo*)\n"
+                         "  [ -e " << once.string() << " ] || { touch " << once.string() << "; exit 0; }\n"
+                         "  printf 'hca_id:\\trxe0\\n\\t\\t\\tbad_pkey_cntr:\\t\\t0x1\\n'; exit 0;;\n"
+                         "esac\n"
+                         "exec sh -c \"$last\"\n";
+  fs::permissions(fake, fs::perms::owner_all);
+  std::ofstream(dir / "plan.sh") << "cell read\n"
+                                    "port_counters after rxe0\n"
+                                    "finish 1\n";
+  const int rc = run_shell(fmt::format("env DUT=root@dut DUT_SSH={2} OUT={0}/cells DUT_INFO={0} ENGINE=/bin/true "
+                                       "DUT_ADDR=127.0.0.1 OUR_ADDR=127.0.0.1 OUR_IFACE=lo CELL_TIMEOUT=60 sh {1} {0}/plan.sh "
+                                       ">{0}/log 2>&1",
+                                       dir.string(), (kLabDir / "dut.sh").string(), fake.string()));
+  BOOST_TEST(rc == 0, read_text(dir / "log"));
+  BOOST_TEST(read_text(dir / "cells/read/counters-after.txt").find("bad_pkey_cntr:\t\t0x1") != std::string::npos,
+             read_text(dir / "cells/read/counters-after.txt"));
+  BOOST_TEST(read_text(dir / "cells/read/counters-after.err") == "try 1: nothing read (exit status 0)\n");
+  fs::remove_all(dir);
+}
+
 // A device that stops answering in a cell (here: the fake ssh fails as an
 // unreachable host once the "down" file exists; the cell's program writes a
 // panic to the device's "console"): that cell names the loss and keeps the
