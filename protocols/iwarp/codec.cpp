@@ -94,7 +94,10 @@ struct SpanSink {
     at += n;
     return out.subspan(at - n, n);
   }
-  void made(Bytes b) {
+  // Out of line: inlined into write_fpdu_marked, where the pieces are known
+  // to be at most 512 octets, GCC copied them with `rep movsq`, which took
+  // the marked RDMA Write benchmark from 0.96x to 0.85x raw TCP here.
+  [[gnu::noinline]] void made(Bytes b) {
     std::memcpy(out.data() + at, b.data(), b.size());
     at += b.size();
   }
