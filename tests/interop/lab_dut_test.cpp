@@ -63,6 +63,15 @@ int run_shell(const std::string& cmd) {
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
+// Runs DIR/plan.sh through dut.sh against "root@dut" reached by the fake ssh
+// client FAKE, with `extra` environment assignments; the output in DIR/log.
+int run_dut_plan(const fs::path& dir, const fs::path& fake, const std::string& extra = "") {
+  return run_shell(fmt::format("env DUT=root@dut DUT_SSH={2} OUT={0}/cells DUT_INFO={0} ENGINE=/bin/true "
+                               "DUT_ADDR=127.0.0.1 OUR_ADDR=127.0.0.1 OUR_IFACE=lo CELL_TIMEOUT=60 {3} sh {1} {0}/plan.sh "
+                               ">{0}/log 2>&1",
+                               dir.string(), (kLabDir / "dut.sh").string(), fake.string(), extra));
+}
+
 // Whether a process of process group G runs (zombies aside).
 bool group_alive(const std::string& g) {
   for (const auto& e : fs::directory_iterator("/proc")) {
@@ -251,10 +260,7 @@ BOOST_AUTO_TEST_CASE(a_dropped_connection_names_the_cause) {
                                     "cell after\n"
                                     "client peer dut sh -c 'echo never'\n"
                                     "finish 1\n";
-  const int rc = run_shell(fmt::format("env DUT=root@dut DUT_SSH={2} OUT={0}/cells DUT_INFO={0} ENGINE=/bin/true "
-                                       "DUT_ADDR=127.0.0.1 OUR_ADDR=127.0.0.1 OUR_IFACE=lo CELL_TIMEOUT=60 sh {1} {0}/plan.sh "
-                                       ">{0}/log 2>&1",
-                                       dir.string(), (kLabDir / "dut.sh").string(), fake.string()));
+  const int rc = run_dut_plan(dir, fake);
   BOOST_TEST(rc == 0, read_text(dir / "log"));
   const std::string dropped = read_text(dir / "cells/dropped/dut-error");
   BOOST_TEST(dropped.find("the SSH connection to root@dut dropped while peer ran: client_loop: send disconnect: Broken pipe") !=
@@ -297,10 +303,7 @@ BOOST_AUTO_TEST_CASE(an_empty_counter_read_is_asked_again) {
   std::ofstream(dir / "plan.sh") << "cell read\n"
                                     "port_counters after rxe0\n"
                                     "finish 1\n";
-  const int rc = run_shell(fmt::format("env DUT=root@dut DUT_SSH={2} OUT={0}/cells DUT_INFO={0} ENGINE=/bin/true "
-                                       "DUT_ADDR=127.0.0.1 OUR_ADDR=127.0.0.1 OUR_IFACE=lo CELL_TIMEOUT=60 sh {1} {0}/plan.sh "
-                                       ">{0}/log 2>&1",
-                                       dir.string(), (kLabDir / "dut.sh").string(), fake.string()));
+  const int rc = run_dut_plan(dir, fake);
   BOOST_TEST(rc == 0, read_text(dir / "log"));
   BOOST_TEST(read_text(dir / "cells/read/counters-after.txt").find("bad_pkey_cntr:\t\t0x1") != std::string::npos,
              read_text(dir / "cells/read/counters-after.txt"));
@@ -341,12 +344,9 @@ BOOST_AUTO_TEST_CASE(a_lost_device_is_recovered_and_its_console_kept) {
     fs::remove(dir / "recover.log");
     fs::remove(dir / "configure.log");
     fs::remove(down);
-    return run_shell(fmt::format("env DUT=root@dut DUT_SSH={2} OUT={0}/cells DUT_INFO={0} ENGINE=/bin/true "
-                                 "DUT_ADDR=127.0.0.1 OUR_ADDR=127.0.0.1 OUR_IFACE=lo CELL_TIMEOUT=60 DUT_RECOVER='{3}' "
-                                 "DUT_RECOVER_MAX={4} DUT_RECOVER_TIMEOUT=20 DUT_CONSOLE={5} DUT_DEV={6} sh {1} {0}/plan.sh "
-                                 ">{0}/log 2>&1",
-                                 dir.string(), (kLabDir / "dut.sh").string(), fake.string(), recover, max, console.string(),
-                                 dev));
+    return run_dut_plan(dir, fake,
+                        fmt::format("DUT_RECOVER='{}' DUT_RECOVER_MAX={} DUT_RECOVER_TIMEOUT=20 DUT_CONSOLE={} DUT_DEV={}",
+                                    recover, max, console.string(), dev));
   };
   // Recovered.
   BOOST_TEST(run(fmt::format("rm {}; echo powered on", down.string()), "3") == 0, read_text(dir / "log"));
