@@ -15,10 +15,11 @@
 // connection ends or the time runs out: in recv() when there is nothing to
 // send, in poll() when output waits for room (WaitMode::block), or
 // spinning on non-blocking calls (WaitMode::spin). No epoll set stays
-// registered on the socket: its wakeup callback would run for every
-// segment that arrives, in the sender's softirq, whether anyone waits or not. When the queue pair wants the
-// connection closed (after a Terminate), the link flushes its output, shuts
-// down the write side and waits briefly for the peer's FIN.
+// registered on the socket: its wakeup callback would run for every segment
+// that arrives, in the sender's softirq, whether anyone waits or not. When
+// the queue pair wants the connection closed (after a Terminate), the link
+// flushes its output, shuts down the write side and waits briefly for the
+// peer's FIN.
 #include <sys/socket.h>
 
 #include <chrono>

@@ -224,8 +224,8 @@ Header ddp_header(bool tagged, std::uint8_t opcode, bool last) {
   // The control rows, all in the first 16 bits (as ddp_control reads them),
   // composed at once: every FPDU an engine sends starts here.
   auto row = [](std::size_t field, unsigned v) {
-    const FieldDef& f = kDdpTaggedFields[field];
-    return (v & ((1u << f.bit_width) - 1)) << (16 - f.bit_offset - f.bit_width);
+    const DdpControlRow r = ddp_control_row(field);
+    return (v & r.mask) << r.shift;
   };
   const unsigned w = row(DdpTagged::t, tagged) | row(DdpTagged::l, last) | row(DdpTagged::dv, 1) |
                      row(DdpTagged::rv, 1) | row(DdpTagged::opcode, opcode);

@@ -133,12 +133,21 @@ Result<DdpSegment> decode_ddp(Bytes ulpdu);
 // layouts share, e.g. DdpTagged::t) read from a ULPDU's first two octets
 // (0 when fewer are there). Inline: every FPDU an engine receives is
 // classified through here, and the rows all lie in the first 16 bits.
-inline unsigned ddp_control(Bytes ulpdu, std::size_t field) {
-  if (ulpdu.size() < 2) return 0;
+// ddp_control_row gives a row's place in those 16 bits (ddp_header writes
+// them through it).
+struct DdpControlRow {
+  unsigned shift, mask;
+};
+constexpr DdpControlRow ddp_control_row(std::size_t field) {
   const FieldDef& f = kDdpTaggedFields[field];
   assert(f.bit_offset + f.bit_width <= 16);
+  return {static_cast<unsigned>(16 - f.bit_offset - f.bit_width), (1u << f.bit_width) - 1};
+}
+inline unsigned ddp_control(Bytes ulpdu, std::size_t field) {
+  if (ulpdu.size() < 2) return 0;
+  const DdpControlRow r = ddp_control_row(field);
   const unsigned first16 = (static_cast<unsigned>(ulpdu[0]) << 8) | static_cast<unsigned>(ulpdu[1]);
-  return (first16 >> (16 - f.bit_offset - f.bit_width)) & ((1u << f.bit_width) - 1);
+  return (first16 >> r.shift) & r.mask;
 }
 static_assert([] {
   for (const FieldDef& f : kDdpTaggedFields)
