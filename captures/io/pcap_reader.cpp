@@ -140,15 +140,26 @@ class ChunkRing {
 // and hashing cost no decoding time when a second core is free.
 //
 // From memory instead (fuzzing, tests): one chunk, the whole buffer; no
-// thread, no ring; the hash, if asked for, is taken at the end.
+// thread, no ring; the hash, if asked for, is taken at the end. A file of
+// `size` octets no larger than one chunk (most captures a test or a lab
+// cell writes) is read so, whole, on the calling thread: a second thread
+// and its ring cost more than such a file's reading, and each hand-over
+// between the threads waits for the scheduler, which on a loaded machine
+// (a build beside the tests) made a check of a small file many times
+// slower than its work.
 class ChunkedSource {
  public:
-  ChunkedSource(int fd, bool hash)
-      : fd_(fd), hash_(hash), ring_(std::make_unique<ChunkRing>()),
-        worker_([this](std::stop_token st) {
-          pthread_setname_np(pthread_self(), hash_ ? "rdmaconf-hash" : "rdmaconf-read");  // (for top and perf)
-          hash_ ? hash_chunks(st) : read_ahead(st);
-        }) {}
+  ChunkedSource(int fd, bool hash, std::uint64_t size) : fd_(fd), hash_(hash) {
+    if (size <= ChunkRing::kChunk) {
+      read_whole();
+      return;
+    }
+    ring_ = std::make_unique<ChunkRing>();
+    worker_ = std::jthread([this](std::stop_token st) {
+      pthread_setname_np(pthread_self(), hash_ ? "rdmaconf-hash" : "rdmaconf-read");  // (for top and perf)
+      hash_ ? hash_chunks(st) : read_ahead(st);
+    });
+  }
   ChunkedSource(protocols::Bytes memory, bool hash) : hash_(hash), memory_(memory), in_memory_(true) {}
   ~ChunkedSource() {
     worker_.request_stop();  // wakes any wait through the stop token
@@ -225,6 +236,22 @@ class ChunkedSource {
     return !chunk_.empty();
   }
 
+  // Reads the file to its end into owned_, which then serves as memory
+  // (a file that grew since its size was taken is read whole all the same).
+  void read_whole() {
+    for (;;) {
+      const std::size_t at = owned_.size();
+      owned_.resize(at + ChunkRing::kChunk / 4);
+      const ssize_t r = ::read(fd_, owned_.data() + at, owned_.size() - at);
+      owned_.resize(at + static_cast<std::size_t>(std::max<ssize_t>(r, 0)));
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) failed_ = true;
+      if (r <= 0) break;
+    }
+    memory_ = protocols::as_bytes(owned_.data(), owned_.size());
+    in_memory_ = true;
+  }
+
   void read_ahead(const std::stop_token& stop) {
     while (produce(stop).size() == ChunkRing::kChunk) {
     }
@@ -244,6 +271,7 @@ class ChunkedSource {
   bool hash_;
   protocols::Bytes memory_;
   bool in_memory_ = false, memory_done_ = false;
+  std::vector<char> owned_;  // a small file read whole (memory_ views it)
   std::unique_ptr<ChunkRing> ring_;
   protocols::Bytes chunk_;  // the decoder's current chunk
   std::size_t pos_ = 0;
@@ -426,7 +454,7 @@ std::unique_ptr<PcapReader> PcapReader::open(const std::string& path, std::strin
   unsigned char head[PcapRecords::kHeader] = {};
   const ssize_t got = ::pread(fd, head, sizeof head, 0);
   auto impl = std::make_unique<Impl>();
-  impl->source = std::make_unique<ChunkedSource>(fd, hash);
+  impl->source = std::make_unique<ChunkedSource>(fd, hash, static_cast<std::uint64_t>(st.st_size));
   return start(path, static_cast<std::uint64_t>(st.st_size), std::move(impl), head, got > 0 ? static_cast<std::size_t>(got) : 0,
                error);
 }
