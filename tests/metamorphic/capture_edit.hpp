@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -127,14 +129,16 @@ inline std::string erf(const Capture& c) {
 }
 }  // namespace detail
 
-inline void save(const std::string& path, const Capture& c) {
-  if (c.format != Capture::Format::pcap) {
-    std::ofstream(path, std::ios::binary) << (c.format == Capture::Format::pcapng ? detail::pcapng(c) : detail::erf(c));
-    return;
-  }
+// The file save() writes, in memory.
+inline std::string encode(const Capture& c) {
+  if (c.format != Capture::Format::pcap) return c.format == Capture::Format::pcapng ? detail::pcapng(c) : detail::erf(c);
+  char* buf = nullptr;
+  std::size_t len = 0;
+  std::FILE* out = open_memstream(&buf, &len);
+  BOOST_TEST_REQUIRE(out != nullptr);
   pcap_t* dead = pcap_open_dead(c.linktype, 262144);
-  pcap_dumper_t* d = pcap_dump_open(dead, path.c_str());
-  BOOST_TEST_REQUIRE(d != nullptr, path);
+  pcap_dumper_t* d = pcap_dump_fopen(dead, out);
+  BOOST_TEST_REQUIRE(d != nullptr, pcap_geterr(dead));
   for (const auto& f : c.frames) {
     pcap_pkthdr h{};
     h.ts.tv_sec = f.sec;
@@ -143,8 +147,18 @@ inline void save(const std::string& path, const Capture& c) {
     h.len = std::max<bpf_u_int32>(h.caplen, f.orig_len);
     pcap_dump(reinterpret_cast<u_char*>(d), &h, reinterpret_cast<const u_char*>(f.data.data()));
   }
-  pcap_dump_close(d);
+  pcap_dump_close(d);  // (closes `out`, which sets buf and len)
   pcap_close(dead);
+  std::string s(buf, len);
+  std::free(buf);
+  return s;
+}
+
+inline void save(const std::string& path, const Capture& c) {
+  std::ofstream out(path, std::ios::binary);
+  out << encode(c);
+  out.close();
+  BOOST_TEST_REQUIRE(!out.fail(), path << ": cannot write");
 }
 
 }  // namespace rdmaconf::test
