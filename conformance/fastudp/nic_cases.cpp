@@ -10,7 +10,7 @@ constexpr std::string_view kContract = "rdmaconf shim v2";
 
 // The requirements, in our own words; "rdmaconf shim v2" is the contract of
 // rdmaconf/fastudp_shim.h as docs/fastudp.md states it.
-constexpr std::array kText{
+constexpr std::array kNicText{
     CaseText{nic::match, kContract, "receive matching", Level::must,
              "A datagram with a good checksum whose destination port (and address, when the receive names one) matches "
              "a posted receive is placed in that receive's buffer and no other; one that matches no posted receive "
@@ -90,8 +90,8 @@ constexpr std::array kText{
              "known windows and vectors, no null jobs or buffers, reads only of host memory that exists."},
 };
 
-const TextCatalog<kText.size()>& catalog() {
-  static const TextCatalog<kText.size()> c(kText, kFamily);
+const TextCatalog<kNicText.size()>& catalog() {
+  static const TextCatalog<kNicText.size()> c(kNicText, kFamily);
   return c;
 }
 

@@ -11,10 +11,6 @@ namespace pi = protocols::iwarp;
 using protocols::Bytes;
 using protocols::Header;
 
-namespace {
-Bytes B(const std::vector<std::byte>& v) { return {v.data(), v.size()}; }
-}  // namespace
-
 std::vector<std::byte> mpa_request(const QpConfig& cfg) {
   pi::MpaRrParams p;
   p.kind = pi::MpaFrameKind::request;
@@ -34,7 +30,7 @@ std::vector<std::byte> mpa_request(const QpConfig& cfg) {
     // Framed as if CRC were on, right behind the Request.
     std::vector<std::byte> seg;
     pi::encode_ddp_untagged(seg, pi::kOpSend, 0, 1, 0, true, {});
-    pi::encode_fpdu(out, B(seg), cfg.crc);
+    pi::encode_fpdu(out, Bytes(seg), cfg.crc);
   }
   return out;
 }

@@ -21,7 +21,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::string_view kFormat = "rdmaconf lab cells 1";
+constexpr std::string_view kCellsFormat = "rdmaconf lab cells 1";
 constexpr std::size_t kMaxText = 4096;
 
 struct CrcMode {
@@ -220,8 +220,8 @@ CellTable parse_cells(std::string_view text, std::string_view file_name) {
   }
   ControlFields top(doc, file_name);
   top.only({"format", "comment", "findings", "not_run", "groups"});
-  if (const std::string format = top.text("format", 64); top.ok() && format != kFormat)
-    top.fail(fmt::format("format: expected \"{}\", got \"{}\"", kFormat, format));
+  if (const std::string format = top.text("format", 64); top.ok() && format != kCellsFormat)
+    top.fail(fmt::format("format: expected \"{}\", got \"{}\"", kCellsFormat, format));
   const json* findings_json = top.object("findings", true);
   const json* not_run_json = top.object("not_run", true);
   const json* groups = top.array("groups");

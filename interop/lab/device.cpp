@@ -18,7 +18,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kFormat = "rdmaconf device profile 1";
+constexpr const char* kDeviceFormat = "rdmaconf device profile 1";
 
 // Reads one profile's fields, each refusal naming the file and the field.
 struct Fields {
@@ -99,7 +99,7 @@ DeviceProfile parse_profile(std::string_view text, std::string_view file) {
     if (std::find_if(std::begin(kKnown), std::end(kKnown), [&](const char* k) { return key == k; }) == std::end(kKnown))
       f.fail(key, fmt::format("not a field of a device profile ({})", fmt::join(kKnown, ", ")));
   }
-  if (f.text("format", true) != kFormat) f.fail("format", fmt::format("must be \"{}\"", kFormat));
+  if (f.text("format", true) != kDeviceFormat) f.fail("format", fmt::format("must be \"{}\"", kDeviceFormat));
   DeviceProfile p;
   p.file = std::string(file);
   p.name = f.text("name", true, 64);

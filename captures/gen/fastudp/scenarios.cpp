@@ -70,7 +70,7 @@ std::vector<Dgram> plain() {
   return v;
 }
 
-void add_scenarios(std::vector<Scenario>& v) {
+void add_fastudp_scenarios(std::vector<Scenario>& v) {
   const std::string P = "PASS", F = "FAIL", I = "INCONCLUSIVE", N = "NOT_APPLICABLE";
   auto add = [&v](std::string name, std::string desc, UdpTraffic t, Expect e) {
     v.push_back({std::move(name), std::move(desc), [t](const std::string& p) { return udp_capture(p, t); }, std::move(e)});
@@ -118,6 +118,6 @@ void add_scenarios(std::vector<Scenario>& v) {
 
 }  // namespace
 
-const RegisterScenarios registered{"fastudp", &add_scenarios};
+const RegisterScenarios registered_fastudp{"fastudp", &add_fastudp_scenarios};
 
 }  // namespace rdmaconf::captures::gen

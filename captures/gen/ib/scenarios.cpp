@@ -7,7 +7,7 @@ namespace rdmaconf::captures::gen {
 
 namespace {
 
-void add_scenarios(std::vector<Scenario>& v) {
+void add_ib_scenarios(std::vector<Scenario>& v) {
   const std::string F = "FAIL", NA = "NOT_APPLICABLE", INC = "INCONCLUSIVE";
 
   // ---- RoCEv2. Every case of the RoCE catalog, and what a clean capture of
@@ -300,6 +300,6 @@ void add_scenarios(std::vector<Scenario>& v) {
 
 }  // namespace
 
-const RegisterScenarios registered{"ib", &add_scenarios};
+const RegisterScenarios registered_ib{"ib", &add_ib_scenarios};
 
 }  // namespace rdmaconf::captures::gen

@@ -59,7 +59,7 @@ std::function<nlohmann::json(const std::string&)> iw(IwarpConfig c) {
   };
 }
 
-void add_scenarios(std::vector<Scenario>& v) {
+void add_iwarp_scenarios(std::vector<Scenario>& v) {
   // One iWARP scenario: its expectations are those of its configuration, with
   // the verdicts its fault changes stated next to it.
   auto iwarp = [&v](std::string name, std::string desc, IwarpConfig c, Expect changes = {}) {
@@ -677,6 +677,6 @@ void add_scenarios(std::vector<Scenario>& v) {
 
 }  // namespace
 
-const RegisterScenarios registered{"iwarp", &add_scenarios};
+const RegisterScenarios registered_iwarp{"iwarp", &add_iwarp_scenarios};
 
 }  // namespace rdmaconf::captures::gen

@@ -73,7 +73,7 @@ std::vector<Message> traffic() {
   return v;
 }
 
-void add_scenarios(std::vector<Scenario>& v) {
+void add_unet_scenarios(std::vector<Scenario>& v) {
   const std::string P = "PASS", F = "FAIL";
   const Expect clean{{"unet.header", P}, {"unet.tag", P}, {"unet.length", P}, {"unet.channel.unicast", P}, {"unet.channel.closed", P}};
   auto add = [&v](std::string name, std::string desc, std::vector<Message> m, Expect e) {
@@ -107,6 +107,6 @@ void add_scenarios(std::vector<Scenario>& v) {
 
 }  // namespace
 
-const RegisterScenarios registered{"unet", &add_scenarios};
+const RegisterScenarios registered_unet{"unet", &add_unet_scenarios};
 
 }  // namespace rdmaconf::captures::gen
