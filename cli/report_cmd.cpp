@@ -14,6 +14,7 @@
 #include "conformance/family.hpp"
 #include "interop/lab/lab.hpp"
 #include "reports/compare.hpp"
+#include "reports/json_input.hpp"
 #include "reports/coverage.hpp"
 #include "interop/live_suite.hpp"
 #include "reports/dashboard.hpp"
@@ -86,7 +87,7 @@ namespace {
 nlohmann::json read_json_file(const std::string& path) {
   std::ifstream f(path);
   if (!f) throw reports::ReportError(fmt::format("{}: cannot open", path));
-  auto j = nlohmann::json::parse(f, nullptr, false);
+  auto j = reports::parse_input_json(f, path);
   if (j.is_discarded()) throw reports::ReportError(fmt::format("{}: not JSON", path));
   return j;
 }
@@ -113,8 +114,12 @@ int ReportCommands::html() const {
   in.history_runs = history_runs_;
   in.catalog = conformance::Registry::get().all_cases();
   in.generated = fmt::format("{:%Y-%m-%d %H:%M:%S} UTC", std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()));
-  if (!coverage_json_.empty()) in.coverage = read_json_file(coverage_json_);
+  if (!coverage_json_.empty()) {
+    in.coverage = read_json_file(coverage_json_);
+    reports::validate_coverage(*in.coverage, coverage_json_);
+  }
   const auto model = reports::dashboard_model(in);
+  for (const auto& w : model["history_skipped"]) std::cerr << "rdmaconf report html: warning: " << w.get<std::string>() << "\n";
   if (!write_text(out_, reports::dashboard_html(model))) return kExitUsage;
   std::cout << fmt::format("dashboard: {} lab cells, {} inputs, {} regression(s), {} finding(s): {}\n", model["lab"].size(),
                            model["inputs"].size(), model["regressions"].size(), model["findings"].size(), out_);
@@ -132,12 +137,21 @@ int ReportCommands::findings() const {
   }
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
-  for (const auto& r : records) {
+  const std::vector<std::string> names = reports::finding_file_names(records);
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const auto& r = records[i];
     std::ostringstream md;
-    reports::write_finding_markdown(md, r, RDMACONF_VERSION);
-    const auto path = (std::filesystem::path(dir_) / (r.value("name", "finding") + ".md")).string();
+    std::string title;
+    try {  // (a field of another type, `"title": 5`, is refused by the finding's name, not an abort)
+      reports::write_finding_markdown(md, r, RDMACONF_VERSION);
+      title = r.value("title", "");
+    } catch (const nlohmann::json::exception& e) {
+      throw reports::ReportError(fmt::format("{}: finding {}: not of this tool's form: {}", now_, nlohmann::json(r.value("name", "")).dump(),
+                                             e.what()));
+    }
+    const auto path = (std::filesystem::path(dir_) / names[i]).string();
     if (!write_text(path, md.str())) return kExitUsage;
-    std::cout << fmt::format("{}: {} ({} cell(s))\n", path, r.value("title", ""), r["cells"].size());
+    std::cout << fmt::format("{}: {} ({} cell(s))\n", path, title, r["cells"].size());
   }
   if (!out_.empty() && !write_text(out_, nlohmann::json(records).dump(2) + "\n")) return kExitUsage;
   if (records.empty()) std::cout << "no finding in " << now_ << "\n";
@@ -158,7 +172,7 @@ int ReportCommands::coverage() const {
     for (const auto& e : std::filesystem::recursive_directory_iterator(d, ec))
       if (e.path().string().ends_with(".manifest.json")) {
         std::ifstream f(e.path());
-        auto m = nlohmann::json::parse(f, nullptr, false);
+        auto m = reports::parse_input_json(f, e.path().string());
         if (m.is_discarded()) {
           std::cerr << "rdmaconf report coverage: " << e.path().string() << ": not JSON\n";
           return kExitUsage;

@@ -26,7 +26,7 @@
 
 namespace rdmaconf::conformance {
 
-// Values of a family's own options, by option name ("--roce-port" -> {4791, 4792}).
+// Values of a family's own options, by option name ("--roce-port" -> {4792, 4793}).
 using FamilyOptions = std::map<std::string, std::vector<std::uint64_t>, std::less<>>;
 
 // The values of one option, or `fallback` when it was not given.

@@ -1,11 +1,15 @@
 #include "reports/compare.hpp"
 #include "reports/findings.hpp"
+#include "reports/json_input.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
+#include <cerrno>
 #include <fstream>
 #include <set>
 #include <map>
@@ -19,6 +23,41 @@
 namespace rdmaconf::reports {
 
 namespace {
+
+// Markdown for text a report gave (a verdict, a title), shown in a table
+// cell or a heading: a control character (a newline would start a heading
+// or a row of its own) becomes a space, and what could open markup that
+// carries something in (a link, an image, HTML, a code span, a cell) is
+// escaped with a backslash.
+std::string md_text(std::string_view s) {
+  std::string o;
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) o += ' ';
+    else if (std::string_view("\\`[]<>|!").find(c) != std::string_view::npos) (o += '\\') += c;
+    else o += c;
+  }
+  return o;
+}
+
+// The same as a code span in a table cell: fenced with one backtick more
+// than the longest run inside, control characters as spaces, '|' escaped
+// (GitHub's tables split cells at it even inside code).
+std::string md_code(std::string_view s) {
+  std::string body;
+  std::size_t run = 0, longest = 0;
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+    if (u < 0x20 || u == 0x7f) body += ' ';
+    else if (c == '|') body += "\\|";
+    else body += c;
+  }
+  const std::string fence(longest + 1, '`');
+  const bool pad = !body.empty() && (body.front() == '`' || body.back() == '`');
+  return fence + (pad ? " " : "") + body + (pad ? " " : "") + fence;
+}
 
 using nlohmann::json;
 
@@ -208,29 +247,29 @@ void write_markdown(std::ostream& os, const Snapshot& now, const std::string& ti
       else failed[item].push_back({});
     }
   }
-  fmt::print(os, "### {}\n\n", title);
+  fmt::print(os, "### {}\n\n", md_text(title));
   if (base) {
     fmt::print(os, "{}\n\n", base->regressions.empty() ? "No regression against the baseline."
                                                       : fmt::format("**{} regression(s) against the baseline.**",
                                                                     base->regressions.size()));
     if (!base->regressions.empty()) {
       fmt::print(os, "| {} | before | now |\n| --- | --- | --- |\n", now.kind == "lab" ? "cell" : "input scope case");
-      for (const auto& c : base->regressions) fmt::print(os, "| `{}` | {} | {} |\n", c.item, c.before, c.after);
+      for (const auto& c : base->regressions) fmt::print(os, "| {} | {} | {} |\n", md_code(c.item), md_text(c.before), md_text(c.after));
       fmt::print(os, "\n");
     }
   }
   fmt::print(os, "| verdict | count |\n| --- | ---: |\n");
-  for (const auto& [v, n] : counts) fmt::print(os, "| {} | {} |\n", v, n);
+  for (const auto& [v, n] : counts) fmt::print(os, "| {} | {} |\n", md_text(v), n);
   if (!failed.empty() && now.kind == "lab") {
     fmt::print(os, "\n| red cell |\n| --- |\n");
-    for (const auto& [what, where] : failed) fmt::print(os, "| `{}` |\n", what);
+    for (const auto& [what, where] : failed) fmt::print(os, "| {} |\n", md_code(what));
   } else if (!failed.empty()) {
     fmt::print(os, "\n| failed case | where |\n| --- | --- |\n");
     for (const auto& [what, where] : failed) {
       std::string list;
-      for (std::size_t i = 0; i < where.size() && i < 5; ++i) list += (i ? ", " : "") + fmt::format("`{}`", where[i]);
+      for (std::size_t i = 0; i < where.size() && i < 5; ++i) list += (i ? ", " : "") + md_code(where[i]);
       if (where.size() > 5) list += fmt::format(" and {} more", where.size() - 5);
-      fmt::print(os, "| `{}` | {} |\n", what, list);
+      fmt::print(os, "| {} | {} |\n", md_code(what), list);
     }
   }
 }
@@ -243,6 +282,10 @@ std::size_t append_history(const std::filesystem::path& dir, const Snapshot& s, 
   if (fd < 0) throw ReportError(fmt::format("{}: cannot open for appending", file.string()));
   // One writer at a time (shards of a run may append at once); each record a line.
   ::flock(fd, LOCK_EX);
+  // Where the file ended before this append, so that a write that fails
+  // part way (a full disk) is cut back off: no record is left half written.
+  struct stat st {};
+  const off_t before = ::fstat(fd, &st) == 0 ? st.st_size : -1;
   std::string out;
   for (const auto& [item, v] : s.verdicts) {
     out += json_line(stamp, item, v);
@@ -250,17 +293,23 @@ std::size_t append_history(const std::filesystem::path& dir, const Snapshot& s, 
   }
   std::size_t done = 0;
   bool failed = false;
+  int err = 0;
   while (done < out.size()) {
     const ssize_t n = ::write(fd, out.data() + done, out.size() - done);
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       failed = true;
+      err = n < 0 ? errno : ENOSPC;
       break;
     }
     done += static_cast<std::size_t>(n);
   }
+  const bool restored = failed && before >= 0 && ::ftruncate(fd, before) == 0;
   ::flock(fd, LOCK_UN);
   ::close(fd);
-  if (failed) throw ReportError(fmt::format("{}: write failed after {} octets", file.string(), done));
+  if (failed)
+    throw ReportError(fmt::format("{}: write failed after {} of {} octets: {}; {}", file.string(), done, out.size(), std::strerror(err),
+                                  restored ? "the file was cut back to what it held before" : "the file could not be cut back"));
   return s.verdicts.size();
 }
 
@@ -283,7 +332,12 @@ std::size_t prune_history(const std::filesystem::path& dir, std::size_t keep_run
     const std::string_view line(text.data() + at, nl - at);
     at = nl + 1;
     if (line.empty()) continue;
-    const json r = json::parse(line, nullptr, false);
+    // (A line nested too deep to read is kept as it is, as one of no run.)
+    json r;
+    try {
+      r = parse_input_json(line, file.string());
+    } catch (const ReportError&) {
+    }
     const std::string run = r.is_object() ? r.value("run", "") : "";
     if (!index.count(run)) {
       index.emplace(run, runs.size());

@@ -10,6 +10,7 @@
 #include <fmt/ostream.h>
 
 #include "conformance/family.hpp"
+#include "reports/compare.hpp"
 
 namespace rdmaconf::reports {
 
@@ -231,6 +232,94 @@ void write_coverage_text(std::ostream& os, const json& c) {
     if (list.empty()) continue;
     fmt::print(os, "\n{} ({}):\n", title, list.size());
     for (const auto& r : list) fmt::print(os, "  {}\n", r.get<std::string>());
+  }
+}
+
+namespace {
+
+// The shape of a coverage file as validate_coverage() holds it: `at` is the
+// JSON path of `j`, for the message.
+struct CoverageShape {
+  const std::string& file;
+
+  static const char* kind(const json& j) {
+    if (j.is_object()) return "an object";
+    if (j.is_array()) return "an array";
+    if (j.is_string()) return "a string";
+    if (j.is_boolean()) return "a boolean";
+    if (j.is_number()) return "a number";
+    return "null";
+  }
+  [[noreturn]] void fail(const std::string& at, const char* want, const json& j) const {
+    throw ReportError(fmt::format("{}: {}: expected {}, got {}", file, at.empty() ? "/" : at, want, kind(j)));
+  }
+  // The member `key` of object `j` (at `at`), which must be there or not, as `required` says.
+  const json* member(const json& j, const std::string& at, const char* key, bool required) const {
+    if (!j.is_object()) fail(at, "an object", j);
+    const auto it = j.find(key);
+    if (it == j.end()) {
+      if (required) throw ReportError(fmt::format("{}: {}/{}: missing", file, at, key));
+      return nullptr;
+    }
+    return &*it;
+  }
+  void number(const json& j, const std::string& at) const {
+    if (!j.is_number()) fail(at, "a number", j);
+  }
+  void text(const json& j, const std::string& at) const {
+    if (!j.is_string()) fail(at, "a string", j);
+  }
+  void texts(const json& j, const std::string& at) const {
+    if (!j.is_array()) fail(at, "an array", j);
+    for (std::size_t i = 0; i < j.size(); ++i) text(j[i], fmt::format("{}/{}", at, i));
+  }
+  // Members of object `j` that are numbers where present.
+  void numbers(const json& j, const std::string& at, std::initializer_list<const char*> keys, bool required) const {
+    for (const char* k : keys)
+      if (const json* v = member(j, at, k, required)) number(*v, fmt::format("{}/{}", at, k));
+  }
+};
+
+}  // namespace
+
+void validate_coverage(const json& coverage, const std::string& file) {
+  const CoverageShape s{file};
+  if (!coverage.is_object()) s.fail("", "an object", coverage);
+  if (const json* st = s.member(coverage, "", "statements", false)) {
+    if (const json* t = s.member(*st, "/statements", "totals", false)) s.numbers(*t, "/statements/totals", {"statements"}, false);
+    if (const json* by = s.member(*st, "/statements", "by_spec", false)) {
+      if (!by->is_array()) s.fail("/statements/by_spec", "an array", *by);
+      for (std::size_t i = 0; i < by->size(); ++i) {
+        const std::string at = fmt::format("/statements/by_spec/{}", i);
+        s.text(*s.member((*by)[i], at, "spec", true), at + "/spec");
+        if (const json* classes = s.member((*by)[i], at, "classes", false)) {
+          if (!classes->is_object()) s.fail(at + "/classes", "an object", *classes);
+          for (const auto& [cls, c] : classes->items()) {
+            const std::string cat = fmt::format("{}/classes/{}", at, cls);
+            s.numbers(c, cat, {"statements", "judged", "partly", "provoked", "provoked_in_lab", "exception", "permitted", "todo", "judged_score"},
+                      false);
+          }
+        }
+      }
+    }
+  }
+  if (const json* t = s.member(coverage, "", "totals", false)) s.numbers(*t, "/totals", {"cases", "captures", "cells"}, false);
+  if (const json* l = s.member(coverage, "", "lacking", false)) {
+    if (!l->is_object()) s.fail("/lacking", "an object", *l);
+    for (const auto& [k, v] : l->items()) s.texts(v, "/lacking/" + k);
+  }
+  if (const json* cases = s.member(coverage, "", "cases", false)) {
+    if (!cases->is_array()) s.fail("/cases", "an array", *cases);
+    for (std::size_t i = 0; i < cases->size(); ++i) {
+      const std::string at = fmt::format("/cases/{}", i);
+      const json& c = (*cases)[i];
+      for (const char* k : {"id", "level", "cites"})
+        if (const json* v = s.member(c, at, k, false)) s.text(*v, fmt::format("{}/{}", at, k));
+      if (const json* v = s.member(c, at, "statements", false)) s.texts(*v, at + "/statements");
+      s.numbers(c, at, {"golden_pass", "golden_fail", "lab_captures", "lab_captures_fail", "live_cells"}, false);
+      if (const json* v = s.member(c, at, "live_cells_fail", false))
+        if (!v->is_array()) s.fail(at + "/live_cells_fail", "an array", *v);
+    }
   }
 }
 

@@ -50,4 +50,11 @@ std::string statement_coverage_markdown(const nlohmann::json& statements);
 // The totals and the requirements that lack a FAIL capture or a live cell.
 void write_coverage_text(std::ostream& os, const nlohmann::json& coverage);
 
+// Throws ReportError ("FILE: /statements/by_spec/3/classes/live/judged:
+// expected a number, got a string") unless `coverage` has the form
+// requirement_coverage() gives in every field the dashboard reads: a
+// coverage file is handed to `report html --coverage` from wherever it was
+// made, and may have been edited by hand.
+void validate_coverage(const nlohmann::json& coverage, const std::string& file);
+
 }  // namespace rdmaconf::reports

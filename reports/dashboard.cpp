@@ -9,6 +9,7 @@
 
 #include "reports/compare.hpp"
 #include "reports/findings.hpp"
+#include "reports/json_input.hpp"
 #include "reports/report.hpp"
 
 namespace rdmaconf::reports {
@@ -44,7 +45,7 @@ json read_report(const std::filesystem::path& p) {
   const json::parser_callback_t drop = [](int depth, json::parse_event_t ev, json& parsed) {
     return !(ev == json::parse_event_t::key && depth == 5 && (parsed == "parameters" || parsed == "coverage"));
   };
-  json doc = json::parse(f, drop, false);
+  json doc = parse_input_json(f, p.string(), drop);
   if (doc.is_discarded() || !doc.is_object())
     throw ReportError(fmt::format("{}: not a JSON report", p.string()));
   if (!doc.contains("inputs") && !doc.contains("cells"))
@@ -59,6 +60,7 @@ struct History {
   std::vector<json> run_info;     // {run, date, commit} of each
   std::vector<std::map<std::string, std::uint64_t>> totals;  // verdict -> records, per run
   std::map<std::string, std::map<std::size_t, char>> by_item;
+  std::vector<std::string> skipped;  // the lines that were not records (a cut append), each named
   std::string line(const std::string& item) const {
     const auto it = by_item.find(item);
     if (it == by_item.end()) return {};
@@ -107,9 +109,22 @@ History read_history(const std::filesystem::path& dir, std::size_t keep) {
   for (std::string line; std::getline(f, line);) {
     ++line_no;
     if (line.empty()) continue;
-    json r = json::parse(line, nullptr, false);
-    if (r.is_discarded() || !r.is_object() || !r.contains("item") || !r.contains("run"))
-      throw ReportError(fmt::format("{}:{}: not a history record", file.string(), line_no));
+    // A line that is not a record (an append cut short by a full disk or a
+    // crash, a line edited by hand) is named and skipped: the runs before
+    // and after it are still the history.
+    json r;
+    try {
+      r = parse_input_json(line, fmt::format("{}:{}", file.string(), line_no));
+    } catch (const ReportError& e) {
+      h.skipped.push_back(fmt::format("{} (skipped)", e.what()));
+      continue;
+    }
+    const auto text_or_absent = [&](const char* k) { return !r.contains(k) || r[k].is_string(); };
+    if (r.is_discarded() || !r.is_object() || !r.contains("item") || !r.contains("run") || !r["item"].is_string() ||
+        !r["run"].is_string() || !text_or_absent("verdict") || !text_or_absent("date") || !text_or_absent("commit")) {
+      h.skipped.push_back(fmt::format("{}:{}: not a history record (skipped)", file.string(), line_no));
+      continue;
+    }
     const std::string run = r.value("run", "");
     if (!run_index.count(run)) {
       run_index.emplace(run, h.runs.size());
@@ -317,6 +332,7 @@ json dashboard_model(const DashboardInputs& in) {
   m["families"] = json(std::vector<std::string>(families.begin(), families.end()));
   m["summary"] = {{"lab", lab_sum}, {"check", check_sum}};
   m["history_runs"] = hist ? json(hist->run_info) : json::array();
+  m["history_skipped"] = hist ? json(hist->skipped) : json::array();
   m["history_totals"] = json::array();
   if (hist)
     for (const auto& t : hist->totals) m["history_totals"].push_back(t);
@@ -326,17 +342,18 @@ json dashboard_model(const DashboardInputs& in) {
 }
 
 std::string dashboard_html(const json& model) {
-  // Inside a script element only "</" could end it early: JSON allows "<\/".
+  // Inside a script element "</script" ends it early, and "<!--" followed
+  // by "<script" makes the parser look past the real end tag, so that the
+  // page comes out blank: no '<' reaches the element. In JSON a '<' can
+  // only stand inside a string, where "\u003c" is the same character.
   std::string data = model.dump(-1, ' ', false, json::error_handler_t::replace);
   std::string safe;
   safe.reserve(data.size() + data.size() / 64);
-  for (std::size_t i = 0; i < data.size(); ++i) {
-    if (data[i] == '<' && i + 1 < data.size() && data[i + 1] == '/') {
-      safe += "<\\/";
-      ++i;
-    } else {
-      safe += data[i];
-    }
+  for (const char ch : data) {
+    if (ch == '<')
+      safe += "\\u003c";
+    else
+      safe += ch;
   }
   std::string title = model.value("title", "rdmaconf");
   std::string t;

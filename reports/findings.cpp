@@ -1,10 +1,13 @@
 #include "reports/findings.hpp"
 
+#include "reports/json_input.hpp"
 #include "reports/report.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <ostream>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -45,7 +48,7 @@ json cell_evidence(const std::string& check_report, const std::vector<std::strin
     problem = check_report.empty() ? "the cell has no check report" : fmt::format("{}: cannot be read", check_report);
     return out;
   }
-  const json r = json::parse(f, nullptr, false);
+  const json r = parse_input_json(f, check_report);
   if (r.is_discarded() || !r.is_object()) {
     problem = fmt::format("{}: not a JSON report", check_report);
     return out;
@@ -208,6 +211,34 @@ void write_finding_markdown(std::ostream& os, const json& r, std::string_view to
     os << fmt::format("- {}: `{}` (checked: `{}`)\n  - {}\n", c.value("id", ""), c.value("capture", ""),
                       c.value("check_report", ""), c.value("reason", ""));
   os << fmt::format("\n---\nFound by rdmaconf {} (an open conformance suite for RDMA wire protocols).\n", tool_version);
+}
+
+std::vector<std::string> finding_file_names(const std::vector<json>& records) {
+  constexpr std::size_t kMaxName = 120;
+  std::vector<std::string> out;
+  std::set<std::string> taken;
+  for (const auto& r : records) {
+    const auto it = r.find("name");
+    const std::string key = it != r.end() && it->is_string() ? it->get<std::string>() : std::string();
+    std::string base;
+    for (const char ch : key.substr(0, kMaxName)) {
+      const bool plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
+                         ch == '_' || ch == '-';
+      base += plain ? ch : '_';
+    }
+    if (base.empty()) base = "finding";
+    if (base.front() == '.') base.insert(base.begin(), '_');
+    // (Taken as lower case: two names that differ only in case are one file
+    // on a case-insensitive file system.)
+    const auto lower = [](std::string x) {
+      std::transform(x.begin(), x.end(), x.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      return x;
+    };
+    std::string name = base;
+    for (int n = 2; !taken.insert(lower(name)).second; ++n) name = fmt::format("{}-{}", base, n);
+    out.push_back(name + ".md");
+  }
+  return out;
 }
 
 }  // namespace rdmaconf::reports

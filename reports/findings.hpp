@@ -32,6 +32,15 @@ std::vector<nlohmann::json> finding_records(const nlohmann::json& lab_report,
 // report: the lab's kernel).
 std::string device_label(const nlohmann::json& device, const std::string& fallback_kernel = {});
 
+// The file names (NAME.md) `report findings` gives the records, in their
+// order: each a single file name whatever the finding's key holds (a key is
+// a lab report's to choose, and a report can come from anywhere). Octets
+// outside [A-Za-z0-9._-] become '_', a name starting with '.' (".", "..", a
+// hidden file) gets a leading '_', a name is cut at 120 octets, an empty key
+// is "finding", and a name already given (in any letter case) gets "-2",
+// "-3", ... so that no record overwrites another.
+std::vector<std::string> finding_file_names(const std::vector<nlohmann::json>& records);
+
 // An upstream-ready bug report for one record.
 void write_finding_markdown(std::ostream& os, const nlohmann::json& record, std::string_view tool_version);
 

@@ -29,6 +29,7 @@
 #include "conformance/family.hpp"
 #include "conformance/params.hpp"
 #include "reports/compare.hpp"
+#include "reports/json_input.hpp"
 
 namespace rdmaconf::reports {
 
@@ -52,13 +53,21 @@ namespace {
 
 // XML text: markup characters as entities, control characters XML 1.0
 // cannot carry as '?', bytes that are not UTF-8 as U+FFFD (the document
-// says it is UTF-8).
+// says it is UTF-8), and so are U+FFFE and U+FFFF, UTF-8 that XML 1.0
+// does not allow in a document (a file named with one made the JUnit
+// report not well-formed).
 std::string xml_escape(std::string_view s) {
   std::string o;
   utf8_runs(
       s,
       [&](std::string_view run) {
-        for (char c : run) {
+        for (std::size_t i = 0; i < run.size(); ++i) {
+          const char c = run[i];
+          if (c == '\xef' && i + 2 < run.size() && run[i + 1] == '\xbf' && (run[i + 2] == '\xbe' || run[i + 2] == '\xbf')) {
+            o += "\xef\xbf\xbd";
+            i += 2;
+            continue;
+          }
           switch (c) {
             case '&': o += "&amp;"; break;
             case '<': o += "&lt;"; break;
@@ -710,7 +719,7 @@ nlohmann::json merge_shards(const std::vector<std::string>& reports) {
   for (const auto& file : reports) {
     std::ifstream in(file, std::ios::binary);
     if (!in) throw ReportError(fmt::format("{}: cannot open the report", file));
-    const nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+    const nlohmann::json doc = parse_input_json(in, file);
     if (doc.is_discarded() || !doc.is_object()) throw ReportError(fmt::format("{}: not a JSON report", file));
     const ShardedKind* k = doc.contains("inputs") ? &kCheckShards : doc.contains("cells") ? &kLabShards : nullptr;
     const auto shard = doc.find("shard");

@@ -491,7 +491,21 @@ std::unique_ptr<PcapReader> PcapReader::start(const std::string& path, std::uint
   char errbuf[PCAP_ERRBUF_SIZE] = {};
   im.pcap = pcap_fopen_offline(im.cookie, errbuf);
   if (!im.pcap) {
-    error = fmt::format("{}: not a pcap or pcapng capture: {}", path, errbuf);
+    // A compressed capture (tcpdump's and dumpcap's users meet gzip and
+    // zstd) is named as such, with what would read it.
+    const auto starts = [&](std::initializer_list<unsigned char> magic) {
+      return head_len >= magic.size() && std::equal(magic.begin(), magic.end(), head);
+    };
+    const char* packed = starts({0x1f, 0x8b})                     ? "gzip"
+                         : starts({0x28, 0xb5, 0x2f, 0xfd})       ? "zstd"
+                         : starts({0xfd, '7', 'z', 'X', 'Z', 0x00}) ? "xz"
+                         : starts({'B', 'Z', 'h'})                ? "bzip2"
+                                                                  : nullptr;
+    if (packed)
+      error = fmt::format("{}: a {}-compressed file, not a capture: decompress it first ({} -dc FILE > FILE.pcap)", path, packed,
+                          packed);
+    else
+      error = fmt::format("{}: not a pcap or pcapng capture: {}", path, errbuf);
     return nullptr;
   }
   r->linktype_ = pcap_datalink(im.pcap);

@@ -29,7 +29,8 @@ namespace pib = protocols::ib;
 
 namespace {
 
-constexpr std::string_view kPortOption = "--roce-port";
+constexpr std::string_view kPortOption = "--roce-port";           // ports beside 4791
+constexpr std::string_view kPortOnlyOption = "--roce-port-only";  // ports in place of 4791
 constexpr std::string_view kMtuOption = "--roce-mtu";
 
 using protocols::Display;
@@ -95,13 +96,22 @@ class Family final : public ProtocolFamily {
   std::string_view title() const override { return "InfiniBand transport (RoCEv2, RoCEv1, native InfiniBand)"; }
   const std::vector<const CaseInfo*>& cases() const override { return infos_; }
   std::vector<OptionSpec> options() const override {
-    return {{std::string(kPortOption), "UDP port(s) carrying RoCEv2 (default 4791)", true, {}, 65535},
+    return {{std::string(kPortOption), "UDP port(s) carrying RoCEv2 beside 4791", true, {}, 65535},
+            {std::string(kPortOnlyOption), "UDP port(s) carrying RoCEv2 in place of 4791", true, {}, 65535},
             {std::string(kMtuOption), "Path MTU of the RoCE traffic (default: found from its First/Middle packets)", false,
              {256, 512, 1024, 2048, 4096}}};
   }
   Claims claims(const FamilyOptions& o) const override {
     Claims c;
-    for (auto p : option_values(o, kPortOption, {pib::kRoceV2Port})) c.udp_ports.push_back(static_cast<std::uint16_t>(p));
+    // 4791 and the --roce-port ones, or the --roce-port-only ones alone.
+    std::vector<std::uint64_t> ports = option_values(o, kPortOnlyOption);
+    if (ports.empty()) {
+      ports = option_values(o, kPortOption);
+      ports.push_back(pib::kRoceV2Port);
+    }
+    std::sort(ports.begin(), ports.end());
+    ports.erase(std::unique(ports.begin(), ports.end()), ports.end());
+    for (auto p : ports) c.udp_ports.push_back(static_cast<std::uint16_t>(p));
     c.ethertypes = {pib::kRoceV1Ethertype};
     c.linktypes = {DLT_INFINIBAND};
     return c;

@@ -8,6 +8,16 @@
   const D = JSON.parse(document.getElementById("data").textContent);
   const $ = (id) => document.getElementById(id);
   const esc = (s) => String(s == null ? "" : s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
+  // What a report gives is shown only as what it should be: a number as a
+  // number ("?" otherwise), a class name only from the verdicts the page
+  // draws, a key looked up only among an object's own properties (a key
+  // "__proto__" or "constructor" finds nothing).
+  const num = (x) => (typeof x === "number" && Number.isFinite(x) ? String(x) : "?");
+  const own = (o, k) => (o != null && typeof o === "object" && Object.prototype.hasOwnProperty.call(o, k) ? o[k] : undefined);
+  const arr = (x) => (Array.isArray(x) ? x : []);
+  const obj = (x) => (x != null && typeof x === "object" && !Array.isArray(x) ? x : {});
+  const CLASSES = new Set(["green", "red", "skipped", "PASS", "FAIL", "INCONCLUSIVE", "NOT_APPLICABLE", "absent"]);
+  const cls = (v) => (CLASSES.has(v) ? v : "unknown");
   const VERDICTS = ["PASS", "FAIL", "INCONCLUSIVE", "NOT_APPLICABLE"];
   const asCheck = { green: "PASS", red: "FAIL", skipped: "NOT_APPLICABLE" };
   const state = { q: "", family: "", level: "", verdict: "", peer: "", run: "" };
@@ -36,13 +46,19 @@
     return h;
   }
   function requirement(id) {
-    const c = D.catalog[id];
+    const c = own(D.catalog, id);
     return c ? `${esc(c.spec)} ${esc(c.section)} ${esc(c.level)}: ${esc(c.requirement)}` : "";
   }
-  // A link the page's writer made relative to the page (or to --link-base).
+  // A link the page's writer made relative to the page (or to --link-base):
+  // an absolute path becomes a file:// link, an http(s) or file URL stays,
+  // and anything else is a path relative to the page, never a scheme of its
+  // own (a folder named "javascript:..." is a folder).
   function fileLink(href, label) {
-    if (!href) return "";
-    const url = href.startsWith("/") ? "file://" + encodeURI(href) : /^[a-z]+:\/\//i.test(href) ? href : encodeURI(href);
+    if (typeof href !== "string" || !href) return "";
+    let url;
+    if (href.startsWith("/")) url = "file://" + encodeURI(href);
+    else if (/^(https?|file):\/\//i.test(href)) url = href;
+    else url = (/^[^/?#]*:/.test(href) ? "./" : "") + encodeURI(href);
     return `<a href="${esc(url)}">${esc(label || href)}</a>`;
   }
 
@@ -137,7 +153,7 @@
     if (state.family && c.family !== state.family) return false;
     if (state.peer && c.peer !== state.peer) return false;
     if (!wantVerdict(shownVerdict(c))) return false;
-    if (state.level && c.failed.length && !c.failed.some((f) => (D.catalog[f] || {}).level === state.level)) return false;
+    if (state.level && arr(c.failed).length && !arr(c.failed).some((f) => (own(D.catalog, f) || {}).level === state.level)) return false;
     return matches(c.id, c.reason, c.program, c.scenario, c.config, c.finding, c.device);
   }
   function lab() {
@@ -154,14 +170,14 @@
       const key = `${c.device}\u0000${c.program}\u0000${c.scenario}`;
       let r = rows.get(key);
       if (!r) { r = { device: c.device, program: c.program, scenario: c.scenario, by: { initiator: [], responder: [], none: [] }, g: 0, red: 0 }; rows.set(key, r); }
-      (r.by[c.role] || r.by.none).push(i);
+      (own(r.by, c.role) || r.by.none).push(i);
       if (v === "green") r.g++; else if (v === "red") r.red++;
     }
     let h = `<tr><th>device</th><th>peer's program</th><th>scenario</th>${roles.map((x) => `<th>our engine: ${x === "none" ? "not in it" : x}</th>`).join("")}<th>green / red</th></tr>`;
     for (const r of [...rows.values()].sort((a, b) => (a.device + a.scenario + a.program).localeCompare(b.device + b.scenario + b.program))) {
       h += `<tr><td>${esc(r.device)}</td><td>${esc(r.program)}</td><td>${esc(r.scenario)}</td>`;
       for (const role of roles)
-        h += "<td>" + r.by[role].map((i) => { const c = D.lab[i]; return `<span class="sq ${shownVerdict(c)}${c.regression && state.run === "" ? " regression" : ""}${c.marks && c.marks.flaky ? " flaky" : ""}" data-cell="${i}" title="${esc(c.id)}"></span>`; }).join("") + "</td>";
+        h += "<td>" + r.by[role].map((i) => { const c = D.lab[i]; return `<span class="sq ${cls(shownVerdict(c))}${c.regression && state.run === "" ? " regression" : ""}${c.marks && c.marks.flaky ? " flaky" : ""}" data-cell="${i}" title="${esc(c.id)}"></span>`; }).join("") + "</td>";
       h += `<td class="cnt">${r.g} / ${r.red}</td></tr>`;
     }
     $("lab-table").innerHTML = h;
@@ -169,15 +185,15 @@
     $("lab-counts").innerHTML = `<span data-n="${shown}">${shown}</span> cells: <span data-green="${n.green}">${n.green}</span> green, <span data-red="${n.red}">${n.red}</span> red, <span data-skipped="${n.skipped}">${n.skipped}</span> skipped`;
   }
   function labDetail(c) {
-    let h = `<h2><span class="sq ${c.verdict}"></span> ${esc(c.id)}</h2>`;
+    let h = `<h2><span class="sq ${cls(c.verdict)}"></span> ${esc(c.id)}</h2>`;
     h += `<p>${spark(c.hist)}${marks(c.marks)}</p><p><b>${esc(c.verdict)}</b>${c.regression ? " <b>(regression)</b>" : ""}: ${esc(c.reason)}</p>`;
     h += `<table><tr><td>device</td><td>${esc(c.device)}</td></tr><tr><td>peer's program</td><td>${esc(c.program)}</td></tr><tr><td>our engine</td><td>${esc(c.role)}, ${esc(c.scenario)}</td></tr>`;
-    h += `<tr><td>configuration</td><td>${esc(c.config)}</td></tr><tr><td>check</td><td>${c.check.pass} pass, ${c.check.fail} fail, ${c.check.inconclusive} inconclusive</td></tr>`;
+    h += `<tr><td>configuration</td><td>${esc(c.config)}</td></tr><tr><td>check</td><td>${num(obj(c.check).pass)} pass, ${num(obj(c.check).fail)} fail, ${num(obj(c.check).inconclusive)} inconclusive</td></tr>`;
     if (c.finding) h += `<tr><td>known finding</td><td>${esc(c.finding)}</td></tr>`;
     h += `<tr><td>capture</td><td>${fileLink(c.capture_href, c.capture)}</td></tr><tr><td>check report</td><td>${fileLink(c.check_report_href, c.check_report)}</td></tr></table>`;
-    if (c.failed.length) {
+    if (arr(c.failed).length) {
       h += "<h3>Cases that FAIL</h3>";
-      for (const f of c.failed) h += `<div class="ev"><code>${esc(f)}</code><br>${requirement(f)}</div>`;
+      for (const f of arr(c.failed)) h += `<div class="ev"><code>${esc(f)}</code><br>${requirement(f)}</div>`;
     }
     return h;
   }
@@ -185,7 +201,7 @@
   // ---------------------------------------------------------------- captures
   const famOf = (id) => id.split(".").slice(0, 2).join(".");
   function caseVisible(id) {
-    const c = D.catalog[id] || {};
+    const c = own(D.catalog, id) || {};
     if (state.family && id.split(".")[0] !== state.family && c.family !== state.family) return false;
     if (state.level && c.level !== state.level) return false;
     return true;
@@ -203,14 +219,15 @@
     let rowsShown = 0;
     for (let i = 0; i < D.inputs.length; i++) {
       const x = D.inputs[i];
-      const per = {};
+      const per = new Map();
       let any = false;
       const sums = { PASS: 0, FAIL: 0, INCONCLUSIVE: 0, NOT_APPLICABLE: 0 };
       for (const id in x.res) {
         if (!caseVisible(id)) continue;
         const f = famOf(id), v = x.res[id];
-        const p = per[f] || (per[f] = [0, 0, 0, 0]);
-        for (let k = 0; k < 4; k++) { p[k] += v[k]; sums[VERDICTS[k]] += v[k]; }
+        if (!per.has(f)) per.set(f, [0, 0, 0, 0]);
+        const p = per.get(f);
+        for (let k = 0; k < 4; k++) { const n = Number(arr(v)[k]) || 0; p[k] += n; sums[VERDICTS[k]] += n; }
       }
       if (state.verdict) any = sums[asCheck[state.verdict] || state.verdict] > 0; else any = true;
       if (!any && !(x.error && (!state.verdict || state.verdict === "FAIL" || state.verdict === "red"))) continue;
@@ -220,7 +237,7 @@
       const then = state.run === "" ? "" : `<span class="sq ${LETTER[(x.hist || "")[+state.run] || "-"] || "absent"}" title="${esc(runName(+state.run))}"></span> `;
       h += `<tr><td>${then}<a href="#" data-input="${i}">${esc(x.key)}</a>${marks(x.marks)}${x.error ? ` <b class="muted">${esc(x.error)}</b>` : ""}</td><td>${spark(x.hist)}</td>`;
       for (const f of fams) {
-        const p = per[f];
+        const p = per.get(f);
         if (!p) { h += "<td></td>"; continue; }
         const worst = p[1] ? "FAIL" : p[2] ? "INCONCLUSIVE" : p[0] ? "PASS" : "NOT_APPLICABLE";
         const label = p[1] ? p[1] : p[2] ? p[2] : "";
@@ -240,16 +257,16 @@
     const probs = x.problems.filter((p) => (!fam || famOf(p.case) === fam) && caseVisible(p.case));
     h += `<h3>${fam ? esc(fam) + ": " : ""}${probs.length ? "what FAILs or is INCONCLUSIVE" : "nothing FAILs or is INCONCLUSIVE"}</h3>`;
     for (const p of probs) {
-      h += `<div class="ev ${p.verdict}"><b>${esc(p.verdict)}</b> <code>${esc(p.case)}</code> in ${esc(p.scope)} (${p.failed} failed, ${p.inconclusive} inconclusive)<br>${requirement(p.case)}`;
-      for (const e of p.evidence) {
-        h += `<br>frames ${esc((e.frames || []).join(", "))}${e.stream_offset != null ? `, stream offset ${e.stream_offset}` : ""}${e.side ? `, ${esc(e.side)}` : ""}`;
+      h += `<div class="ev ${cls(p.verdict)}"><b>${esc(p.verdict)}</b> <code>${esc(p.case)}</code> in ${esc(p.scope)} (${num(p.failed)} failed, ${num(p.inconclusive)} inconclusive)<br>${requirement(p.case)}`;
+      for (const e of arr(p.evidence).map(obj)) {
+        h += `<br>frames ${esc(arr(e.frames).join(", "))}${e.stream_offset != null ? `, stream offset ${num(e.stream_offset)}` : ""}${e.side ? `, ${esc(e.side)}` : ""}`;
         if (e.expected || e.actual) h += `: expected ${esc(e.expected)}, got ${esc(e.actual)}`;
         if (e.detail) h += ` <span class="muted">(${esc(e.detail)})</span>`;
-        if (e.caused_by) h += ` <span class="muted">[consequence of <code>${esc(e.caused_by.case)}</code> at frame ${esc(String(e.caused_by.frame))}]</span>`;
+        if (e.caused_by) h += ` <span class="muted">[consequence of <code>${esc(obj(e.caused_by).case)}</code> at frame ${esc(obj(e.caused_by).frame)}]</span>`;
       }
       h += "</div>";
     }
-    if (x.problems_left_out) h += `<p class="muted">${x.problems_left_out} more results left out of this page: see the JSON report.</p>`;
+    if (x.problems_left_out) h += `<p class="muted">${num(x.problems_left_out)} more results left out of this page: see the JSON report.</p>`;
     return h;
   }
 
@@ -257,25 +274,25 @@
   function coverage() {
     const C = D.coverage, sec = $("coverage");
     if (!C) { sec.classList.add("hidden"); return; }
-    const S = C.statements || {by_spec: [], totals: {}}, T = C.totals || {}, L = C.lacking || {};
+    const S = obj(C.statements), T = obj(C.totals), L = obj(C.lacking);
     const K = ["statements", "judged", "partly", "provoked", "provoked_in_lab", "exception", "permitted", "todo"];
-    let h = `<p id="coverage-totals">${S.totals.statements || 0} normative statements in the ledgers; ${T.cases} cases over ` +
-      `${T.captures} captures and ${T.cells} lab cells.</p>`;
+    let h = `<p id="coverage-totals">${num(obj(S.totals).statements)} normative statements in the ledgers; ${num(T.cases)} cases over ` +
+      `${num(T.captures)} captures and ${num(T.cells)} lab cells.</p>`;
     h += `<table id="coverage-statements"><tr><th>specification</th><th>class</th>${K.map(k => `<th>${esc(k.replace(/_/g, " "))}</th>`).join("")}` +
       `<th>judged score</th></tr>`;
-    for (const s of S.by_spec)
-      for (const [cls, c] of Object.entries(s.classes || {})) {
-        if (!c.statements || !matches(s.spec, cls)) continue;
-        h += `<tr><td>${esc(s.spec)}</td><td>${esc(cls)}</td>${K.map(k => `<td>${c[k]}</td>`).join("")}<td>${c.judged_score} %</td></tr>`;
+    for (const s of arr(S.by_spec).map(obj))
+      for (const [kind, c] of Object.entries(obj(s.classes)).map(([k, v]) => [k, obj(v)])) {
+        if (!c.statements || !matches(s.spec, kind)) continue;
+        h += `<tr><td>${esc(s.spec)}</td><td>${esc(kind)}</td>${K.map(k => `<td>${num(c[k])}</td>`).join("")}<td>${num(c.judged_score)} %</td></tr>`;
       }
     h += "</table>";
     for (const [k, what] of [["a_fail_capture", "no capture FAILs them"], ["a_live_cell", "no live cell runs them"], ["a_live_cell_that_fails_it", "no live cell FAILs them"]])
-      if ((L[k] || []).length) h += `<details><summary>${L[k].length} case(s): ${what}</summary>${L[k].map(esc).join("<br>")}</details>`;
+      if (arr(own(L, k)).length) h += `<details><summary>${arr(own(L, k)).length} case(s): ${what}</summary>${arr(own(L, k)).map(esc).join("<br>")}</details>`;
     h += `<table><tr><th>case</th><th>statements</th><th>golden PASS / FAIL</th><th>lab captures / FAIL</th><th>live cells / FAIL</th></tr>`;
-    for (const c of C.cases || []) {
-      if (!matches(c.cites, c.id, (c.statements || []).join(" ")) || !caseVisible(c.id)) continue;
-      h += `<tr><td><code>${esc(c.id)}</code> ${esc(c.level)}<br>${esc(c.cites)}</td><td>${(c.statements || []).map(esc).join(" ")}</td>` +
-        `<td>${c.golden_pass} / ${c.golden_fail}</td><td>${c.lab_captures} / ${c.lab_captures_fail}</td><td>${c.live_cells} / ${(c.live_cells_fail || []).length}</td></tr>`;
+    for (const c of arr(C.cases).map(obj)) {
+      if (!matches(c.cites, c.id, arr(c.statements).join(" ")) || !caseVisible(c.id)) continue;
+      h += `<tr><td><code>${esc(c.id)}</code> ${esc(c.level)}<br>${esc(c.cites)}</td><td>${arr(c.statements).map(esc).join(" ")}</td>` +
+        `<td>${num(c.golden_pass)} / ${num(c.golden_fail)}</td><td>${num(c.lab_captures)} / ${num(c.lab_captures_fail)}</td><td>${num(c.live_cells)} / ${arr(c.live_cells_fail).length}</td></tr>`;
     }
     $("coverage-table").innerHTML = h + "</table>";
   }

@@ -11,6 +11,7 @@
 #include <pcap/pcap.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -223,6 +224,30 @@ BOOST_AUTO_TEST_CASE(cut_files_and_impossible_lengths) {
   const Read r = ours(t.dir / "huge.pcap", false);
   BOOST_TEST(r.message.find("frame 3") != std::string::npos, r.message);
   BOOST_TEST(r.message.find(fmt::format("file offset {}", recs[2])) != std::string::npos, r.message);
+}
+
+// A compressed capture is refused by the compression's name, with how to
+// read it: gzip (a real gzip file, made by Python's gzip module), and zstd,
+// xz and bzip2 by the magic numbers their formats begin with.
+BOOST_AUTO_TEST_CASE(compressed_captures_are_named) {
+  TempDir t;
+  const auto gz = t.dir / "c.pcap.gz";
+  BOOST_TEST_REQUIRE(std::system(("/usr/bin/python3 -c 'import gzip, sys; open(sys.argv[2], \"wb\").write(gzip.compress(open(sys.argv[1], "
+                                  "\"rb\").read()))' " + kBase.string() + " " + gz.string())
+                                     .c_str()) == 0);
+  const Read g = ours(gz, false);
+  BOOST_TEST(g.error);
+  BOOST_TEST(g.message.find(gz.string() + ": a gzip-compressed file, not a capture: decompress it first (gzip -dc") != std::string::npos,
+             g.message);
+  for (const auto& [name, magic] : {std::pair{"zstd", std::string("\x28\xb5\x2f\xfd", 4)}, std::pair{"xz", std::string("\xfd" "7zXZ\0", 6)},
+                                    std::pair{"bzip2", std::string("BZh9")}}) {
+    spit(t.dir / "c", magic + std::string(64, 'x'));
+    const Read r = ours(t.dir / "c", false);
+    BOOST_TEST(r.error, name);
+    BOOST_TEST(r.message.find(fmt::format("a {}-compressed file", name)) != std::string::npos, r.message);
+  }
+  spit(t.dir / "c", std::string(64, 'x'));  // not compressed, not a capture: the message says just that
+  BOOST_TEST(ours(t.dir / "c", false).message.find("not a pcap or pcapng capture") != std::string::npos);
 }
 
 // A capture checked from memory gives the result the file gives (the

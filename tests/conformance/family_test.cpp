@@ -17,6 +17,7 @@
 #include <optional>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -583,6 +584,22 @@ BOOST_AUTO_TEST_CASE(no_family_or_peer_name_switched_on_outside_its_folders) {
                           R"(if (p.starts_with("siw")))"})
     BOOST_TEST(std::regex_search(std::string(bad), switched), bad);
   BOOST_TEST(!std::regex_search(std::string(R"(id.starts_with("iwarp.mpa.rr."))"), switched));
+}
+
+// --roce-port adds UDP ports to 4791, as README says; --roce-port-only
+// takes its ports in place of 4791.
+BOOST_AUTO_TEST_CASE(roce_port_options_add_or_replace) {
+  const ProtocolFamily* ib = Registry::get().find("ib");
+  BOOST_TEST_REQUIRE(ib != nullptr);
+  const auto ports = [&](const FamilyOptions& o) {
+    const auto p = ib->claims(o).udp_ports;
+    return std::set<std::uint16_t>(p.begin(), p.end());
+  };
+  BOOST_TEST((ports({}) == std::set<std::uint16_t>{4791}));
+  BOOST_TEST((ports({{"--roce-port", {4792, 5000}}}) == std::set<std::uint16_t>{4791, 4792, 5000}));
+  BOOST_TEST((ports({{"--roce-port", {4791}}}) == std::set<std::uint16_t>{4791}));
+  BOOST_TEST((ports({{"--roce-port-only", {4792}}}) == std::set<std::uint16_t>{4792}));
+  BOOST_TEST((ports({{"--roce-port-only", {4792}}, {"--roce-port", {5000}}}) == std::set<std::uint16_t>{4792}));
 }
 
 BOOST_AUTO_TEST_CASE(options_parse_from_text) {

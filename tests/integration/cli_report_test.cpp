@@ -4,6 +4,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -73,6 +74,21 @@ BOOST_AUTO_TEST_CASE(junit_identities_are_unique_and_counts_match_the_json) {
     BOOST_TEST(names(xml) == names(xml2));
     BOOST_TEST(names(xml).find(kGolden) == std::string::npos);
   }
+  fs::remove_all(dir);
+}
+
+// A capture named with U+FFFE and U+FFFF (UTF-8, but no XML character)
+// still gives a JUnit report that an XML parser we did not write accepts.
+BOOST_AUTO_TEST_CASE(junit_is_well_formed_for_noncharacters_in_names) {
+  const auto dir = temp_dir("junit-nonchar");
+  const auto pcap = dir / "a\xef\xbf\xbe-b\xef\xbf\xbf.pcap";
+  fs::copy_file(kGolden + "/iwarp-fault-pad.pcap", pcap);
+  const auto xml = (dir / "r.xml").string();
+  const auto r = run(kBin + " check --quiet --junit " + xml + " '" + pcap.string() + "' 2>&1");
+  BOOST_TEST_REQUIRE(r.status == 1, r.out);
+  const auto p = run("/usr/bin/python3 -c 'import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1]); print(\"well-formed\")' " + xml + " 2>&1");
+  BOOST_TEST(p.status == 0, p.out);
+  BOOST_TEST(p.out.find("well-formed") != std::string::npos, p.out);
   fs::remove_all(dir);
 }
 
@@ -287,6 +303,39 @@ BOOST_AUTO_TEST_CASE(report_diff_summary_and_history) {
   const auto bad = run(kBin + " report diff " + (dir / "junk.json").string() + " " + base + " 2>&1");
   BOOST_TEST(bad.status == 2, bad.out);
   BOOST_TEST(bad.out.find("junk.json: not JSON") != std::string::npos, bad.out);
+  fs::remove_all(dir);
+}
+
+// An append the disk cannot hold (here: a file size limit, as `ulimit -f`
+// sets, which fails the write part way as a full disk does) is cut back off,
+// so the history is as it was; and a record cut short some other way (a
+// crash, a hand edit) is named and skipped by `report html --history`, not
+// fatal for every later page.
+BOOST_AUTO_TEST_CASE(history_survives_a_full_disk_and_a_cut_record) {
+  const auto dir = temp_dir("history-full");
+  const std::string report = (dir / "r.json").string();
+  const fs::path hist = dir / "hist", file = hist / "history.jsonl";
+  BOOST_TEST_REQUIRE(run(kBin + " check --quiet --json " + report + " " + kGolden + " >/dev/null 2>&1").status == 1);
+  const auto first = run(kBin + " report history --dir " + hist.string() + " --run-id night0 " + report + " 2>&1");
+  BOOST_TEST_REQUIRE(first.status == 0, first.out);
+  const auto size = fs::file_size(file);
+  // Room for a few more kilobytes: the second run's records are cut part way.
+  const auto blocks = size / 512 + 8;
+  const auto full = run(fmt::format("trap '' XFSZ; ulimit -f {}; {} report history --dir {} --run-id night1 {} 2>&1", blocks, kBin,
+                                    hist.string(), report));
+  BOOST_TEST(full.status == 2, full.out);
+  BOOST_TEST(full.out.find("write failed after") != std::string::npos, full.out);
+  BOOST_TEST(full.out.find("cut back to what it held before") != std::string::npos, full.out);
+  BOOST_TEST(fs::file_size(file) == size);
+  // A record cut short, then a good run after it: the page is drawn, and the cut line named.
+  std::ofstream(file, std::ios::app) << R"({"run":"night1","date":"2026-01-01T00:00:00Z","item":"x)" << "\n";
+  BOOST_TEST_REQUIRE(run(kBin + " report history --dir " + hist.string() + " --run-id night2 " + report + " 2>&1").status == 0);
+  const std::size_t cut_line = std::stoul(run("grep -c '' " + file.string()).out) / 2 + 1;
+  const auto page = run(kBin + " report html " + report + " --history " + hist.string() + " -o " + (dir / "d.html").string() + " 2>&1");
+  BOOST_TEST(page.status == 0, page.out);
+  BOOST_TEST(page.out.find(fmt::format("warning: {}:{}: not a history record (skipped)", file.string(), cut_line)) != std::string::npos,
+             page.out);
+  BOOST_TEST(slurp(dir / "d.html").find("night2") != std::string::npos);
   fs::remove_all(dir);
 }
 
@@ -523,6 +572,98 @@ BOOST_AUTO_TEST_CASE(findings_become_bug_reports) {
     const auto o = run(kBin + " report " + sub + " 2>&1");
     BOOST_TEST(o.status == 2, sub << ": " << o.out);
     BOOST_TEST(o.out.find(odd.string() + ": not a") != std::string::npos, o.out);
+  }
+  fs::remove_all(dir);
+}
+
+// A lab report's finding keys are the report's to choose, and a report can
+// come from anywhere: whatever a key holds, `report findings -o DIR` writes
+// one file per finding, each directly in DIR, and none overwrites another.
+BOOST_AUTO_TEST_CASE(findings_with_hostile_keys_stay_in_their_folder) {
+  const auto dir = temp_dir("findings-keys");
+  const std::vector<std::string> keys = {"../../escaped", "/tmp/rdmaconf-abs-finding", "..", ".", "", "a/b", "a_b",
+                                         "A_B", ".hidden", "line\nbreak", "x\\y", std::string(300, 'k')};
+  nlohmann::json lab = {{"lab", nlohmann::json::object()}, {"summary", {{"cells", 0}}}, {"cells", nlohmann::json::array()}};
+  lab["findings"] = nlohmann::json::object();
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    lab["findings"][keys[i]] = {{"title", fmt::format("finding number {}", i)}, {"cases", nlohmann::json::array()}};
+  std::ofstream(dir / "lab.json") << lab.dump();
+  fs::remove("/tmp/rdmaconf-abs-finding.md");
+  const auto r = run(kBin + " report findings " + (dir / "lab.json").string() + " -o " + (dir / "a" / "out").string() + " 2>&1");
+  BOOST_TEST_REQUIRE(r.status == 0, r.out);
+  // Nothing outside out/: not beside it, not two folders up, not at the absolute path.
+  BOOST_TEST(!fs::exists("/tmp/rdmaconf-abs-finding.md"));
+  std::vector<std::string> outside;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file() && e.path().parent_path() != dir / "a" / "out" && e.path() != dir / "lab.json") outside.push_back(e.path().string());
+  BOOST_TEST(outside.empty(), "written outside the folder: " << fmt::format("{}", fmt::join(outside, ", ")));
+  // One file per finding, each holding its own finding.
+  std::set<std::string> titles;
+  std::size_t files = 0;
+  for (const auto& e : fs::directory_iterator(dir / "a" / "out")) {
+    ++files;
+    const std::string name = e.path().filename().string();
+    BOOST_TEST(name.ends_with(".md"), name);
+    BOOST_TEST(name.front() != '.', name);
+    BOOST_TEST(name.size() <= 130u, name);
+    BOOST_TEST(name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == std::string::npos, name);
+    const std::string md = slurp(e.path());
+    const auto at = md.find("finding number ");
+    BOOST_TEST_REQUIRE(at != std::string::npos, name);
+    titles.insert(md.substr(at, md.find('\n', at) - at));
+  }
+  BOOST_TEST(files == keys.size());
+  BOOST_TEST(titles.size() == keys.size());
+  // A field of another type is refused by the finding's name (exit status 2), not an abort.
+  std::ofstream(dir / "typed.json") << R"({"lab": {}, "summary": {"cells": 0}, "cells": [], "findings": {"odd": {"title": 5}}})";
+  const auto t = run(kBin + " report findings " + (dir / "typed.json").string() + " -o " + (dir / "t").string() + " 2>&1");
+  BOOST_TEST(t.status == 2, t.out);
+  BOOST_TEST(t.out.find((dir / "typed.json").string() + ": finding \"odd\": not of this tool's form") != std::string::npos, t.out);
+  fs::remove_all(dir);
+}
+
+// Names are the reports' to choose: in `report summary`'s Markdown a cell
+// named with backticks, a newline and a table row stays one code span in
+// its own cell, and the title stays one heading.
+BOOST_AUTO_TEST_CASE(summary_markdown_keeps_names_in_their_cells) {
+  const auto dir = temp_dir("summary-names");
+  const auto lab = dir / "lab.json";
+  nlohmann::json doc = {{"lab", nlohmann::json::object()}, {"summary", {{"cells", 2}}}, {"findings", nlohmann::json::object()}};
+  doc["cells"] = {{{"id", "siw.a``b\n# Injected heading\n| injected | row |"}, {"verdict", "red"}},
+                  {{"id", "siw.ok"}, {"verdict", "green\n## Also injected"}}};
+  std::ofstream(lab) << doc.dump();
+  const auto r = run(kBin + " report summary " + lab.string() + " --title 'night\n# Injected title [x](javascript:y)' 2>&1");
+  BOOST_TEST_REQUIRE(r.status == 0, r.out);
+  std::istringstream lines(r.out);
+  int headings = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with("#")) ++headings;
+    BOOST_TEST((line.find("Injected") == std::string::npos || line.starts_with("| ```siw.a``b") || line.starts_with("### night")), line);
+    BOOST_TEST(line.find("| injected | row |") == std::string::npos, line);
+    BOOST_TEST(line.find("[x](") == std::string::npos, line);  // a link, unescaped
+  }
+  BOOST_TEST(headings == 1, r.out);
+  BOOST_TEST(r.out.find("| ```siw.a``b # Injected heading \\| injected \\| row \\|``` |") != std::string::npos, r.out);
+  fs::remove_all(dir);
+}
+
+// A report nested 100 000 deep (in evidence, a finding, a shard) is
+// refused by name before anything walks it: copying, dumping and destroying
+// such a value recurse once a level, which crashed html, findings and merge.
+BOOST_AUTO_TEST_CASE(deeply_nested_reports_are_refused_not_a_crash) {
+  const auto dir = temp_dir("deep");
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const auto check = dir / "check.json", lab = dir / "lab.json", shard = dir / "shard.json";
+  std::ofstream(check) << R"({"inputs": [{"path": "x.pcap", "scopes": [{"id": "s", "results": [{"case": "iwarp.mpa.fpdu.pad", "verdict": "FAIL", "evidence": )"
+                       << deep << "}]}]}]}";
+  std::ofstream(lab) << R"({"lab": {}, "summary": {"cells": 0}, "cells": [], "findings": {"x": {"title": )" << deep << "}}}";
+  std::ofstream(shard) << R"({"inputs": [], "shard": {"index": 0, "count": 2, "deep": )" << deep << "}}";
+  for (const auto& [sub, file] : {std::pair{"html " + check.string() + " -o " + (dir / "d.html").string(), check},
+                                  std::pair{"findings " + lab.string() + " -o " + (dir / "f").string(), lab},
+                                  std::pair{"merge " + shard.string() + " " + shard.string() + " -o " + (dir / "m.json").string(), shard}}) {
+    const auto r = run(kBin + " report " + sub + " 2>&1");
+    BOOST_TEST(r.status == 2, sub << ": " << r.out);
+    BOOST_TEST(r.out.find(file.string() + ": nested deeper than 200 levels") != std::string::npos, sub << ": " << r.out);
   }
   fs::remove_all(dir);
 }
