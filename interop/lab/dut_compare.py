@@ -31,14 +31,18 @@ def main(argv):
     def explanation(cell):
         """The entry that explains the cell's difference: its id matches, and its
         reason shows what the entry says or the lab judged it red as the very
-        finding the entry names (a known finding, not a regression)."""
+        finding the entry names (a known finding, not a regression). A cell red
+        on both attempts is explained as well when its first attempt's reason
+        shows what the entry says: the condition the entry describes was
+        there, and the second attempt ran on the device it left behind."""
+        reasons = [cell.get("reason", "")] + ([cell["first_attempt"]] if cell.get("first_attempt") else [])
         for entry in allowed:
             seen = entry["seen"] if isinstance(entry["seen"], list) else [entry["seen"]]
             if not any(fnmatch.fnmatchcase(cell["id"], pattern) for pattern in entry["cells"]):
                 continue
             as_finding = entry.get("finding") and cell.get("finding") == entry["finding"] and \
                 cell.get("known_finding") and not cell.get("regression")
-            if as_finding or any(text in cell.get("reason", "") for text in seen):
+            if as_finding or any(text in reason for text in seen for reason in reasons):
                 return entry
         return None
 

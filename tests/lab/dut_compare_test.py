@@ -55,10 +55,19 @@ expect("the entry's finding but a regression", 1,
 expect("another finding", 1,
        compare(cell("red", "siw finding: pad", finding="siw-unzeroed-pad", known_finding="pad")))
 expect("another reason", 1, compare(cell("red", "our initiator crashed", regression=True)))
+# Red on both attempts: the first shows the entry's symptom (siw stalled),
+# the second failed on the device that stall left behind.
+TAGGED = "siw.our-initiator.terminate-ddp-version-tagged.crc-off.v2"
+expect("the entry's symptom on the first attempt", 0,
+       compare(cell("red", "MPA setup: timed out after 8000 ms", finding=None, regression=True,
+                    first_attempt="waiting for Terminate 1/1/0x04: timed out after 8000 ms"), cell_id=TAGGED))
+expect("another reason on both attempts", 1,
+       compare(cell("red", "MPA setup: timed out after 8000 ms", finding=None, regression=True,
+                    first_attempt="MPA setup: timed out after 8000 ms"), cell_id=TAGGED))
 expect("a cell the entry does not name", 1,
        compare(cell("red", "siw finding: ...", known_finding="x"), cell_id="siw.our-responder.rping.crc-off.v2"))
 
 for f in failures:
     print(f"FAIL {f}")
-print(f"dut_compare: {7 - len(failures)} of 7 checks hold")
+print(f"dut_compare: {9 - len(failures)} of 9 checks hold")
 sys.exit(1 if failures else 0)
