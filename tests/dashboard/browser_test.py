@@ -17,22 +17,14 @@ import subprocess
 import sys
 import time
 
-from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+
+from browser import check, chromium, failures, open_page
 from selenium.webdriver.support.ui import Select
 
 rdmaconf, captures, out = sys.argv[1:4]
 shot = sys.argv[4] if len(sys.argv) > 4 else os.path.join(out, "dashboard.png")
 os.makedirs(out, exist_ok=True)
-failures = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        failures.append(what)
 
 
 def run(*args):
@@ -76,15 +68,9 @@ page = os.path.join(out, "dashboard.html")
 run("report", "html", check_json, os.path.join(out, "lab-now.json"), "--baseline", os.path.join(out, "lab-base.json"),
     "-o", page)
 
-opts = Options()
-for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,1000"):
-    opts.add_argument(a)
-driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+driver = chromium()
 try:
-    driver.get("file://" + os.path.abspath(page))
-    check(driver.find_element(By.TAG_NAME, "body").get_attribute("data-rendered") == "yes", "the page rendered")
-    errors = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
-    check(not errors, f"no script error in the console {errors[:2]}")
+    open_page(driver, os.path.abspath(page))
 
     # The lab matrix: its counts and squares equal the report.
     counts = driver.find_element(By.ID, "lab-counts")

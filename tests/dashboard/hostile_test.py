@@ -20,20 +20,12 @@ import os
 import subprocess
 import sys
 
-from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+
+from browser import check, chromium, failures, open_page
 
 rdmaconf, capture, out = sys.argv[1:4]
 os.makedirs(out, exist_ok=True)
-failures = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        failures.append(what)
 
 
 def write(name, doc):
@@ -93,15 +85,9 @@ p = subprocess.run([rdmaconf, "report", "html", lab, "--coverage", cov, "-o", os
 check(p.returncode == 2 and f"{cov}: /totals/cases: expected a number, got a string" in p.stderr,
       f"a coverage file with markup for a number is refused by file and field ({p.returncode}: {p.stderr.strip()})")
 
-opts = Options()
-for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,1000"):
-    opts.add_argument(a)
-driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+driver = chromium()
 try:
-    driver.get("file://" + os.path.abspath(page))
-    check(driver.find_element(By.TAG_NAME, "body").get_attribute("data-rendered") == "yes", "the page rendered")
-    errors = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
-    check(not errors, f"no script error in the console {errors[:2]}")
+    open_page(driver, os.path.abspath(page))
     check(len(driver.find_elements(By.CSS_SELECTOR, "#lab-table .sq")) == len(cells),
           "one square per cell, the roles __proto__ and constructor among them")
     # Every cell opens (its reason, capture link and check counts drawn), and the input opens its evidence.
