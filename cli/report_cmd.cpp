@@ -6,10 +6,12 @@
 #include <fstream>
 #include <optional>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "conformance/family.hpp"
 #include "interop/lab/lab.hpp"
@@ -78,7 +80,9 @@ ReportCommands::ReportCommands(CLI::App& app, std::string lab_dir) : lab_dir_(st
   html_->add_option("--history-runs", history_runs_, "how many of the history's last runs to show (default 30)")
       ->check(CLI::Range(1, 100000));
   findings_ = report->add_subcommand("findings", "one Markdown bug report per kernel peer finding a lab report shows");
-  findings_->add_option("report", now_, "a lab report (lab run's lab-report.json)")->required();
+  findings_->add_option("reports", finding_reports_,
+                        "lab reports (lab run's lab-report.json), one for each kernel of the lab's matrix (lab run --kernel)")
+      ->required();
   findings_->add_option("-o,--output", dir_, "the folder for the reports (NAME.md each)")->required();
   findings_->add_option("--json", out_, "also write the records as JSON to FILE");
 }
@@ -127,13 +131,25 @@ int ReportCommands::html() const {
 }
 
 int ReportCommands::findings() const {
-  const auto doc = read_json_file(now_);
-  if (!doc.contains("cells")) throw reports::ReportError(fmt::format("{}: not a lab report (no cells)", now_));
+  std::vector<nlohmann::json> docs;
+  std::set<std::string> seen;
+  for (const auto& f : finding_reports_) {
+    docs.push_back(read_json_file(f));
+    if (!docs.back().contains("cells")) throw reports::ReportError(fmt::format("{}: not a lab report (no cells)", f));
+    // Two reports of one kernel would list it twice, each with half the story.
+    const auto lab = docs.back().value("lab", nlohmann::json::object());
+    const std::string k = lab.is_object() ? lab.value("kernel_file", "") + "/" + lab.value("kernel", "") + "/" +
+                                                docs.back().value("device", nlohmann::json()).dump()
+                                          : std::string();
+    if (!seen.insert(k).second)
+      throw reports::ReportError(fmt::format("{}: a second report of the same kernel and device (give one report per kernel)", f));
+  }
+  const std::string given = fmt::format("{}", fmt::join(finding_reports_, ", "));
   std::vector<nlohmann::json> records;
   try {
-    records = reports::finding_records(doc, conformance::Registry::get().all_cases());
+    records = reports::finding_records_across(docs, conformance::Registry::get().all_cases());
   } catch (const nlohmann::json::exception& e) {
-    throw reports::ReportError(fmt::format("{}: not a lab report of this tool's form: {}", now_, e.what()));
+    throw reports::ReportError(fmt::format("{}: not a lab report of this tool's form: {}", given, e.what()));
   }
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
@@ -146,7 +162,7 @@ int ReportCommands::findings() const {
       reports::write_finding_markdown(md, r, RDMACONF_VERSION);
       title = r.value("title", "");
     } catch (const nlohmann::json::exception& e) {
-      throw reports::ReportError(fmt::format("{}: finding {}: not of this tool's form: {}", now_, nlohmann::json(r.value("name", "")).dump(),
+      throw reports::ReportError(fmt::format("{}: finding {}: not of this tool's form: {}", given, nlohmann::json(r.value("name", "")).dump(),
                                              e.what()));
     }
     const auto path = (std::filesystem::path(dir_) / names[i]).string();
@@ -154,7 +170,7 @@ int ReportCommands::findings() const {
     std::cout << fmt::format("{}: {} ({} cell(s))\n", path, title, r["cells"].size());
   }
   if (!out_.empty() && !write_text(out_, nlohmann::json(records).dump(2) + "\n")) return kExitUsage;
-  if (records.empty()) std::cout << "no finding in " << now_ << "\n";
+  if (records.empty()) std::cout << "no finding in " << given << "\n";
   return 0;
 }
 

@@ -34,6 +34,7 @@ class ReportCommands {
   int html() const;
   int findings() const;
   std::string coverage_json_, history_dir_;
+  std::vector<std::string> finding_reports_;  // report findings: one lab report per kernel
   std::string base_, now_, out_, title_ = "rdmaconf", dir_, run_id_, commit_;
   std::vector<std::string> parts_;
   bool fail_on_fail_ = false;

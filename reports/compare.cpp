@@ -1,6 +1,7 @@
 #include "reports/compare.hpp"
 #include "reports/findings.hpp"
 #include "reports/json_input.hpp"
+#include "reports/markdown.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -24,40 +25,6 @@ namespace rdmaconf::reports {
 
 namespace {
 
-// Markdown for text a report gave (a verdict, a title), shown in a table
-// cell or a heading: a control character (a newline would start a heading
-// or a row of its own) becomes a space, and what could open markup that
-// carries something in (a link, an image, HTML, a code span, a cell) is
-// escaped with a backslash.
-std::string md_text(std::string_view s) {
-  std::string o;
-  for (const char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) o += ' ';
-    else if (std::string_view("\\`[]<>|!").find(c) != std::string_view::npos) (o += '\\') += c;
-    else o += c;
-  }
-  return o;
-}
-
-// The same as a code span in a table cell: fenced with one backtick more
-// than the longest run inside, control characters as spaces, '|' escaped
-// (GitHub's tables split cells at it even inside code).
-std::string md_code(std::string_view s) {
-  std::string body;
-  std::size_t run = 0, longest = 0;
-  for (const char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    run = c == '`' ? run + 1 : 0;
-    longest = std::max(longest, run);
-    if (u < 0x20 || u == 0x7f) body += ' ';
-    else if (c == '|') body += "\\|";
-    else body += c;
-  }
-  const std::string fence(longest + 1, '`');
-  const bool pad = !body.empty() && (body.front() == '`' || body.back() == '`');
-  return fence + (pad ? " " : "") + body + (pad ? " " : "") + fence;
-}
 
 using nlohmann::json;
 

@@ -290,6 +290,7 @@ json dashboard_model(const DashboardInputs& in) {
   json lab = json::array(), inputs = json::array(), tools = json::array(), findings = json::array();
   json lab_sum = nullptr, check_sum = nullptr;
   std::set<std::string> families, tool_set;
+  std::vector<json> lab_docs;  // their findings are listed once each, with every kernel's status
   for (const auto& p : in.reports) try {
     const json doc = read_report(p);
     const bool is_lab = doc.contains("cells") && !doc.contains("inputs");
@@ -304,7 +305,8 @@ json dashboard_model(const DashboardInputs& in) {
     }
     if (is_lab) {
       for (auto& c : lab_cells(doc, hist ? &*hist : nullptr, regressed, links)) lab.push_back(std::move(c));
-      for (auto& r : finding_records(doc, in.catalog)) findings.push_back(std::move(r));
+      finding_records(doc, in.catalog);  // (a report whose findings are not of this tool's form is named here)
+      lab_docs.push_back(doc);
       const json s = doc.value("summary", json::object());
       if (lab_sum.is_null()) lab_sum = {{"cells", 0}, {"green", 0}, {"red", 0}, {"skipped", 0}, {"regressions", 0}, {"flaky", 0}};
       for (const char* k : {"cells", "green", "red", "skipped", "regressions", "flaky"})
@@ -325,6 +327,7 @@ json dashboard_model(const DashboardInputs& in) {
     // A field of another type than a report has (a hand-edited or foreign file).
     throw ReportError(fmt::format("{}: not a report of this tool's form: {}", p.string(), e.what()));
   }
+  for (auto& r : finding_records_across(lab_docs, in.catalog)) findings.push_back(std::move(r));
   for (const auto& t : tool_set) tools.push_back(t);
   m["tools"] = tools;
   m["lab"] = std::move(lab);

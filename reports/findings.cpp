@@ -1,12 +1,14 @@
 #include "reports/findings.hpp"
 
 #include "reports/json_input.hpp"
+#include "reports/markdown.hpp"
 #include "reports/report.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <fstream>
 #include <ostream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -31,7 +33,8 @@ json packages(const json& lab) {
   json v = json::array();
   std::istringstream in(lab.value("manifest", std::string()));
   for (std::string line; std::getline(in, line);)
-    for (const char* p : {"linux-image", "rdma-core", "ibverbs-providers", "librdmacm", "rdmacm-utils", "perftest", "ibverbs-utils"})
+    for (const char* p : {"linux-image", "linux-binary", "linux-modules", "linux-source", "build root", "rdma-core", "ibverbs-providers",
+                          "librdmacm", "rdmacm-utils", "perftest", "ibverbs-utils"})
       if (line.rfind(p, 0) == 0) {
         v.push_back(line);
         break;
@@ -78,6 +81,7 @@ std::string device_field(const json& d, const char* key, const std::string& othe
 }
 
 bool is_device_under_test(const json& d) { return !device_field(d, "profile", "").empty(); }
+
 
 }  // namespace
 
@@ -140,18 +144,131 @@ std::vector<json> finding_records(const json& lab_report, const std::vector<cons
   return out;
 }
 
+std::vector<json> finding_records_across(const std::vector<json>& lab_reports,
+                                        const std::vector<const conformance::CaseInfo*>& catalog) {
+  std::map<std::string, json> merged;
+  for (std::size_t k = 0; k < lab_reports.size(); ++k) {
+    const json& report = lab_reports[k];
+    const json lab = report.value("lab", json::object());
+    const std::string kernel_file = lab.value("kernel_file", "");
+    json problems = json::array();
+    if (const auto c = report.find("citations"); c != report.end() && c->is_object())
+      for (const auto& p : c->value("problems", json::array()))
+        if (p.is_string()) problems.push_back(p);
+    for (auto& rec : finding_records(report, catalog)) {
+      const std::string name = rec.value("name", "");
+      json entry = {{"kernel_file", kernel_file}, {"kernel", lab.value("kernel", "")}, {"packages", packages(lab)}};
+      json red = json::array(), green = json::array(), other = json::array();
+      for (auto& c : rec["cells"]) {
+        const std::string verdict = c.value("verdict", "");
+        // (A red cell of a finding is that finding only when the lab explained it so: not a regression.)
+        bool regression = false;
+        if (const auto cs = report.find("cells"); cs != report.end() && cs->is_array())
+          for (const auto& rc : *cs)
+            if (rc.is_object() && rc.value("id", "") == c.value("id", "")) regression = rc.value("regression", false);
+        (verdict == "green" ? green : verdict == "red" && !regression ? red : other).push_back(c.value("id", ""));
+        c["kernel_file"] = kernel_file;
+      }
+      entry["status"] = !red.empty() ? "reproduced" : !other.empty() ? "unclear" : "not reproduced";
+      entry["reproduced_by"] = red;
+      entry["green_cells"] = green;
+      entry["unclear_cells"] = other;
+      json mine = json::array();
+      const std::string prefix = fmt::format("findings.{}.source[", name);
+      for (const auto& p : problems)
+        if (p.get<std::string>().rfind(prefix, 0) == 0) mine.push_back(p);
+      entry["citation_problems"] = mine;
+      const auto it = merged.find(name);
+      if (it == merged.end()) {
+        rec["kernels"] = json::array();
+        rec["kernels"].push_back(std::move(entry));
+        merged.emplace(name, std::move(rec));
+      } else {
+        for (auto& c : rec["cells"]) it->second["cells"].push_back(std::move(c));
+        it->second["kernels"].push_back(std::move(entry));
+      }
+    }
+  }
+  // The kernels whose report names the finding in no cell: not run there (in report order).
+  std::vector<json> out;
+  for (auto& [name, rec] : merged) {
+    json kernels = json::array();
+    for (const auto& report : lab_reports) {
+      const json lab = report.value("lab", json::object());
+      const std::string kf = lab.value("kernel_file", ""), kv = lab.value("kernel", "");
+      json found;
+      for (const auto& e : rec["kernels"])
+        if (e.value("kernel_file", "") == kf && e.value("kernel", "") == kv) found = e;
+      kernels.push_back(found.is_null() ? json{{"kernel_file", kf}, {"kernel", kv}, {"packages", packages(lab)}, {"status", "not run"}}
+                                        : found);
+    }
+    rec["kernels"] = std::move(kernels);
+    out.push_back(std::move(rec));
+  }
+  return out;
+}
+
 void write_finding_markdown(std::ostream& os, const json& r, std::string_view tool_version) {
   const std::string peer = r.value("peer", "");
   const json device = r.value("device", json());
   const bool dut = is_device_under_test(device);
-  os << "# " << r.value("title", r.value("name", "")) << "\n\n";
+  const bool security = r.value("severity", "") == "security";
+  const json kernels = r.value("kernels", json::array());
+  os << "# " << (security ? "[security] " : "") << r.value("title", r.value("name", "")) << "\n\n";
   if (dut)
     os << fmt::format("**Device under test:** {}{}. **Seen in:** {} lab cell(s).\n\n", r.value("device_label", ""),
                       device.value("tested_profile", false) ? "" : " (a profile the project has not run against this hardware)",
                       r["cells"].size());
   else
-    os << fmt::format("**Peer:** Linux {} (kernel {}). **Seen in:** {} lab cell(s).\n\n", peer.empty() ? "?" : peer,
-                      r.value("kernel", "?"), r["cells"].size());
+    os << fmt::format("**Peer:** Linux {} (kernel {}). **Seen in:** {} lab cell(s).{}\n\n", peer.empty() ? "?" : peer,
+                      r.value("kernel", "?"), r["cells"].size(),
+                      r.value("severity", "").empty() ? "" : fmt::format(" **Severity:** {}.", r.value("severity", "")));
+  // The kernels of the lab's matrix, each with what its run showed.
+  const auto kernel_table = [&](const char* heading) {
+    if (kernels.empty()) return;
+    os << "## " << heading << "\n\n| kernel | release | status | cells | user space |\n| --- | --- | --- | --- | --- |\n";
+    for (const auto& k : kernels) {
+      const std::string status = k.value("status", "");
+      std::string cells;
+      for (const auto& [key, how] : {std::pair{"reproduced_by", ""}, {"unclear_cells", " (red for another reason)"}, {"green_cells", " (green)"}})
+        for (const auto& id : k.value(key, json::array())) cells += (cells.empty() ? "" : ", ") + md_code(id.get<std::string>()) + how;
+      std::string space;
+      for (const auto& p : k.value("packages", json::array()))
+        if (p.get<std::string>().rfind("linux-", 0) != 0) space += (space.empty() ? "" : ", ") + p.get<std::string>();
+      os << fmt::format("| {} | {} | {} | {} | {} |\n", md_text(k.value("kernel_file", "")), md_text(k.value("kernel", "")),
+                        md_text(status), cells.empty() ? "none" : cells, md_text(space));
+    }
+    os << "\n";
+    for (const auto& k : kernels) {
+      const auto& problems = k.value("citation_problems", json::array());
+      if (k.value("status", "") == "not reproduced")
+        os << fmt::format("On {} the finding did not show: {}.\n", md_text(k.value("kernel_file", "")),
+                          problems.empty() ? "the cited code is unchanged there, so the cause lies elsewhere (timing, or a change "
+                                             "outside the cited lines)"
+                                           : "the cited code changed there (below)");
+      for (const auto& p : problems) os << fmt::format("- on {}: {}\n", md_text(k.value("kernel_file", "")), md_text(p.get<std::string>()));
+    }
+    os << "\n";
+  };
+  const std::string how = dut ? fmt::format("rdmaconf lab run --dut {} --profile {} --our-iface IF --our-addr ADDR",
+                                            device_field(device, "dut", "?"), device_field(device, "profile", "?"))
+                              : std::string("rdmaconf lab run");
+  if (security) {
+    // Written for a security contact: what a remote peer can do, exactly how, where, and what fixes it.
+    os << "## Impact\n\n" << r.value("impact", "") << "\n\n";
+    os << "## Trigger\n\n" << r.value("trigger", "") << "\n\n";
+    kernel_table("Affected kernels");
+    os << "## Reproducer\n\n";
+    for (const auto& k : kernels)
+      for (const auto& id : k.value("reproduced_by", json::array()))
+        os << fmt::format("- {}: {}\n", md_text(k.value("kernel_file", "")),
+                          md_code(fmt::format("{}{} --cell {}", how,
+                                                dut || k.value("kernel_file", "").empty() ? std::string()
+                                                                                          : " --kernel " + k.value("kernel_file", ""),
+                                                id.get<std::string>())));
+    os << "\n## Root cause\n\n" << r.value("root_cause", "") << "\n\n";
+    os << "## Fix direction\n\n" << r.value("fix", "") << "\n\n";
+  }
   os << "## What happens\n\n" << r.value("text", "") << "\n\n";
   if (!r["requirements"].empty()) {
     os << "## What the specification requires\n\n";
@@ -160,9 +277,27 @@ void write_finding_markdown(std::ostream& os, const json& r, std::string_view to
                         q.value("level", ""), q.value("requirement", ""), q.value("id", ""));
     os << "\n";
   }
+  if (!security) kernel_table("Kernels");
   if (const auto& src = r.value("source", json::array()); !src.empty()) {
     os << "## Where in the source\n\n";
-    for (const auto& s : src) os << "- " << s.get<std::string>() << "\n";
+    for (const auto& c : src) {
+      if (c.is_string()) {
+        os << "- " << c.get<std::string>() << "\n";
+        continue;
+      }
+      const std::string fn = c.value("function", "");
+      os << fmt::format("- {}{}: {}\n", md_code(c.value("file", "")), fn.empty() ? "" : " " + md_code(fn + "()"),
+                        c.value("what", ""));
+      const json by_kernel = c.value("lines", json::object());
+      for (const auto& [kernel, lines] : by_kernel.items()) {
+        std::string release;
+        for (const auto& k : kernels)
+          if (k.value("kernel_file", "") == kernel) release = k.value("kernel", "");
+        os << fmt::format("  - {}{}: lines {}\n", md_text(kernel), release.empty() ? "" : fmt::format(" ({})", md_text(release)),
+                          lines.is_string() ? lines.get<std::string>() : lines.dump());
+      }
+      os << fmt::format("  - the code: {}\n", md_code(c.value("anchor", "")));
+    }
     os << "\n";
   }
   os << "## Environment\n\n";
@@ -175,21 +310,27 @@ void write_finding_markdown(std::ostream& os, const json& r, std::string_view to
                       device_field(device, "node_desc", "not reported"), device_field(device, "host", "not reported"));
     os << fmt::format("- profile: {} ({})\n", device_field(device, "profile_file", device_field(device, "profile", "?")),
                       device.value("tested_profile", false) ? "tested by the project" : "untested");
-  } else {
+  } else if (kernels.empty()) {
     os << fmt::format("- kernel: {}\n", r.value("kernel", "?"));
     for (const auto& p : r.value("packages", json::array())) os << "- " << p.get<std::string>() << "\n";
+  } else {
+    for (const auto& k : kernels) {
+      os << fmt::format("- kernel {}: {}\n", md_text(k.value("kernel_file", "")), md_text(k.value("kernel", "?")));
+      for (const auto& p : k.value("packages", json::array())) os << "  - " << p.get<std::string>() << "\n";
+    }
   }
   os << fmt::format("- {} (rdmaconf's lab, docs/lab.md)\n\n",
                     r.value("topology", "").empty() ? "a qemu guest built from Debian packages; the peer on a veth pair"
                                                     : r.value("topology", ""));
   os << "## How to reproduce\n\n";
-  const std::string how = dut ? fmt::format("rdmaconf lab run --dut {} --profile {} --our-iface IF --our-addr ADDR",
-                                            device_field(device, "dut", "?"), device_field(device, "profile", "?"))
-                              : std::string("rdmaconf lab run");
   for (const auto& c : r["cells"]) {
-    os << fmt::format("- `{}`: {}{} ({}); `{} --scenario {}`\n", c.value("id", ""), c.value("peer_program", ""),
+    const std::string kf = c.value("kernel_file", "");
+    os << fmt::format("- `{}`{}: {}{} ({}); {}\n", c.value("id", ""), kf.empty() ? "" : fmt::format(" on {}", md_text(kf)),
+                      c.value("peer_program", ""),
                       c.value("our_role", "") == "none" ? "" : fmt::format(" against rdmaconf as {}", c.value("our_role", "")),
-                      c.value("configuration", ""), how, c.value("scenario", ""));
+                      c.value("configuration", ""),
+                      md_code(fmt::format("{}{} --cell {}", how, dut || kf.empty() ? std::string() : " --kernel " + kf,
+                                            c.value("id", ""))));
   }
   os << "\n## What the capture shows\n\n";
   bool any = false;

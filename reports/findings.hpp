@@ -24,6 +24,17 @@ namespace rdmaconf::reports {
 std::vector<nlohmann::json> finding_records(const nlohmann::json& lab_report,
                                             const std::vector<const conformance::CaseInfo*>& catalog);
 
+// The records of the findings several lab reports name, one report per
+// kernel of the lab's matrix (lab run --kernel): each finding once, its
+// cells from every report (each with its report's kernel_file), and
+// "kernels": for each report in order, its kernel file's name and release,
+// the user space packages, whether the finding was "reproduced" (its cells
+// red for it: which), "not reproduced" (they ran green), "unclear" (red for
+// another reason) or "not run", and the problems the lab found holding the
+// finding's citations against that kernel's source.
+std::vector<nlohmann::json> finding_records_across(const std::vector<nlohmann::json>& lab_reports,
+                                                   const std::vector<const conformance::CaseInfo*>& catalog);
+
 // One line naming the device a lab cell ran against, from a lab report's
 // "device" (top level or a cell's): a device under test by its profile,
 // driver, RDMA device, firmware and kernel as it reported them and how it

@@ -17,7 +17,8 @@
 //   report     after the test, 5 x 8 octets: size, iterations, then peak
 //              bandwidth, average bandwidth and message rate as big-endian
 //              IEEE doubles (the server's values are not used)
-//   done       "done" and NUL, 5 octets
+//   done       "done" and NUL, 5 octets, from perftest before upstream commit
+//              dbf395e (July 2023); later releases (25.01) close instead
 #include <array>
 #include <cstdint>
 #include <optional>

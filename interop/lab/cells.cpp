@@ -9,6 +9,7 @@
 
 #include <fmt/args.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "interop/control.hpp"
 #include "interop/lab/lab.hpp"
@@ -231,15 +232,31 @@ CellTable parse_cells(std::string_view text, std::string_view file_name) {
   if (findings_json)
     for (const auto& [name, value] : findings_json->items()) {
       ControlFields f(value, fmt::format("{}: findings.{}", file_name, name));
-      f.only({"title", "text", "cases", "source", "capture_only"});
-      Finding x{name,
-                f.text("title", 200),
-                f.text("text", kMaxText),
-                f.strings("cases", 128, true),
-                f.strings("source", 300, true),
-                f.flag("capture_only", false)};
+      f.only({"title", "text", "cases", "source", "capture_only", "severity", "impact", "trigger", "root_cause", "fix"});
+      Finding x;
+      x.name = name;
+      x.title = f.text("title", 200);
+      x.text = f.text("text", kMaxText);
+      x.cases = f.strings("cases", 128, true);
+      if (const json* src = f.array("source", true))
+        for (std::size_t i = 0; i < src->size() && f.ok(); ++i) try {
+            x.source.push_back(parse_citation((*src)[i]));
+          } catch (const std::invalid_argument& e) {
+            f.fail(fmt::format("source[{}]: {}", i, e.what()));
+          }
+      x.capture_only = f.flag("capture_only", false);
+      x.severity = f.text("severity", 16, std::string(x.capture_only ? "conformance" : "interop"));
+      x.impact = f.text("impact", kMaxText, std::string());
+      x.trigger = f.text("trigger", kMaxText, std::string());
+      x.root_cause = f.text("root_cause", kMaxText, std::string());
+      x.fix = f.text("fix", kMaxText, std::string());
       if (f.ok() && x.text.empty()) f.fail("text: empty");
       if (f.ok() && x.title.empty()) f.fail("title: empty");
+      if (f.ok() && x.severity != "security" && x.severity != "interop" && x.severity != "conformance")
+        f.fail(fmt::format("severity: expected security, interop or conformance, got \"{}\"", x.severity));
+      // A security finding's report is written for a security contact: it needs all four.
+      for (const auto& [key, v] : {std::pair{"impact", &x.impact}, {"trigger", &x.trigger}, {"root_cause", &x.root_cause}, {"fix", &x.fix}})
+        if (f.ok() && x.severity == "security" && v->empty()) f.fail(fmt::format("{}: a security finding needs it", key));
       if (!f.ok()) throw CellsError(f.error());
       findings.emplace(name, std::move(x));
     }
@@ -294,6 +311,22 @@ CellTable read_cells(const std::filesystem::path& file) {
 
 std::filesystem::path default_cells_file(const std::filesystem::path& lab_dir) { return lab_dir / "cells.json"; }
 
+std::string kernel_names(const std::filesystem::path& lab_dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(lab_dir / "kernels", ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().extension() == ".kernel") names.push_back(it->path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names.empty() ? std::string("none found") : fmt::format("{}", fmt::join(names, ", "));
+}
+
+std::filesystem::path kernel_file(const std::filesystem::path& lab_dir, const std::string& kernel) {
+  std::error_code ec;
+  const bool is_name = !kernel.empty() && kernel.find('/') == std::string::npos && kernel.find(".kernel") == std::string::npos;
+  const std::filesystem::path f = is_name ? lab_dir / "kernels" / (kernel + ".kernel") : std::filesystem::path(kernel);
+  return std::filesystem::is_regular_file(f, ec) ? std::filesystem::absolute(f, ec) : std::filesystem::path();
+}
+
 std::vector<Cell> select_cells(const CellTable& table, bool sweep, const std::vector<std::string>& scenarios) {
   std::vector<Cell> cells;
   for (const auto& c : table.cells)
@@ -310,7 +343,12 @@ std::vector<Cell> select_cells(const CellTable& table, bool sweep, const std::ve
 }
 
 nlohmann::json Finding::to_json() const {
-  return {{"name", name}, {"title", title}, {"text", text}, {"cases", cases}, {"source", source}, {"capture_only", capture_only}};
+  nlohmann::json src = nlohmann::json::array();
+  for (const auto& c : source) src.push_back(c.to_json());
+  nlohmann::json j = {{"name", name},     {"title", title},          {"text", text},        {"cases", cases},
+                      {"source", src},    {"capture_only", capture_only}, {"severity", severity}};
+  if (severity == "security") j.update({{"impact", impact}, {"trigger", trigger}, {"root_cause", root_cause}, {"fix", fix}});
+  return j;
 }
 
 }  // namespace rdmaconf::interop::lab

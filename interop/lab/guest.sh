@@ -29,11 +29,15 @@ DUT_NETDEV=veth0
 
 say() { echo "lab-guest: $*"; }
 
+# The RDMA stack of this kernel, as its kernel file names it (build.sh wrote
+# /etc/lab-modules); a name ending in ? is loaded where it can be.
 modules() {
-  for m in configfs ib_core ib_uverbs ib_cm iw_cm rdma_cm rdma_ucm crc32c_generic libcrc32c veth; do
-    modprobe "$m" || say "modprobe $m failed"
-  done
-  modprobe crc32c-intel 2>/dev/null
+  while read -r m; do
+    case $m in
+      *\?) modprobe "${m%\?}" 2>/dev/null ;;
+      *) modprobe "$m" || say "modprobe $m failed" ;;
+    esac
+  done </etc/lab-modules
   mount -t configfs none /sys/kernel/config 2>/dev/null
   /usr/sbin/ip link set lo up
 }

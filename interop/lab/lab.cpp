@@ -398,8 +398,16 @@ std::vector<std::string> planted_failures(const Cell& c) { return c.peer->plante
 
 std::vector<Cell> cells_to_run(const LabOptions& o, std::uint64_t* in_all_shards, const DeviceProfile* device,
                                std::vector<std::pair<std::string, std::string>>* not_run) {
+  // Cells named by id (--cell) are taken whether or not they belong to the sweep.
   auto cells = select_cells(read_cells(o.cells_file.empty() ? default_cells_file(o.lab_dir) : fs::path(o.cells_file)),
-                            o.sweep, o.scenarios);
+                            o.sweep || !o.cell_ids.empty(), o.scenarios);
+  if (!o.cell_ids.empty()) {
+    for (const auto& id : o.cell_ids)
+      if (std::none_of(cells.begin(), cells.end(), [&](const Cell& c) { return c.id == id; }))
+        throw CellsError(fmt::format("--cell {}: no such cell{} (rdmaconf lab run --sweep --list lists them)", id,
+                                     o.scenarios.empty() ? "" : " among the --scenario cells"));
+    std::erase_if(cells, [&](const Cell& c) { return std::find(o.cell_ids.begin(), o.cell_ids.end(), c.id) == o.cell_ids.end(); });
+  }
   if (o.peer != "all") std::erase_if(cells, [&](const Cell& c) { return c.kernel != o.peer; });
   if (device)
     std::erase_if(cells, [&](const Cell& c) {
@@ -637,9 +645,15 @@ int run(const LabOptions& o, std::ostream& log) {
       if (!first_pass.empty() && !run_cells(first_pass))
         return log << fmt::format("lab: the device under test ({}) could not be reached\n", dut->text()), 2;
     } else {
-      // Build (or reuse) the lab.
+      // Build (or reuse) the lab for the kernel asked for.
+      const fs::path kfile = kernel_file(lab_dir, o.kernel);
+      if (kfile.empty())
+        return log << fmt::format("lab: no kernel file for --kernel {} (a name in {}: {}; or a path to a .kernel file)\n",
+                                  o.kernel, (lab_dir / "kernels").string(), kernel_names(lab_dir)),
+               2;
       const fs::path lab_path_file = out / "lab-path.txt";
-      if (shell(fmt::format("bash {} > {}", shell_quote((lab_dir / "build.sh").string()), shell_quote(lab_path_file.string()))) != 0)
+      if (shell(fmt::format("bash {} {} > {}", shell_quote((lab_dir / "build.sh").string()), shell_quote(kfile.string()),
+                            shell_quote(lab_path_file.string()))) != 0)
         return log << "lab: building the lab failed (see above)\n", 2;
       lab = last_line(read_text(lab_path_file));
       if (!fs::exists(lab / "vmlinuz")) return log << fmt::format("lab: {} holds no kernel\n", lab.string()), 2;
@@ -773,6 +787,8 @@ int run(const LabOptions& o, std::ostream& log) {
                                                                 profile->name, profile->device, profile->netdev,
                                                                 profile->address, dut->text(), o.our_addr, o.our_iface)}}
                       : nlohmann::json{{"kernel", kernel},
+                                       {"kernel_file", last_line(read_text(lab / "kernel-name"))},
+                                       {"gate", last_line(read_text(lab / "gate")) != "no"},
                                        {"manifest", read_text(lab / "manifest.txt")},
                                        {"topology", fmt::format("the kernel peer (siw0 or rxe0) on veth0 ({}), our engine in "
                                                                 "namespace eng on veth1 ({}); the guest has no network device",
@@ -785,12 +801,40 @@ int run(const LabOptions& o, std::ostream& log) {
       {"cells", jcells}};
   // The findings the cells name, whole: what a bug report upstream needs
   // beyond the cells (rdmaconf report findings).
+  // Every finding's citations held against the source of the guest's kernel
+  // (the lab keeps it in LAB/src/linux): a citation that no longer holds
+  // fails the run as a regression would (docs/lab.md, "Findings per kernel").
+  std::size_t citation_problems = 0;
   {
-    const auto table = read_cells(o.cells_file.empty() ? default_cells_file(o.lab_dir) : fs::path(o.cells_file));
+    CellTable table;
+    try {
+      table = read_cells(o.cells_file.empty() ? default_cells_file(o.lab_dir) : fs::path(o.cells_file));
+    } catch (const CellsError& e) {
+      // (Read at the start as well: a table edited while the cells ran.)
+      return log << fmt::format("lab: the table of cells no longer reads: {}; the cells' results stay in {} (judge them "
+                                "again with --judge-only)\n",
+                                e.what(), (out / "cells").string()),
+             2;
+    }
     nlohmann::json findings = nlohmann::json::object();
     for (const auto& c : cells)
       if (const auto it = table.findings.find(c.finding); it != table.findings.end()) findings[c.finding] = it->second.to_json();
     report["findings"] = findings;
+    if (!profile) {
+      const std::string kernel_name = last_line(read_text(lab / "kernel-name"));
+      const fs::path top = lab / "src" / "linux";
+      nlohmann::json problems = nlohmann::json::array();
+      if (!fs::is_directory(top, ec)) {
+        problems.push_back(fmt::format("the lab {} holds no kernel source (src/linux): build it again", lab.string()));
+      } else {
+        std::map<std::string, std::vector<Citation>> by_finding;
+        for (const auto& [name, f] : table.findings) by_finding[name] = f.source;
+        for (const auto& p : check_citations(by_finding, kernel_name, top)) problems.push_back(p.problem);
+      }
+      for (const auto& p : problems) log << "lab: citation: " << p.get<std::string>() << "\n";
+      citation_problems = problems.size();
+      report["citations"] = {{"kernel", kernel_name}, {"source", top.string()}, {"problems", problems}};
+    }
   }
   if (profile) {
     nlohmann::json nr = nlohmann::json::array();
@@ -805,7 +849,7 @@ int run(const LabOptions& o, std::ostream& log) {
                      cells.size(), count["green"], count["red"], count["red"] - regressions, count["skipped"],
                      flaky ? fmt::format(", {} red only on a first attempt", flaky) : std::string(), total_s, boot_s,
                      (out / "lab-report.json").string());
-  return regressions ? 1 : 0;
+  return regressions || citation_problems ? 1 : 0;
 }
 
 }  // namespace rdmaconf::interop::lab

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "interop/lab/citations.hpp"
 #include "reports/shard.hpp"
 
 namespace rdmaconf::interop::lab {
@@ -94,8 +95,17 @@ struct Finding {
   std::string title;                 // one line
   std::string text;                  // what the peer does, and why where known
   std::vector<std::string> cases;    // the checker cases it makes FAIL
-  std::vector<std::string> source;   // where in the peer's source it comes from ("file: what"), where known
+  std::vector<Citation> source;      // where in the peer's source it comes from, per kernel (citations.hpp)
   bool capture_only = false;         // shows only in the capture: both programs still succeed
+  // How much it matters: "security" (a remote peer can crash or hang the
+  // kernel), "interop" (a connection or its data fails), "conformance" (the
+  // wire departs from the text, both programs still succeed). A security
+  // finding's report is written for a security contact, from these:
+  std::string severity;
+  std::string impact;      // what a remote peer can do with it
+  std::string trigger;     // exactly what the peer sends, and when
+  std::string root_cause;  // the pointer or state, set or cleared where
+  std::string fix;         // the direction of a fix
   nlohmann::json to_json() const;
 };
 
@@ -114,6 +124,10 @@ struct CellsError : std::runtime_error {
 CellTable parse_cells(std::string_view text, std::string_view file_name);
 CellTable read_cells(const std::filesystem::path& file);
 std::filesystem::path default_cells_file(const std::filesystem::path& lab_dir);  // LAB_DIR/cells.json
+// The guest's kernels are data (docs/lab.md, "Kernels"): LAB_DIR/kernels/NAME.kernel.
+std::string kernel_names(const std::filesystem::path& lab_dir);  // "6.12, sid": the kernel files there
+// The kernel file a --kernel value names (a name there, or a path); empty when there is none.
+std::filesystem::path kernel_file(const std::filesystem::path& lab_dir, const std::string& kernel);
 
 // The cells to run: without `sweep` those not marked sweep; `scenarios` (if
 // not empty) keeps only cells whose scenario is listed. run_last cells go
@@ -179,7 +193,12 @@ struct LabOptions {
   std::string cells_file;  // empty: default_cells_file(lab_dir)
   std::string out_dir = "out/lab";
   std::string peer = "all";  // "siw", "rxe" or "all"
+  // The guest's kernel: a kernel file LAB_DIR/kernels/NAME.kernel (the
+  // Debian archive, the kernel packages and the user space; docs/lab.md,
+  // "Kernels") or a path to one.
+  std::string kernel = "6.12";
   std::vector<std::string> scenarios;
+  std::vector<std::string> cell_ids;  // only these cells (by id), sweep or not
   bool sweep = false;
   // Copy these cells' captures to export_dir with a manifest each (how the
   // capture was made and which cases it must FAIL), for captures/lab.

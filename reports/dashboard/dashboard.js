@@ -299,11 +299,19 @@
   function findings() {
     const sec = $("findings");
     if (!D.findings.length) { sec.classList.add("hidden"); return; }
-    let h = `<tr><th>finding</th><th>device</th><th>cases</th><th>cells</th><th>source</th></tr>`;
+    let h = `<tr><th>finding</th><th>device</th><th>kernels</th><th>cases</th><th>cells</th><th>source</th></tr>`;
+    // A citation: a note as it is, or its file, function and lines on each kernel.
+    const cite = (s) => {
+      if (typeof s === "string") return esc(s);
+      const c = obj(s), lines = obj(own(c, "lines"));
+      const where = Object.keys(lines).map((k) => `${esc(k)}: ${esc(lines[k])}`).join(", ");
+      return `<code>${esc(own(c, "file"))}</code>${own(c, "function") ? ` <code>${esc(own(c, "function"))}()</code>` : ""} (${where}): ${esc(own(c, "what"))}`;
+    };
     for (const f of D.findings) {
       if (!matches(f.name, f.title, f.text)) continue;
-      h += `<tr><td><b>${esc(f.title)}</b><br><span class="muted">${esc(f.text)}</span></td><td>${esc(f.device_label)}</td>`;
-      h += `<td>${(f.cases || []).map((c) => `<code>${esc(c)}</code>`).join("<br>")}</td><td>${(f.cells || []).length}</td><td>${(f.source || []).map(esc).join("<br>")}</td></tr>`;
+      const kernels = arr(f.kernels).map((k) => `${esc(own(obj(k), "kernel_file") || own(obj(k), "kernel"))}: ${esc(own(obj(k), "status"))}`).join("<br>");
+      h += `<tr><td>${f.severity === "security" ? "<b>[security]</b> " : ""}<b>${esc(f.title)}</b><br><span class="muted">${esc(f.text)}</span></td><td>${esc(f.device_label)}</td><td>${kernels}</td>`;
+      h += `<td>${arr(f.cases).map((c) => `<code>${esc(c)}</code>`).join("<br>")}</td><td>${arr(f.cells).length}</td><td>${arr(f.source).map(cite).join("<br>")}</td></tr>`;
     }
     $("findings-table").innerHTML = h;
   }

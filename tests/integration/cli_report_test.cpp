@@ -576,6 +576,62 @@ BOOST_AUTO_TEST_CASE(findings_become_bug_reports) {
   fs::remove_all(dir);
 }
 
+// One lab report per kernel of the lab's matrix: each finding once, with its
+// status on every kernel (the cells that reproduced it, or none), the source
+// lines of each, and for a security finding the sections a security contact
+// reads. The statuses come from the reports' cells as written here.
+BOOST_AUTO_TEST_CASE(findings_across_kernels_say_where_each_reproduces) {
+  const auto dir = temp_dir("findings-kernels");
+  const nlohmann::json finding = {
+      {"title", "iw_cm hits BUG()"}, {"text", "the close handler"}, {"cases", nlohmann::json::array()}, {"severity", "security"},
+      {"impact", "a remote peer crashes the host"}, {"trigger", "a Terminate LLP/0/7 before the RTR"},
+      {"root_cause", "CLOSE in CONN_RECV"}, {"fix", "treat it as a failed establishment"},
+      {"source", {{{"file", "drivers/infiniband/core/iwcm.c"}, {"function", "cm_close_handler"}, {"anchor", "BUG();"},
+                   {"what", "the default case"}, {"lines", {{"6.12", "955-964"}, {"sid", "957-966"}}}}}}};
+  const auto report = [&](const std::string& file, const std::string& kernel, const std::string& verdict, bool regression,
+                          nlohmann::json problems) {
+    nlohmann::json r = {{"lab", {{"kernel", kernel}, {"kernel_file", file}, {"manifest", "rdma-core_" + file + "\n"}}},
+                        {"summary", {{"cells", 1}}},
+                        {"findings", {{"siw-crash", finding}}},
+                        {"citations", {{"kernel", file}, {"problems", problems}}},
+                        {"cells", {{{"id", "siw.p2p"}, {"peer", "siw"}, {"our_role", "initiator"}, {"peer_program", "rping -s"},
+                                    {"scenario", "rping"}, {"verdict", verdict}, {"regression", regression}, {"finding", "siw-crash"}}}}};
+    const auto path = dir / (file + ".json");
+    std::ofstream(path) << r.dump();
+    return path.string();
+  };
+  const auto a = report("6.12", "6.12.118+deb12-amd64", "red", false, nlohmann::json::array());
+  const auto b = report("sid", "7.2.13+deb14-amd64", "green", false,
+                        {"findings.siw-crash.source[0] (drivers/infiniband/core/iwcm.c:957-966 on kernel sid): the lines do not hold \"BUG();\""});
+  const auto c = report("rc", "7.3.0-rc1", "red", true, nlohmann::json::array());
+  const auto r = run(kBin + " report findings " + a + " " + b + " " + c + " -o " + (dir / "out").string() + " --json " +
+                     (dir / "f.json").string() + " 2>&1");
+  BOOST_TEST_REQUIRE(r.status == 0, r.out);
+  const auto md = slurp(dir / "out" / "siw-crash.md");
+  for (const std::string& want : std::vector<std::string>{
+           "# [security] iw_cm hits BUG()", "## Impact\n\na remote peer crashes the host", "## Trigger", "## Affected kernels",
+           "| 6.12 | 6.12.118+deb12-amd64 | reproduced | `siw.p2p` | rdma-core_6.12 |",
+           "| sid | 7.2.13+deb14-amd64 | not reproduced | `siw.p2p` (green) |", "| rc | 7.3.0-rc1 | unclear | `siw.p2p` (red for another reason) |", "`rdmaconf lab run --kernel 6.12 --cell siw.p2p`", "## Root cause\n\nCLOSE in CONN_RECV",
+           "## Fix direction", "the cited code changed there", "the lines do not hold", "  - 6.12 (6.12.118+deb12-amd64): lines 955-964",
+           "  - sid (7.2.13+deb14-amd64): lines 957-966", "`cm_close_handler()`"})
+    BOOST_TEST(md.find(want) != std::string::npos, "missing: " << want << "\n" << md);
+  // Only the reproducing kernel gives a reproducer.
+  const auto rep = md.find("## Reproducer"), cause = md.find("## Root cause");
+  BOOST_TEST_REQUIRE((rep != std::string::npos && cause > rep));
+  BOOST_TEST(md.substr(rep, cause - rep).find("--kernel sid") == std::string::npos, md.substr(rep, cause - rep));
+  BOOST_TEST(md.substr(rep, cause - rep).find("--kernel rc") == std::string::npos, md.substr(rep, cause - rep));
+  std::ifstream jf(dir / "f.json");
+  const auto records = nlohmann::json::parse(jf);
+  BOOST_TEST_REQUIRE(records.size() == 1u);
+  BOOST_TEST(records[0]["kernels"].size() == 3u);
+  BOOST_TEST(records[0]["cells"].size() == 3u);
+  // The same kernel twice is refused: each would carry half the story.
+  const auto twice = run(kBin + " report findings " + a + " " + a + " -o " + (dir / "o2").string() + " 2>&1");
+  BOOST_TEST(twice.status == 2, twice.out);
+  BOOST_TEST(twice.out.find("a second report of the same kernel") != std::string::npos, twice.out);
+  fs::remove_all(dir);
+}
+
 // A lab report's finding keys are the report's to choose, and a report can
 // come from anywhere: whatever a key holds, `report findings -o DIR` writes
 // one file per finding, each directly in DIR, and none overwrites another.
@@ -695,7 +751,7 @@ BOOST_AUTO_TEST_CASE(a_device_under_test_is_named_in_findings_dashboard_and_diff
                                   std::string("firmware 22.39.1002, node description dut mlx5_0, host name dut1"),
                                   std::string("RDMA device mlx5_0 on ens1f0 (192.0.2.1)"), std::string("/p/mlx5.json (untested)"),
                                   std::string("the device under test mlx5 reached by ssh"),
-                                  std::string("`rdmaconf lab run --dut ssh://root@192.0.2.1 --profile mlx5 --our-iface IF --our-addr ADDR --scenario ib_send_bw`")})
+                                  std::string("`rdmaconf lab run --dut ssh://root@192.0.2.1 --profile mlx5 --our-iface IF --our-addr ADDR --cell rxe.a`")})
     BOOST_TEST(md.find(want) != std::string::npos, "missing: " << want << "\n" << md);
   BOOST_TEST(md.find("qemu guest") == std::string::npos, md);
   // The dashboard: each cell and each finding carry the device's line.

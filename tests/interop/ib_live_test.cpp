@@ -21,6 +21,7 @@
 
 #include "conformance/checker.hpp"
 #include "engines/common/socket.hpp"
+#include "interop/ib/perftest.hpp"
 #include "interop/ib/scenarios.hpp"
 #include "tests/interop/serving_peer.hpp"
 
@@ -117,6 +118,35 @@ ib::PeerOptions one_perftest_client(std::string_view program, rdmaconf::engine::
   po.qp.type = type;
   po.pcap_dir = dir.string();
   return po;
+}
+
+// The end of perftest's exchange both ways it is written: perftest before
+// upstream commit dbf395e (2023) sends "done" and NUL, later ones (25.01)
+// close the socket instead; anything else is an error that says what came.
+BOOST_AUTO_TEST_CASE(perftest_done_takes_the_old_done_and_the_new_close) {
+  const auto end_with = [](const std::string& peer_sends, bool close_after) {
+    int sv[2];
+    BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    if (!peer_sends.empty()) BOOST_REQUIRE(::send(sv[1], peer_sends.data(), peer_sends.size(), 0) == static_cast<ssize_t>(peer_sends.size()));
+    if (close_after) ::close(sv[1]);
+    ib::PerftestSession ses(sv[0], true, 300);
+    const bool ok = ses.done();
+    const std::string err = ses.error();
+    ::close(sv[0]);
+    if (!close_after) ::close(sv[1]);
+    return std::pair{ok, err};
+  };
+  BOOST_TEST(end_with(std::string("done", 5), false).first);  // perftest 4.5 / 6.06
+  BOOST_TEST(end_with("", true).first);                       // perftest 25.01
+  const auto partial = end_with("do", true);
+  BOOST_TEST(!partial.first);
+  BOOST_TEST(partial.second == "perftest done: the other side closed after 2 of 5 octets", partial.second);
+  const auto other = end_with(std::string("nope", 5), false);
+  BOOST_TEST(!other.first);
+  BOOST_TEST(other.second.find("expected \"done\"") != std::string::npos, other.second);
+  const auto silent = end_with("", false);
+  BOOST_TEST(!silent.first);
+  BOOST_TEST(silent.second.find("no \"done\" and no close within 300 ms") != std::string::npos, silent.second);
 }
 
 // perftest's own TCP exchange (interop/ib/perftest), our client against our
