@@ -154,7 +154,8 @@ bool PerftestSession::report(std::uint64_t size, std::uint64_t iterations, doubl
 // dbf395e ("Fix race in non-rdmacm ctx_close_connection()", in perftest
 // 25.01 of Debian 13 and sid) it only closes. Either ends a run: ours is
 // written for an older peer (a newer one may have closed already, which is
-// no error), and the peer's "done" or its close at the first octet is taken.
+// no error), and the peer's "done" or its close (or the reset our "done"
+// then brings) at the first octet is taken.
 bool PerftestSession::done() {
   static constexpr char kDone[5] = "done";
   (void)::send(fd_, kDone, sizeof kDone, MSG_NOSIGNAL);
@@ -169,10 +170,12 @@ bool PerftestSession::done() {
     }
     const ssize_t k = ::recv(fd_, in + off, sizeof in - off, 0);
     if (k < 0 && errno == EINTR) continue;
-    if (k == 0 && off == 0) return true;  // a perftest since dbf395e: it closes
+    // A perftest since dbf395e closes: an orderly close, or a reset when our
+    // "done" reached its socket after it closed (the race that commit names).
+    if (off == 0 && (k == 0 || (k < 0 && errno == ECONNRESET))) return true;
     if (k <= 0) {
-      err_ = fmt::format("perftest done: the other side {} after {} of {} octets", k == 0 ? "closed" : std::strerror(errno), off,
-                         sizeof in);
+      err_ = k == 0 ? fmt::format("perftest done: the other side closed after {} of {} octets", off, sizeof in)
+                    : fmt::format("perftest done: after {} of {} octets: {}", off, sizeof in, std::strerror(errno));
       return false;
     }
     off += static_cast<std::size_t>(k);

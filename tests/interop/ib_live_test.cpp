@@ -138,6 +138,24 @@ BOOST_AUTO_TEST_CASE(perftest_done_takes_the_old_done_and_the_new_close) {
   };
   BOOST_TEST(end_with(std::string("done", 5), false).first);  // perftest 4.5 / 6.06
   BOOST_TEST(end_with("", true).first);                       // perftest 25.01
+  {  // ... whose close, met by our "done", comes back as a reset
+    const int l = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    BOOST_REQUIRE(::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::listen(l, 1) == 0);
+    BOOST_REQUIRE(::getsockname(l, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+    const int c = ::socket(AF_INET, SOCK_STREAM, 0);
+    BOOST_REQUIRE(::connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    const int s = ::accept(l, nullptr, nullptr);
+    ::close(s);  // the peer has gone: our "done" reaches a closed socket, which answers with a reset
+    ::usleep(50 * 1000);
+    ib::PerftestSession ses(c, true, 300);
+    BOOST_TEST(ses.done(), ses.error());
+    ::close(c);
+    ::close(l);
+  }
   const auto partial = end_with("do", true);
   BOOST_TEST(!partial.first);
   BOOST_TEST(partial.second == "perftest done: the other side closed after 2 of 5 octets", partial.second);
