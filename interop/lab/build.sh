@@ -23,7 +23,12 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${RDMACONF_LAB_CACHE:-/var/cache/rdmaconf-lab}
 kfile=${1:-$here/kernels/6.12.kernel}
-host_pkgs=(qemu-system-x86 xz-utils cpio kmod mmdebstrap openssh-client)
+# What this host needs: qemu and the tools that pack the initramfs and make
+# build roots; and, for the device-under-test runner that runs here
+# (dut.sh: tcpdump, ssh; with --dut local the device's programs too), the
+# RDMA user space of the host's own release.
+host_pkgs=(qemu-system-x86 xz-utils cpio kmod mmdebstrap openssh-client iproute2 tcpdump rdma-core ibverbs-providers
+           rdmacm-utils perftest ibverbs-utils)
 
 log() { printf 'lab: %s\n' "$*" >&2; }
 die() { printf 'lab: error: %s\n' "$*" >&2; exit 1; }
@@ -43,10 +48,10 @@ while IFS= read -r line || [[ -n $line ]]; do
   f=${BASH_REMATCH[1]} v=${BASH_REMATCH[2]}
   case $f in
     archive) archive+=("$v") ;;
-    name | about | abi | packages | vmlinuz | source | compiler | root | load | gate)
+    name | about | abi | packages | vmlinuz | source | compiler | root | load | ondemand | gate)
       [[ -z ${K[$f]:-} ]] || die "$kfile:$n: field '$f' given twice"
       K[$f]=$v ;;
-    *) die "$kfile:$n: unknown field '$f' (known: name about archive abi packages vmlinuz source compiler root load gate)" ;;
+    *) die "$kfile:$n: unknown field '$f' (known: name about archive abi packages vmlinuz source compiler root load ondemand gate)" ;;
   esac
 done <"$kfile"
 for f in name about abi packages vmlinuz source compiler root load gate; do
@@ -90,6 +95,9 @@ kver=$abi-amd64
 read -ra kpkgs <<<"$(fill "${K[packages]}" "$abi") $(fill "${K[source]}" "$abi")"
 read -ra root_pkgs <<<"$(fill "${K[root]}" "$abi") ${K[compiler]}"
 read -ra load_mods <<<"${K[load]}"
+# Modules the kernel asks modprobe for itself (optional field): rxe's CRC32
+# helpers on 6.12, which no module depends on by symbol.
+read -ra ondemand_mods <<<"${K[ondemand]:-}"
 log "kernel ${kname}: $kver"
 
 # Exact versions, downloaded once into the cache (the image packages are
@@ -114,7 +122,7 @@ guest_bins=(/usr/bin/rping /usr/bin/ib_write_bw /usr/bin/ib_read_bw /usr/bin/ib_
             /usr/bin/ibv_devices /usr/bin/ibv_devinfo /usr/bin/rdma /usr/sbin/ip /usr/bin/tcpdump /usr/bin/kmod
             /usr/sbin/dropbear)
 plumbing_mods=(veth dummy 9p 9pnet_virtio 9pnet netfs virtio_net)
-guest_mods=(siw rdma_rxe rdma_ucm udp_tunnel ip6_udp_tunnel "${load_mods[@]%\?}" "${plumbing_mods[@]}")
+guest_mods=(siw rdma_rxe rdma_ucm udp_tunnel ip6_udp_tunnel "${load_mods[@]%\?}" "${ondemand_mods[@]}" "${plumbing_mods[@]}")
 # What the guest runs, as a bug report upstream asks for it.
 userspace() { chroot "$root" dpkg-query -W -f='${Package}_${Version}\n' rdma-core ibverbs-providers rdmacm-utils perftest ibverbs-utils iproute2 tcpdump busybox-static; }
 
@@ -239,7 +247,7 @@ done | sort -u | while read -r f; do
 done
 cp "$work/k/lib/modules/$kver"/modules.{order,builtin,builtin.modinfo} "$mdst/" 2>/dev/null || true
 depmod -b "$ird" "$kver"
-for m in siw rdma_rxe veth 9p virtio_net "${load_mods[@]%\?}"; do
+for m in siw rdma_rxe veth 9p virtio_net "${load_mods[@]%\?}" "${ondemand_mods[@]}"; do
   modprobe -d "$ird" -S "$kver" --show-depends "$m" >/dev/null 2>&1 || [[ " ${load_mods[*]} " == *" $m? "* ]] \
     || die "module $m missing from the initramfs"
 done
