@@ -108,12 +108,14 @@ std::vector<CitationProblem> check_citations(const std::map<std::string, std::ve
                                              const std::string& kernel, const std::filesystem::path& top) {
   std::vector<CitationProblem> out;
   std::map<std::string, std::vector<std::string>> files;  // read once each
-  for (const auto& [finding, cites] : by_finding)
-    for (std::size_t i = 0; i < cites.size(); ++i) {
-      const Citation& c = cites[i];
+  for (const auto& entry : by_finding)
+    for (std::size_t i = 0; i < entry.second.size(); ++i) {
+      // (Plain names, not structured bindings: Clang 14 cannot capture those in the lambda below.)
+      const std::string& finding = entry.first;
+      const Citation& c = entry.second[i];
       const auto it = c.lines.find(kernel);
       if (c.note() || it == c.lines.end()) continue;
-      const auto [first, last] = it->second;
+      const unsigned first = it->second.first, last = it->second.last;
       const auto fail = [&](std::string why) {
         out.push_back({finding, i, fmt::format("findings.{}.source[{}] ({}:{}-{} on kernel {}): {}", finding, i, c.file, first, last,
                                                kernel, why)});
