@@ -208,7 +208,7 @@ int rdmaconf::cli::run_main(int argc, char** argv) {
       ->check([](const std::string& p) { return p == "all" || interop::lab::find_peer(p) ? std::string() : "expected all or one of " + interop::lab::peer_names(); });
   lab_run->add_option("--kernel", lab_opt.kernel,
                       "the guest's kernel: a kernel file's name in LAB_DIR/kernels (" + interop::lab::kernel_names(lab_opt.lab_dir) +
-                          "; default 6.12) or a path to one (format in docs/lab.md, \"Kernels\")");
+                          "; default: the one that says default: yes) or a path to one (format in docs/lab.md, \"Kernels\")");
   lab_run->add_option("--cell", lab_opt.cell_ids, "only this cell, by its id (repeatable; see --sweep --list): a finding's reproducer");
   lab_run->add_option("--scenario", lab_opt.scenarios, "only cells running this scenario (repeatable; see --list)");
   lab_run->add_flag("--sweep", lab_opt.sweep, "every siw knob combination (CRC off/required/strict x MPA v1/v2/p2p)");

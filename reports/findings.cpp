@@ -155,6 +155,10 @@ std::vector<json> finding_records_across(const std::vector<json>& lab_reports,
     if (const auto c = report.find("citations"); c != report.end() && c->is_object())
       for (const auto& p : c->value("problems", json::array()))
         if (p.is_string()) problems.push_back(p);
+    std::map<std::string, bool> regression_of;  // cell id -> the lab counted it a regression
+    if (const auto cs = report.find("cells"); cs != report.end() && cs->is_array())
+      for (const auto& rc : *cs)
+        if (rc.is_object()) regression_of[rc.value("id", "")] = rc.value("regression", false);
     for (auto& rec : finding_records(report, catalog)) {
       const std::string name = rec.value("name", "");
       json entry = {{"kernel_file", kernel_file}, {"kernel", lab.value("kernel", "")}, {"packages", packages(lab)}};
@@ -162,10 +166,8 @@ std::vector<json> finding_records_across(const std::vector<json>& lab_reports,
       for (auto& c : rec["cells"]) {
         const std::string verdict = c.value("verdict", "");
         // (A red cell of a finding is that finding only when the lab explained it so: not a regression.)
-        bool regression = false;
-        if (const auto cs = report.find("cells"); cs != report.end() && cs->is_array())
-          for (const auto& rc : *cs)
-            if (rc.is_object() && rc.value("id", "") == c.value("id", "")) regression = rc.value("regression", false);
+        const auto r = regression_of.find(c.value("id", ""));
+        const bool regression = r != regression_of.end() && r->second;
         (verdict == "green" ? green : verdict == "red" && !regression ? red : other).push_back(c.value("id", ""));
         c["kernel_file"] = kernel_file;
       }
@@ -255,8 +257,8 @@ void write_finding_markdown(std::ostream& os, const json& r, std::string_view to
                               : std::string("rdmaconf lab run");
   if (security) {
     // Written for a security contact: what a remote peer can do, exactly how, where, and what fixes it.
-    os << "## Impact\n\n" << r.value("impact", "") << "\n\n";
-    os << "## Trigger\n\n" << r.value("trigger", "") << "\n\n";
+    os << "## Impact\n\n" << md_text(r.value("impact", "")) << "\n\n";
+    os << "## Trigger\n\n" << md_text(r.value("trigger", "")) << "\n\n";
     kernel_table("Affected kernels");
     os << "## Reproducer\n\n";
     for (const auto& k : kernels)
@@ -266,8 +268,8 @@ void write_finding_markdown(std::ostream& os, const json& r, std::string_view to
                                                 dut || k.value("kernel_file", "").empty() ? std::string()
                                                                                           : " --kernel " + k.value("kernel_file", ""),
                                                 id.get<std::string>())));
-    os << "\n## Root cause\n\n" << r.value("root_cause", "") << "\n\n";
-    os << "## Fix direction\n\n" << r.value("fix", "") << "\n\n";
+    os << "\n## Root cause\n\n" << md_text(r.value("root_cause", "")) << "\n\n";
+    os << "## Fix direction\n\n" << md_text(r.value("fix", "")) << "\n\n";
   }
   os << "## What happens\n\n" << r.value("text", "") << "\n\n";
   if (!r["requirements"].empty()) {
@@ -282,19 +284,19 @@ void write_finding_markdown(std::ostream& os, const json& r, std::string_view to
     os << "## Where in the source\n\n";
     for (const auto& c : src) {
       if (c.is_string()) {
-        os << "- " << c.get<std::string>() << "\n";
+        os << "- " << md_text(c.get<std::string>()) << "\n";
         continue;
       }
       const std::string fn = c.value("function", "");
       os << fmt::format("- {}{}: {}\n", md_code(c.value("file", "")), fn.empty() ? "" : " " + md_code(fn + "()"),
-                        c.value("what", ""));
+                        md_text(c.value("what", "")));
       const json by_kernel = c.value("lines", json::object());
       for (const auto& [kernel, lines] : by_kernel.items()) {
         std::string release;
         for (const auto& k : kernels)
           if (k.value("kernel_file", "") == kernel) release = k.value("kernel", "");
         os << fmt::format("  - {}{}: lines {}\n", md_text(kernel), release.empty() ? "" : fmt::format(" ({})", md_text(release)),
-                          lines.is_string() ? lines.get<std::string>() : lines.dump());
+                          md_text(lines.is_string() ? lines.get<std::string>() : lines.dump()));
       }
       os << fmt::format("  - the code: {}\n", md_code(c.value("anchor", "")));
     }

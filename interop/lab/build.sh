@@ -6,7 +6,7 @@
 # Everything comes from Debian's archive; nothing else is downloaded.
 #
 #   interop/lab/build.sh [KERNEL_FILE]   build (or reuse) the lab; prints its folder
-#                                        (default: kernels/6.12.kernel)
+#                                        (default: the kernel file that says "default: yes")
 #
 # The archive is named by the kernel file and read through a private apt
 # configuration (tools/build-root), so the lab builds the same on any host.
@@ -22,7 +22,9 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${RDMACONF_LAB_CACHE:-/var/cache/rdmaconf-lab}
-kfile=${1:-$here/kernels/6.12.kernel}
+# Without an argument: the kernel file that says "default: yes".
+kfile=${1:-$(grep -l '^default: *yes' "$here"/kernels/*.kernel 2>/dev/null | head -1)}
+[[ -n $kfile ]] || { printf 'lab: error: no kernel file given and none in %s says "default: yes"\n' "$here/kernels" >&2; exit 1; }
 # What this host needs: qemu and the tools that pack the initramfs and make
 # build roots; and, for the device-under-test runner that runs here
 # (dut.sh: tcpdump, ssh; with --dut local the device's programs too), the
@@ -48,10 +50,10 @@ while IFS= read -r line || [[ -n $line ]]; do
   f=${BASH_REMATCH[1]} v=${BASH_REMATCH[2]}
   case $f in
     archive) archive+=("$v") ;;
-    name | about | abi | packages | vmlinuz | source | compiler | root | load | ondemand | gate)
+    name | about | abi | packages | vmlinuz | source | compiler | root | load | ondemand | gate | default)
       [[ -z ${K[$f]:-} ]] || die "$kfile:$n: field '$f' given twice"
       K[$f]=$v ;;
-    *) die "$kfile:$n: unknown field '$f' (known: name about archive abi packages vmlinuz source compiler root load ondemand gate)" ;;
+    *) die "$kfile:$n: unknown field '$f' (known: name about archive abi packages vmlinuz source compiler root load ondemand gate default)" ;;
   esac
 done <"$kfile"
 for f in name about abi packages vmlinuz source compiler root load gate; do

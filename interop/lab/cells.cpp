@@ -322,6 +322,16 @@ std::string kernel_names(const std::filesystem::path& lab_dir) {
 
 std::filesystem::path kernel_file(const std::filesystem::path& lab_dir, const std::string& kernel) {
   std::error_code ec;
+  if (kernel.empty()) {  // the matrix's default kernel is the data's to name
+    std::vector<std::filesystem::path> marked;
+    for (std::filesystem::directory_iterator it(lab_dir / "kernels", ec), end; !ec && it != end; it.increment(ec)) {
+      if (it->path().extension() != ".kernel") continue;
+      std::ifstream in(it->path());
+      for (std::string line; std::getline(in, line);)
+        if (line.rfind("default:", 0) == 0 && line.find("yes") != std::string::npos) marked.push_back(it->path());
+    }
+    return marked.size() == 1 ? std::filesystem::absolute(marked.front(), ec) : std::filesystem::path();
+  }
   const bool is_name = !kernel.empty() && kernel.find('/') == std::string::npos && kernel.find(".kernel") == std::string::npos;
   const std::filesystem::path f = is_name ? lab_dir / "kernels" / (kernel + ".kernel") : std::filesystem::path(kernel);
   return std::filesystem::is_regular_file(f, ec) ? std::filesystem::absolute(f, ec) : std::filesystem::path();

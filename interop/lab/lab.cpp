@@ -648,8 +648,9 @@ int run(const LabOptions& o, std::ostream& log) {
       // Build (or reuse) the lab for the kernel asked for.
       const fs::path kfile = kernel_file(lab_dir, o.kernel);
       if (kfile.empty())
-        return log << fmt::format("lab: no kernel file for --kernel {} (a name in {}: {}; or a path to a .kernel file)\n",
-                                  o.kernel, (lab_dir / "kernels").string(), kernel_names(lab_dir)),
+        return log << fmt::format("lab: no kernel file for --kernel {} (a name in {}: {}; or a path to a .kernel file; "
+                                  "without --kernel, exactly one file there says default: yes)\n",
+                                  o.kernel.empty() ? "(default)" : o.kernel, (lab_dir / "kernels").string(), kernel_names(lab_dir)),
                2;
       const fs::path lab_path_file = out / "lab-path.txt";
       if (shell(fmt::format("bash {} {} > {}", shell_quote((lab_dir / "build.sh").string()), shell_quote(kfile.string()),

@@ -126,7 +126,8 @@ CellTable read_cells(const std::filesystem::path& file);
 std::filesystem::path default_cells_file(const std::filesystem::path& lab_dir);  // LAB_DIR/cells.json
 // The guest's kernels are data (docs/lab.md, "Kernels"): LAB_DIR/kernels/NAME.kernel.
 std::string kernel_names(const std::filesystem::path& lab_dir);  // "6.12, sid": the kernel files there
-// The kernel file a --kernel value names (a name there, or a path); empty when there is none.
+// The kernel file a --kernel value names (a name there, or a path; empty: the
+// one that says "default: yes"); empty when there is none.
 std::filesystem::path kernel_file(const std::filesystem::path& lab_dir, const std::string& kernel);
 
 // The cells to run: without `sweep` those not marked sweep; `scenarios` (if
@@ -195,8 +196,8 @@ struct LabOptions {
   std::string peer = "all";  // "siw", "rxe" or "all"
   // The guest's kernel: a kernel file LAB_DIR/kernels/NAME.kernel (the
   // Debian archive, the kernel packages and the user space; docs/lab.md,
-  // "Kernels") or a path to one.
-  std::string kernel = "6.12";
+  // "Kernels") or a path to one; empty: the kernel file that says "default: yes".
+  std::string kernel;
   std::vector<std::string> scenarios;
   std::vector<std::string> cell_ids;  // only these cells (by id), sweep or not
   bool sweep = false;
