@@ -210,6 +210,9 @@ int rdmaconf::cli::run_main(int argc, char** argv) {
                       "the guest's kernel: a kernel file's name in LAB_DIR/kernels (" + interop::lab::kernel_names(lab_opt.lab_dir) +
                           "; default: the one that says default: yes) or a path to one (format in docs/lab.md, \"Kernels\")");
   lab_run->add_option("--cell", lab_opt.cell_ids, "only this cell, by its id (repeatable; see --sweep --list): a finding's reproducer");
+  lab_run->add_flag("--findings", lab_opt.findings,
+                    "only the cells that reproduce a finding (cells.json), with those --cell names: does each finding "
+                    "still happen on this kernel");
   lab_run->add_option("--scenario", lab_opt.scenarios, "only cells running this scenario (repeatable; see --list)");
   lab_run->add_flag("--sweep", lab_opt.sweep, "every siw knob combination (CRC off/required/strict x MPA v1/v2/p2p)");
   lab_run->add_option("--out", lab_opt.out_dir, "folder for the report, captures and logs (default out/lab)");

@@ -63,6 +63,11 @@ done
 [[ ${K[name]} =~ ^[A-Za-z0-9._-]+$ ]] || die "$kfile: name: letters, digits, '.', '_' and '-' only, got '${K[name]}'"
 [[ ${K[gate]} == yes || ${K[gate]} == no ]] || die "$kfile: gate: expected yes or no, got '${K[gate]}'"
 kname=${K[name]}
+# One build of a kernel's lab at a time (CI starts them in the background
+# early, and `lab run` then waits here for the one under way).
+mkdir -p "$cache"
+exec 9>"$cache/.build-$kname.lock"
+flock 9
 
 missing=()
 for p in "${host_pkgs[@]}"; do

@@ -258,6 +258,18 @@ bool stage_engine(const fs::path& dir, std::ostream& log) {
   return fs::exists(dir / "ld-linux-x86-64.so.2") || (log << "lab: ldd named no ld-linux-x86-64.so.2\n", false);
 }
 
+// A cell's command line as a capture's manifest shows it: our engine, run
+// through the loader it was staged with (the guest's copy in /tmp/engine,
+// or the shared folder's), as plain "rdmaconf ARGS".
+std::string engine_command(const std::string& cmd) {
+  for (const std::string_view dir : {"/tmp/engine/", "/share/engine/"}) {
+    const std::string self = fmt::format(" {}rdmaconf", dir);
+    if (cmd.starts_with(dir) && cmd.find(self) != std::string::npos)
+      return "rdmaconf" + cmd.substr(cmd.find(self) + self.size());
+  }
+  return cmd;
+}
+
 // Runs a shell command; its exit status (or -1).
 int shell(const std::string& cmd) {
   const int rc = std::system(cmd.c_str());
@@ -370,8 +382,7 @@ void export_capture(const Cell& c, const CellOutcome& oc, const Verdict& v, cons
   nlohmann::json programs = nlohmann::json::object();
   for (const char* p : {"peer", "srv", "our"})
     if (const std::string cmd = last_line(read_text(dir / (std::string(p) + ".cmd"))); !cmd.empty())
-      programs[p] = cmd.starts_with("/share/engine/") ? "rdmaconf" + cmd.substr(cmd.find(" /share/engine/rdmaconf") + 23)
-                                                      : cmd;
+      programs[p] = engine_command(cmd);
   const auto [setup_key, setup] = c.peer->manifest_setup(c);
   const nlohmann::json m = {
       {"capture", name + ".pcap"},
@@ -401,13 +412,17 @@ std::vector<Cell> cells_to_run(const LabOptions& o, std::uint64_t* in_all_shards
   // Cells named by id (--cell) are taken whether or not they belong to the sweep.
   auto cells = select_cells(read_cells(o.cells_file.empty() ? default_cells_file(o.lab_dir) : fs::path(o.cells_file)),
                             o.sweep || !o.cell_ids.empty(), o.scenarios);
-  if (!o.cell_ids.empty()) {
-    for (const auto& id : o.cell_ids)
-      if (std::none_of(cells.begin(), cells.end(), [&](const Cell& c) { return c.id == id; }))
-        throw CellsError(fmt::format("--cell {}: no such cell{} (rdmaconf lab run --sweep --list lists them)", id,
-                                     o.scenarios.empty() ? "" : " among the --scenario cells"));
-    std::erase_if(cells, [&](const Cell& c) { return std::find(o.cell_ids.begin(), o.cell_ids.end(), c.id) == o.cell_ids.end(); });
-  }
+  for (const auto& id : o.cell_ids)
+    if (std::none_of(cells.begin(), cells.end(), [&](const Cell& c) { return c.id == id; }))
+      throw CellsError(fmt::format("--cell {}: no such cell{} (rdmaconf lab run --sweep --list lists them)", id,
+                                   o.scenarios.empty() ? "" : " among the --scenario cells"));
+  // --findings: the cells that reproduce a finding (the sweep's only with
+  // --sweep), with those --cell names.
+  if (!o.cell_ids.empty() || o.findings)
+    std::erase_if(cells, [&](const Cell& c) {
+      const bool named = std::find(o.cell_ids.begin(), o.cell_ids.end(), c.id) != o.cell_ids.end();
+      return !named && !(o.findings && !c.finding.empty() && (o.sweep || !c.sweep));
+    });
   if (o.peer != "all") std::erase_if(cells, [&](const Cell& c) { return c.kernel != o.peer; });
   if (device)
     std::erase_if(cells, [&](const Cell& c) {

@@ -200,6 +200,7 @@ struct LabOptions {
   std::string kernel;
   std::vector<std::string> scenarios;
   std::vector<std::string> cell_ids;  // only these cells (by id), sweep or not
+  bool findings = false;  // only the cells that reproduce a finding (and cell_ids)
   bool sweep = false;
   // Copy these cells' captures to export_dir with a manifest each (how the
   // capture was made and which cases it must FAIL), for captures/lab.

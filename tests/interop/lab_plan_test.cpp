@@ -117,6 +117,40 @@ BOOST_AUTO_TEST_CASE(scenario_filter_and_plan) {
   BOOST_CHECK(plan.find("rping -c -a $OUR_ADDR") != std::string::npos);
 }
 
+// --findings (what the second kernel runs in CI): every default cell that
+// reproduces a finding, none that does not but those --cell names, no sweep
+// cell without --sweep; an unknown --cell is an error still.
+BOOST_AUTO_TEST_CASE(findings_selection) {
+  lab::LabOptions o;
+  o.lab_dir = RDMACONF_SOURCE_DIR "/interop/lab";
+  o.findings = true;
+  const auto all = matrix(false, {});
+  const auto sweep = matrix(true, {});
+  const auto picked = lab::cells_to_run(o);
+  std::size_t with_finding = 0;
+  for (const auto& c : all) with_finding += !c.finding.empty();
+  BOOST_CHECK_GT(with_finding, 10u);
+  BOOST_CHECK_EQUAL(picked.size(), with_finding);
+  for (const auto& c : picked) {
+    BOOST_CHECK_MESSAGE(!c.finding.empty(), c.id);
+    BOOST_CHECK_MESSAGE(!c.sweep, c.id);
+  }
+  const auto plain = std::find_if(all.begin(), all.end(), [](const lab::Cell& c) { return c.finding.empty(); });
+  BOOST_REQUIRE(plain != all.end());
+  o.cell_ids = {plain->id};
+  const auto with_plain = lab::cells_to_run(o);
+  BOOST_CHECK_EQUAL(with_plain.size(), with_finding + 1);
+  BOOST_CHECK(std::any_of(with_plain.begin(), with_plain.end(), [&](const lab::Cell& c) { return c.id == plain->id; }));
+  o.cell_ids = {};
+  o.sweep = true;
+  std::size_t sweep_findings = 0;
+  for (const auto& c : sweep) sweep_findings += !c.finding.empty();
+  BOOST_CHECK_EQUAL(lab::cells_to_run(o).size(), sweep_findings);
+  BOOST_CHECK_GT(sweep_findings, with_finding);
+  o.cell_ids = {"siw.no-such-cell"};
+  BOOST_CHECK_THROW(lab::cells_to_run(o), lab::CellsError);
+}
+
 // The "data right after the MPA Reply" cell opens twenty connections, each to
 // a server of its own, each with its own result file.
 BOOST_AUTO_TEST_CASE(early_data_cell_runs_twenty_connections) {
