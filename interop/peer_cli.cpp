@@ -27,6 +27,10 @@ void add_responder_options(CLI::App& c, ResponderOptions& o) {
                "connections served at once; beyond, a refusal says busy (iwarp: a rejecting MPA Reply; ib: an error "
                "reply; ib --perftest: the connection closes; iwarp --perftest serves one client at a time)")
       ->check(CLI::Range(1u, 4096u));
+  c.add_option("--max-per-source", o.max_per_source,
+               "connections served at once from any one source address (default 0: only --max-sessions limits them); "
+               "beyond, refused as beyond --max-sessions, the refusal saying why")
+      ->check(CLI::Range(0u, 4096u));
   c.add_option("--memory-budget", o.memory_budget, "octets all sessions' buffers may take together; a scenario beyond is refused");
   c.add_option("--timeout", o.timeout_ms, "milliseconds any one step may take")->check(CLI::Range(1, 3600000));
 }

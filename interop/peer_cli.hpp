@@ -35,6 +35,7 @@ struct ResponderOptions {
   std::uint64_t connections = 0;
   std::uint32_t max_size = 64u << 20;
   unsigned max_sessions = 16;
+  unsigned max_per_source = 0;
   std::uint64_t memory_budget = 1ull << 30;
   bool perftest = false;
   int timeout_ms = 10000;

@@ -2,12 +2,14 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -29,16 +31,31 @@ bool Reservation::add(std::uint64_t n) {
 
 SessionPool::Admission SessionPool::admit(engine::Fd fd, Job serve, std::uint64_t index) {
   workers_.remove_if([](Worker& w) { return w.done->load(); });  // (a finished jthread joins at once)
-  if (active_.load() >= max_) {
+  std::string source, note;
+  if (max_per_source_) {
+    source = host_part(engine::remote_endpoint(fd.get()));
+    std::lock_guard g(sources_mu_);
+    if (const auto it = sources_.find(source); it != sources_.end() && it->second >= max_per_source_)
+      note = fmt::format("{} sessions from {} already, the most one source may hold (--max-per-source)", it->second, source);
+  }
+  if (active_.load() >= max_ || !note.empty()) {
     if (!refuser_) return Admission::closed;
-    refuser_->add(std::move(fd), index);
+    refuser_->add(std::move(fd), index, std::move(note));
     return Admission::refused;
   }
   ++active_;
+  if (max_per_source_) {
+    std::lock_guard g(sources_mu_);
+    ++sources_[source];
+  }
   auto done = std::make_shared<std::atomic<bool>>(false);
   auto f = std::make_shared<engine::Fd>(std::move(fd));
-  workers_.push_back({done, std::jthread([job = std::move(serve), f, done, this] {
+  workers_.push_back({done, std::jthread([job = std::move(serve), f, done, source, this] {
                         job(*f);
+                        if (max_per_source_) {
+                          std::lock_guard g(sources_mu_);
+                          if (const auto it = sources_.find(source); it != sources_.end() && --it->second == 0) sources_.erase(it);
+                        }
                         --active_;
                         *f = engine::Fd();
                         *done = true;
@@ -46,11 +63,66 @@ SessionPool::Admission SessionPool::admit(engine::Fd fd, Job serve, std::uint64_
   return Admission::served;
 }
 
+std::string host_part(const std::string& endpoint) { return endpoint.substr(0, endpoint.rfind(':')); }
+
+// ---------------------------------------------------------------- descriptors
+
+std::string fit_descriptor_limit(unsigned max_sessions, std::size_t refuser_pending) {
+  const rlim_t need = rlim_t{max_sessions} * kDescriptorsPerSession + refuser_pending + kDescriptorReserve;
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return {};
+  if (lim.rlim_cur == RLIM_INFINITY || lim.rlim_cur >= need) return {};
+  if (lim.rlim_max == RLIM_INFINITY || lim.rlim_max >= need) {
+    rlimit raised = lim;
+    raised.rlim_cur = need;
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) return {};
+  }
+  const rlim_t ceiling = lim.rlim_max == RLIM_INFINITY ? lim.rlim_cur : std::max(lim.rlim_cur, lim.rlim_max);
+  const rlim_t fixed = refuser_pending + kDescriptorReserve;
+  const auto most = ceiling > fixed ? (ceiling - fixed) / kDescriptorsPerSession : 0;
+  return fmt::format("--max-sessions {} needs up to {} file descriptors ({} a session, {} for refusals, {} spare), and "
+                     "this process may open {} (ulimit -n; at most {}, ulimit -Hn): give --max-sessions {} at most, or "
+                     "raise the limit",
+                     max_sessions, need, kDescriptorsPerSession, refuser_pending, kDescriptorReserve, lim.rlim_cur, ceiling,
+                     most);
+}
+
+// ---------------------------------------------------------------- Acceptor
+
+Acceptor::Acceptor(int listen_fd, std::string name, Log log) : fd_(listen_fd), name_(std::move(name)), log_(std::move(log)) {}
+
+engine::Fd Acceptor::next(int timeout_ms) {
+  std::string err;
+  int error_number = 0;
+  engine::Fd fd = engine::tcp_accept(fd_, timeout_ms, err, &error_number);
+  if (fd) {
+    if (backoff_ms_ && log_)
+      log_(fmt::format("{}: accepting again after {} failed accepts", name_, failed_ - failed_at_start_));
+    backoff_ms_ = 0;
+    return fd;
+  }
+  if (error_number != EMFILE && error_number != ENFILE && error_number != ENOBUFS && error_number != ENOMEM) return fd;
+  ++failed_;
+  if (!backoff_ms_) {
+    failed_at_start_ = failed_ - 1;
+    if (log_) {
+      rlimit lim{};
+      const bool known = ::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY;
+      log_(fmt::format("{}: {}{}; waiting (10 ms, doubling to 1 s) with the connections queued until a session ends",
+                       name_, err, known ? fmt::format(" (the descriptor limit: {})", lim.rlim_cur) : std::string()));
+    }
+  }
+  backoff_ms_ = backoff_ms_ ? std::min(backoff_ms_ * 2, 1000) : 10;
+  std::this_thread::sleep_for(std::chrono::milliseconds(std::min(backoff_ms_, std::max(timeout_ms, 1))));
+  return fd;
+}
+
 // ---------------------------------------------------------------- Refuser
 
 struct Refuser::Pending {
   engine::Fd fd;
   std::uint64_t index = 0;
+  std::string note;
   std::chrono::steady_clock::time_point since, deadline;
   std::string got;
   bool answered = false;  // then: our half is shut, what still comes is drained until the client's FIN
@@ -72,10 +144,10 @@ Refuser::~Refuser() {
   if (wake_write_) (void)!::write(wake_write_.get(), &c, 1);
 }
 
-void Refuser::add(engine::Fd fd, std::uint64_t index) {
+void Refuser::add(engine::Fd fd, std::uint64_t index, std::string note) {
   {
     std::lock_guard g(mu_);
-    inbox_.emplace_back(std::move(fd), index);
+    inbox_.push_back({std::move(fd), index, std::move(note)});
   }
   const char c = 0;
   if (wake_write_) (void)!::write(wake_write_.get(), &c, 1);
@@ -85,8 +157,11 @@ void Refuser::run(std::stop_token stop) {
   using Clock = std::chrono::steady_clock;
   constexpr std::size_t kMaxReceived = 64 * 1024;  // an MPA Request is at most 20 + 65535 octets; ours read 1 KiB
   std::list<Pending> pending;
+  const auto noted = [](const Pending& p, const std::string& outcome) {
+    return p.note.empty() ? outcome : fmt::format("{}; {}", p.note, outcome);
+  };
   auto finish = [&](std::list<Pending>::iterator it, const std::string& outcome) {
-    if (!it->answered) report_(it->index, false, outcome);
+    if (!it->answered) report_(it->index, false, noted(*it, outcome));
     return pending.erase(it);
   };
   // Answers an entry if what it received is enough.
@@ -99,19 +174,19 @@ void Refuser::run(std::stop_token stop) {
     // (A close with unread octets would send a reset, which can destroy the
     // answer before the client reads it: drain until the client's FIN.)
     p.deadline = Clock::now() + std::chrono::milliseconds(500);
-    report_(p.index, !a->empty(), a->empty() ? "its first octets are not what a refusal answers" : "answered");
+    report_(p.index, !a->empty(), noted(p, a->empty() ? "its first octets are not what a refusal answers" : "answered"));
   };
   std::vector<pollfd> fds;
   while (!stop.stop_requested()) {
     {
       std::lock_guard g(mu_);
-      for (auto& [fd, index] : inbox_) {
+      for (auto& in : inbox_) {
         if (pending.size() >= max_pending_) {
           auto oldest = std::min_element(pending.begin(), pending.end(), [](const Pending& a, const Pending& b) { return a.since < b.since; });
           finish(oldest, "closed to make room");
         }
         const auto now = Clock::now();
-        pending.push_back({std::move(fd), index, now, now + std::chrono::milliseconds(deadline_ms_), {}, false});
+        pending.push_back({std::move(in.fd), in.index, std::move(in.note), now, now + std::chrono::milliseconds(deadline_ms_), {}, false});
         try_answer(pending.back());
       }
       inbox_.clear();

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -69,7 +70,8 @@ class Refuser {
   ~Refuser();  // closes what still waits
   Refuser(const Refuser&) = delete;
   Refuser& operator=(const Refuser&) = delete;
-  void add(engine::Fd fd, std::uint64_t index);
+  // `note` (if any) goes before how the refusal ended, in its report.
+  void add(engine::Fd fd, std::uint64_t index, std::string note = {});
 
  private:
   struct Pending;
@@ -80,11 +82,52 @@ class Refuser {
   std::size_t max_pending_;
   engine::Fd wake_read_, wake_write_;
   std::mutex mu_;
-  std::vector<std::pair<engine::Fd, std::uint64_t>> inbox_;
+  struct Incoming {
+    engine::Fd fd;
+    std::uint64_t index;
+    std::string note;
+  };
+  std::vector<Incoming> inbox_;
   std::jthread thread_;  // last: starts after everything it uses exists
 };
 
-// Sessions in threads of their own, at most max_sessions at once. A
+// The descriptors `serve` may hold at once with max_sessions sessions: a
+// session's socket, its capture file, the poll set and wake-up a link
+// opens (kDescriptorsPerSession), the refuser's waiting connections and a
+// reserve. Checked before the first accept against RLIMIT_NOFILE, whose soft
+// limit is raised toward the hard one when that is enough. Empty when it
+// fits; else what to lower or raise.
+inline constexpr unsigned kDescriptorsPerSession = 4;
+inline constexpr unsigned kDescriptorReserve = 64;
+std::string fit_descriptor_limit(unsigned max_sessions, std::size_t refuser_pending = 256);
+
+// The accept loop's side of running out of descriptors or memory: accept
+// failing with EMFILE, ENFILE, ENOBUFS or ENOMEM leaves the connection in
+// the kernel's queue and the listening socket readable, so a loop that
+// tries again at once spins. next() then waits (10 ms, doubling to 1 s)
+// before the next try, and `log` hears one line when it starts and one when
+// accepting works again.
+class Acceptor {
+ public:
+  using Log = std::function<void(const std::string&)>;
+  Acceptor(int listen_fd, std::string name, Log log);
+  // The next connection within timeout_ms (empty: none, or a wait after a failed accept).
+  engine::Fd next(int timeout_ms);
+  std::uint64_t failed_accepts() const { return failed_; }
+
+ private:
+  int fd_;
+  std::string name_;
+  Log log_;
+  int backoff_ms_ = 0;
+  std::uint64_t failed_ = 0, failed_at_start_ = 0;
+};
+
+// The address part of an endpoint ("192.0.2.9:4791" -> "192.0.2.9", "[::1]:7" -> "[::1]").
+std::string host_part(const std::string& endpoint);
+
+// Sessions in threads of their own, at most max_sessions at once, and at
+// most max_per_source (0: no limit) from any one source address. A
 // connection beyond goes to the refuser (closed at once without one). The
 // destructor waits for every session still running. A job that leaves the
 // connection in its Fd has it closed after its slot is free again, so that
@@ -94,7 +137,8 @@ class SessionPool {
   using Job = std::function<void(engine::Fd&)>;
   enum class Admission { served, refused, closed };
 
-  explicit SessionPool(unsigned max_sessions, Refuser* refuser = nullptr) : max_(max_sessions ? max_sessions : 1), refuser_(refuser) {}
+  explicit SessionPool(unsigned max_sessions, Refuser* refuser = nullptr, unsigned max_per_source = 0)
+      : max_(max_sessions ? max_sessions : 1), max_per_source_(max_per_source), refuser_(refuser) {}
   ~SessionPool() { workers_.clear(); }  // (joins)
   SessionPool(const SessionPool&) = delete;
   SessionPool& operator=(const SessionPool&) = delete;
@@ -108,9 +152,11 @@ class SessionPool {
     std::jthread thread;
   };
 
-  unsigned max_;
+  unsigned max_, max_per_source_;
   Refuser* refuser_;
   std::atomic<unsigned> active_{0};
+  std::mutex sources_mu_;
+  std::map<std::string, unsigned> sources_;  // sessions at once per source (with max_per_source)
   std::list<Worker> workers_;  // last: destroyed (joined) first
 };
 

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/random.h>
 #include <unistd.h>
@@ -24,15 +25,13 @@ void set_nodelay(int fd) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-// Waits for one event on fd (poll-style, through a throwaway epoll set).
+// Waits for one event on fd through poll, not an epoll set of its own: waiting must not need a descriptor
+// (with none left, an epoll_create1 that fails made every wait return at
+// once, and a serve loop spin on its listening socket).
 bool wait_fd(int fd, std::uint32_t events, int timeout_ms) {
-  Fd ep(::epoll_create1(EPOLL_CLOEXEC));
-  epoll_event ev{};
-  ev.events = events;
-  if (!ep || ::epoll_ctl(ep.get(), EPOLL_CTL_ADD, fd, &ev) != 0) return false;
-  epoll_event out{};
+  pollfd p{fd, static_cast<short>(events), 0};
   int n;
-  do n = ::epoll_wait(ep.get(), &out, 1, timeout_ms);
+  do n = ::poll(&p, 1, timeout_ms);
   while (n < 0 && errno == EINTR);
   return n == 1;
 }
@@ -154,13 +153,15 @@ std::uint16_t local_port(int fd) {
                                  : ntohs(reinterpret_cast<sockaddr_in&>(a).sin_port);
 }
 
-Fd tcp_accept(int listen_fd, int timeout_ms, std::string& err) {
-  if (!wait_fd(listen_fd, EPOLLIN, timeout_ms)) {
+Fd tcp_accept(int listen_fd, int timeout_ms, std::string& err, int* error_number) {
+  if (error_number) *error_number = 0;
+  if (!wait_fd(listen_fd, POLLIN, timeout_ms)) {
     err = fmt::format("no connection within {} ms", timeout_ms);
     return {};
   }
   Fd fd(::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
   if (!fd) {
+    if (error_number) *error_number = errno;
     err = errno_text("accept");
     return {};
   }
@@ -183,7 +184,7 @@ Fd tcp_connect(std::string_view endpoint, int timeout_ms, std::string& err) {
       err = fmt::format("connect to {}: {}", endpoint, std::strerror(errno));
       return {};
     }
-    if (!wait_fd(fd.get(), EPOLLOUT, timeout_ms)) {
+    if (!wait_fd(fd.get(), POLLOUT, timeout_ms)) {
       err = fmt::format("connect to {}: no answer within {} ms", endpoint, timeout_ms);
       return {};
     }

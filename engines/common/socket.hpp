@@ -42,8 +42,9 @@ std::uint64_t random_u64();
 Fd tcp_listen(std::string_view endpoint, std::string& err);
 // The port a listening socket was bound to (useful with port 0).
 std::uint16_t local_port(int fd);
-// Waits up to timeout_ms for a connection; empty Fd on timeout (err says so).
-Fd tcp_accept(int listen_fd, int timeout_ms, std::string& err);
+// Waits up to timeout_ms for a connection; empty Fd on timeout (err says
+// so). error_number, if given, gets accept's errno (0: timed out).
+Fd tcp_accept(int listen_fd, int timeout_ms, std::string& err, int* error_number = nullptr);
 Fd tcp_connect(std::string_view endpoint, int timeout_ms, std::string& err);
 
 std::string errno_text(const char* what);

@@ -258,11 +258,11 @@ void accept_sessions(int listen_fd, const PeerOptions& o, std::stop_token stop,
                   [&](std::uint64_t index, bool, const std::string& outcome) {
                     report({{"connection", index}, {"ok", false}, {"refused", true}, {"error", why + " (" + outcome + ")"}});
                   });
-  SessionPool pool(o.max_sessions, &refuser);
-  std::string err;
+  Acceptor acceptor(listen_fd, "serve ib", o.log);
+  SessionPool pool(o.max_sessions, &refuser, o.max_per_source);
   for (std::uint64_t n = 0; !stop.stop_requested() && (o.connections == 0 || n < o.connections);) {
     between();
-    Fd c = tcp_accept(listen_fd, 200, err);
+    Fd c = acceptor.next(200);
     if (!c) continue;
     between();
     const std::uint64_t index = n++;

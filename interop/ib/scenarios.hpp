@@ -119,6 +119,8 @@ struct PeerOptions {
   int idle_timeout_ms = 30000;
   std::uint32_t max_size = 64u << 20;  // largest buffer a hello may ask for
   unsigned max_sessions = 16;          // sessions at once; beyond, a hello gets a "busy" error (perftest: a close)
+  unsigned max_per_source = 0;         // sessions at once from one source address (0: no limit of its own); beyond, refused
+  std::function<void(const std::string&)> log;  // the accept loop's own lines (descriptors run out, and back)
   std::uint64_t memory_budget = 1ull << 30;  // buffers of all sessions together; a session beyond is refused
   std::string pcap_dir;             // record connection N as DIR/peer-roce-N.pcap
   bool raw_receive = false;

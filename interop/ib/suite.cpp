@@ -14,6 +14,7 @@
 #include "interop/ib/scenarios.hpp"
 #include "interop/live_suite.hpp"
 #include "interop/peer_cli.hpp"
+#include "interop/sessions.hpp"
 
 namespace rdmaconf::interop::ib {
 
@@ -144,6 +145,12 @@ class Suite final : public LiveSuite {
     po.idle_timeout_ms = serve_.timeout_ms;
     po.max_size = serve_.max_size;
     po.max_sessions = serve_.max_sessions;
+    po.max_per_source = serve_.max_per_source;
+    po.log = [](const std::string& line) { std::cerr << "rdmaconf " << line << "\n"; };
+    if (const std::string bad = fit_descriptor_limit(po.max_sessions); !bad.empty()) {
+      std::cerr << "rdmaconf serve ib: " << bad << "\n";
+      return kLiveUsage;
+    }
     po.memory_budget = serve_.memory_budget;
     po.pcap_dir = serve_.pcap_dir;
     po.raw_receive = raw_receive_;

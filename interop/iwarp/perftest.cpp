@@ -280,7 +280,6 @@ class SecondConnections {
 };
 
 // The address of an ADDRESS:PORT endpoint ("[v6]:port" too).
-std::string host_part(const std::string& endpoint) { return endpoint.substr(0, endpoint.rfind(':')); }
 
 nlohmann::json serve_perftest_one(Fd fa, const PeerOptions& o, std::string_view program, std::uint64_t n,
                                   MemoryBudget& budget, SecondConnections& seconds, std::stop_token stop) {
@@ -441,14 +440,14 @@ void serve_perftest(int listen_fd, const PeerOptions& o, std::string_view progra
   MemoryBudget budget(o.memory_budget);
   SecondConnections seconds;
   Refuser refuser([&o](std::string_view got) { return busy_reply(got, o); }, refusal_report(report, o));
-  SessionPool pool(o.max_sessions, &refuser);  // last: its sessions use the above
+  Acceptor acceptor(listen_fd, "serve iwarp --perftest", o.log);
+  SessionPool pool(o.max_sessions, &refuser, o.max_per_source);  // last: its sessions use the above
   // After the last session has started, connections are still taken for
   // the sessions that expect their second one.
   for (std::uint64_t n = 0; !stop.stop_requested();) {
     const bool more = o.connections == 0 || n < o.connections;
     if (!more && pool.active() == 0) break;
-    std::string err;
-    Fd fd = tcp_accept(listen_fd, 200, err);
+    Fd fd = acceptor.next(200);
     if (!fd || seconds.offer(fd, host_part(engine::remote_endpoint(fd.get()))) || !more) continue;
     ++n;
     pool.admit(std::move(fd), [&, n](Fd& f) { report(serve_perftest_one(std::move(f), o, program, n, budget, seconds, stop)); }, n);

@@ -463,10 +463,10 @@ void serve(int listen_fd, const PeerOptions& o, const std::function<void(const n
   };
   MemoryBudget budget(o.memory_budget);
   Refuser refuser([&o](std::string_view got) { return busy_reply(got, o); }, refusal_report(report, o));
-  SessionPool pool(o.max_sessions, &refuser);  // last: its sessions use the above
+  Acceptor acceptor(listen_fd, "serve iwarp", o.log);
+  SessionPool pool(o.max_sessions, &refuser, o.max_per_source);  // last: its sessions use the above
   for (std::uint64_t n = 0; (o.connections == 0 || n < o.connections) && !stop.stop_requested();) {
-    std::string err;
-    Fd fd = tcp_accept(listen_fd, 200, err);
+    Fd fd = acceptor.next(200);
     if (!fd) continue;
     ++n;
     const std::string pcap = o.pcap_dir.empty() ? "" : fmt::format("{}/peer-{}.pcap", o.pcap_dir, n);

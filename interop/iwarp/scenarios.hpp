@@ -153,6 +153,8 @@ struct PeerOptions {
   std::uint32_t max_size = 64u << 20;  // largest buffer a hello may ask for
   std::string pcap_dir;            // record connection N as DIR/peer-N.pcap
   unsigned max_sessions = 16;      // served at once; beyond, a connection is refused (a rejecting MPA Reply)
+  unsigned max_per_source = 0;     // served at once from one source address (0: no limit of its own); beyond, refused
+  std::function<void(const std::string&)> log;  // the accept loop's own lines (descriptors run out, and back)
   std::uint64_t memory_budget = 1ull << 30;  // buffers of all sessions together; a hello beyond it is refused
   // Serving rping clients: plant this terminate-* scenario's fault in the
   // first ping, in the buffers the client advertised (rping_faults()), and

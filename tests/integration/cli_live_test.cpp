@@ -139,6 +139,18 @@ BOOST_AUTO_TEST_CASE(live_usage_errors) {
                       free_port()));
   BOOST_TEST(r.out.find("refused") != std::string::npos, r.out);
   BOOST_TEST(r.out.find("rc=1") != std::string::npos, r.out);
+  // More sessions than the descriptor limit can hold, in both families: status
+  // 2 before the first accept, the numbers named (interop/sessions.hpp).
+  for (const char* family : {"iwarp", "ib"}) {
+    r = run(fmt::format("sh -c 'ulimit -n 1000 && ulimit -Hn 1000 && exec timeout 20 {} serve {} --listen 127.0.0.1:0 "
+                        "--max-sessions 4096' 2>&1; echo rc=$?",
+                        kBin, family));
+    BOOST_TEST(r.out.find(fmt::format("rdmaconf serve {}: --max-sessions 4096 needs up to 16704 file descriptors", family)) !=
+                   std::string::npos,
+               r.out);
+    BOOST_TEST(r.out.find("give --max-sessions 170 at most") != std::string::npos, r.out);
+    BOOST_TEST(r.out.find("rc=2") != std::string::npos, r.out);
+  }
 }
 
 // One command shape for every family with a live suite: each family under
