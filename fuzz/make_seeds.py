@@ -7,6 +7,7 @@ before fuzzing; nothing is committed.
 
   make_seeds.py GOLDEN_DIR OUT_DIR"""
 import importlib.util
+import json
 import os
 import struct
 import subprocess
@@ -41,6 +42,54 @@ for cap in captures:
     for i, frame in enumerate(cap.frames):
         if i % 3 == 0 and (len(frame) > 8 if native else len(frame) >= 14 + 20):
             seeds.put("fuzz_link", "%s-%d" % (cap.name, i), (b"\x07" if native else b"\x00") + frame)
+
+# fuzz_reports: the first octet picks the report command (fuzz_reports.cpp),
+# the rest is what it reads. Real reports of a few golden captures, made by
+# the build's own binary when there is one (build/cli/rdmaconf: the quick
+# start writes the seeds after that build), and a lab report by hand.
+LAB_REPORT = json.dumps({
+    "lab": {"kernel": "6.12.118+deb12-amd64", "kernel_file": "6.12",
+            "manifest": "linux-image-6.12.118+deb12-amd64_6.12.118-1_amd64.deb\nrdma-core_44.0-2_amd64.deb\n"},
+    "summary": {"cells": 2, "green": 1, "red": 1, "skipped": 0, "regressions": 0},
+    "findings": {"siw-pad": {"title": "siw sends the pad octets unzeroed", "text": "the pad is not cleared",
+                             "cases": ["iwarp.mpa.fpdu.pad"], "severity": "conformance", "capture_only": True,
+                             "source": [{"file": "drivers/infiniband/sw/siw/siw_qp_tx.c", "function": "siw_qp_prepare_tx",
+                                         "anchor": "MAX_HDR_INLINE", "what": "the short-FPDU path",
+                                         "lines": {"6.12": "1-2"}}]}},
+    "citations": {"kernel": "6.12", "source": "src", "problems": []},
+    "cells": [{"id": "siw.siw-siw.ib_send_bw", "peer": "siw", "our_role": "none", "peer_program": "ib_send_bw",
+               "scenario": "ib_send_bw", "configuration": {"label": "crc-off.v2"}, "verdict": "red",
+               "reason": "siw finding", "finding": "siw-pad", "known_finding": "the pad",
+               "check": {"pass": 1, "fail": 1, "inconclusive": 0, "failed_cases": ["iwarp.mpa.fpdu.pad"]}},
+              {"id": "siw.other", "peer": "siw", "verdict": "green", "finding": None}]}).encode()
+for cmd in (0, 1):
+    seeds.put("fuzz_reports", "lab-%d" % cmd, bytes([cmd]) + LAB_REPORT)
+binary = os.path.join(here, "..", "build", "cli", "rdmaconf")
+if os.access(binary, os.X_OK):
+    picked = [c.path for c in captures if c.name in ("iwarp-fault-crc.pcap", "roce-v4.pcap", "iwarp-rev2-crc.pcap")]
+    with tempfile.TemporaryDirectory() as t:
+        def made(*args):
+            subprocess.run([binary] + list(args), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        made("check", *picked, "--json", t + "/r.json")
+        for i in (0, 1):
+            made("check", *picked, "--shard", "%d/2" % i, "--json", t + "/s%d.json" % i)
+        made("report", "history", "--dir", t + "/h", t + "/r.json")
+        made("report", "coverage", "--json", t + "/c.json")
+        def read(name):
+            path = os.path.join(t, name)
+            return open(path, "rb").read() if os.path.exists(path) else None
+        report, hist, cov = read("r.json"), read("h/history.jsonl"), read("c.json")
+        s0, s1 = read("s0.json"), read("s1.json")
+        if report:
+            for cmd in (0, 2):
+                seeds.put("fuzz_reports", "check-%d" % cmd, bytes([cmd]) + report)
+            seeds.put("fuzz_reports", "diff", b"\x03" + report + b"\0" + report)
+        if hist:
+            seeds.put("fuzz_reports", "history", b"\x04" + hist)
+        if s0 and s1:
+            seeds.put("fuzz_reports", "merge", b"\x05" + s0 + b"\0" + s1)
+        if cov:
+            seeds.put("fuzz_reports", "coverage", b"\x06" + cov)
 
 # The families' targets, each family's seeds.py in its fuzz/ folder.
 for family in sorted(os.listdir(here)):
