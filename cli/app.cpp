@@ -20,6 +20,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/app.hpp"
 #include "cli/check_inputs.hpp"

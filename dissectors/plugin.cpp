@@ -27,24 +27,25 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
-extern "C" {
-#include <epan/expert.h>
-#include <wsutil/filesystem.h>
-#include <wsutil/wslog.h>
-#include <epan/packet.h>
-#include <epan/prefs.h>
-#include <epan/proto.h>
-#include <wiretap/pcap-encap.h>
-#include <wiretap/wtap.h>
+// Wireshark's headers: 4.0's need an extern "C" block around them; from 4.2
+// on they carry their own and hold C++ templates as well (wsutil's
+// jtckdint.h), which a C block refuses.
 #include <ws_version.h>
 #if WIRESHARK_VERSION_MAJOR > 4 || (WIRESHARK_VERSION_MAJOR == 4 && WIRESHARK_VERSION_MINOR >= 2)
+#include "dissectors/wireshark_headers.h"
 #include <wsutil/plugins.h>
-#endif
+#else
+extern "C" {
+#include "dissectors/wireshark_headers.h"
 }
+#endif
 
 #include "conformance/family.hpp"
 #include "dissectors/capture_checks.hpp"
@@ -80,7 +81,16 @@ using protocols::HeaderDef;
 
 int proto_rdmaconf = -1;
 dissector_handle_t handle;
-gboolean pref_strict = TRUE;
+// The type a boolean preference is held in: gboolean up to 4.2, bool from
+// 4.4 on, read from prefs_register_bool_preference's last parameter.
+template <class>
+struct PointeeOfLast;
+template <class R, class... A>
+struct PointeeOfLast<R(A...)> {
+  using type = std::remove_pointer_t<std::tuple_element_t<sizeof...(A) - 1, std::tuple<A...>>>;
+};
+using PrefBool = PointeeOfLast<decltype(prefs_register_bool_preference)>::type;
+PrefBool pref_strict = true;
 // The families' own options (`rdmaconf check --roce-port` ...) as text
 // preferences, by option; empty: the family's default.
 struct OptionPref {
@@ -328,7 +338,7 @@ void capture_init() {
     else if (!values.empty())
       options[p.spec->name] = std::move(values);
   }
-  checks = std::make_unique<dissectors::CaptureChecks>(pref_strict != FALSE, std::move(options));
+  checks = std::make_unique<dissectors::CaptureChecks>(static_cast<bool>(pref_strict), std::move(options));
   broken = false;
 }
 void capture_cleanup() {

@@ -1,7 +1,7 @@
 # The Debian packages rdmaconf builds from (sourced by tools/quickstart and
 # tools/build-deb): the command, its packages and the Wireshark plugin.
 build_packages=(cmake ninja-build g++ pkg-config libpcap-dev nlohmann-json3-dev libisal-dev libcli11-dev libfmt-dev
-                nettle-dev wireshark-dev libxdp-dev libbpf-dev dpkg-dev file)
+                nettle-dev wireshark-dev libxdp-dev libbpf-dev libboost-dev dpkg-dev file)
 # Installs those of PACKAGES... that are missing (as root).
 install_missing() {
   local missing=() p

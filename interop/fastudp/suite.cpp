@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "conformance/checker.hpp"
 #include "conformance/fastudp/nic_cases.hpp"

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "engines/common/socket.hpp"
 #include "engines/iwarp/device.hpp"

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "conformance/checker.hpp"
 #include "conformance/unet/live_cases.hpp"

@@ -11,6 +11,7 @@
 #include <functional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "captures/io/pcap_writer.hpp"
 #include "conformance/checker.hpp"

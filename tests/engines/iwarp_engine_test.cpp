@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "captures/io/pcap_writer.hpp"
 #include "conformance/checker.hpp"

@@ -13,6 +13,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "tests/integration/support.hpp"
 

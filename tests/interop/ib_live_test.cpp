@@ -18,6 +18,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "conformance/checker.hpp"
 #include "engines/common/socket.hpp"

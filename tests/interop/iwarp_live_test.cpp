@@ -13,6 +13,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "conformance/checker.hpp"
 #include "interop/iwarp/scenarios.hpp"

@@ -33,6 +33,7 @@
 
 #include <boost/test/unit_test.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "captures/io/packet.hpp"
 #include "captures/io/pcap_reader.hpp"
