@@ -85,6 +85,14 @@ BOOST_AUTO_TEST_SUITE(serve_limits)
 // line naming the error and the limit, and once the limit is back it takes
 // the connection and logs that it accepts again.
 BOOST_AUTO_TEST_CASE(descriptors_run_out_and_come_back) {
+  // Not under the sanitizers: UBSan's vptr check probes memory through a
+  // pipe, which a process with no descriptor left cannot open, and then
+  // reports every virtual call as one on an invalid object (seen in fmt's
+  // buffer). CI runs this test in the Release build too (tools/quickstart).
+  if (RDMACONF_SANITIZED) {
+    BOOST_TEST_MESSAGE("skipped under the sanitizers");
+    return;
+  }
   std::string err;
   Fd listener = rdmaconf::engine::tcp_listen("127.0.0.1:0", err);
   BOOST_REQUIRE_MESSAGE(listener, err);
