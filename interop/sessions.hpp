@@ -58,6 +58,8 @@ class Reservation {
 // At most `max_pending` wait at once; beyond, the one that has waited
 // longest is closed to make room. So a refusal never waits behind another,
 // and a client that speaks at once hears "busy" at once.
+inline constexpr std::size_t kRefuserPending = 256;  // connections a Refuser lets wait at once, by default
+
 class Refuser {
  public:
   // Given what the client has sent so far: the octets to send before
@@ -66,7 +68,7 @@ class Refuser {
   // How a refusal ended: "answered", "no answer within N ms", "closed by
   // the client", "closed to make room", "sent more than a refusal reads".
   using Report = std::function<void(std::uint64_t index, bool answered, const std::string& outcome)>;
-  Refuser(Answer answer, Report report, int deadline_ms = 2000, std::size_t max_pending = 256);
+  Refuser(Answer answer, Report report, int deadline_ms = 2000, std::size_t max_pending = kRefuserPending);
   ~Refuser();  // closes what still waits
   Refuser(const Refuser&) = delete;
   Refuser& operator=(const Refuser&) = delete;
@@ -99,7 +101,7 @@ class Refuser {
 // fits; else what to lower or raise.
 inline constexpr unsigned kDescriptorsPerSession = 4;
 inline constexpr unsigned kDescriptorReserve = 64;
-std::string fit_descriptor_limit(unsigned max_sessions, std::size_t refuser_pending = 256);
+std::string fit_descriptor_limit(unsigned max_sessions, std::size_t refuser_pending = kRefuserPending);
 
 // The accept loop's side of running out of descriptors or memory: accept
 // failing with EMFILE, ENFILE, ENOBUFS or ENOMEM leaves the connection in
