@@ -135,7 +135,9 @@ int ReportCommands::findings() const {
   std::set<std::string> seen;
   for (const auto& f : finding_reports_) {
     docs.push_back(read_json_file(f));
-    if (!docs.back().contains("cells")) throw reports::ReportError(fmt::format("{}: not a lab report (no cells)", f));
+    if (!docs.back().is_object() || !docs.back().contains("cells"))
+      throw reports::ReportError(fmt::format("{}: not a lab report (no cells)", f));
+    reports::validate_lab_report(docs.back(), f);
     // Two reports of one kernel would list it twice, each with half the story.
     const auto lab = docs.back().value("lab", nlohmann::json::object());
     const std::string k = lab.is_object() ? lab.value("kernel_file", "") + "/" + lab.value("kernel", "") + "/" +

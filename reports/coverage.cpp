@@ -11,6 +11,7 @@
 
 #include "conformance/family.hpp"
 #include "reports/compare.hpp"
+#include "reports/json_input.hpp"
 
 namespace rdmaconf::reports {
 
@@ -235,55 +236,8 @@ void write_coverage_text(std::ostream& os, const json& c) {
   }
 }
 
-namespace {
-
-// The shape of a coverage file as validate_coverage() holds it: `at` is the
-// JSON path of `j`, for the message.
-struct CoverageShape {
-  const std::string& file;
-
-  static const char* kind(const json& j) {
-    if (j.is_object()) return "an object";
-    if (j.is_array()) return "an array";
-    if (j.is_string()) return "a string";
-    if (j.is_boolean()) return "a boolean";
-    if (j.is_number()) return "a number";
-    return "null";
-  }
-  [[noreturn]] void fail(const std::string& at, const char* want, const json& j) const {
-    throw ReportError(fmt::format("{}: {}: expected {}, got {}", file, at.empty() ? "/" : at, want, kind(j)));
-  }
-  // The member `key` of object `j` (at `at`), which must be there or not, as `required` says.
-  const json* member(const json& j, const std::string& at, const char* key, bool required) const {
-    if (!j.is_object()) fail(at, "an object", j);
-    const auto it = j.find(key);
-    if (it == j.end()) {
-      if (required) throw ReportError(fmt::format("{}: {}/{}: missing", file, at, key));
-      return nullptr;
-    }
-    return &*it;
-  }
-  void number(const json& j, const std::string& at) const {
-    if (!j.is_number()) fail(at, "a number", j);
-  }
-  void text(const json& j, const std::string& at) const {
-    if (!j.is_string()) fail(at, "a string", j);
-  }
-  void texts(const json& j, const std::string& at) const {
-    if (!j.is_array()) fail(at, "an array", j);
-    for (std::size_t i = 0; i < j.size(); ++i) text(j[i], fmt::format("{}/{}", at, i));
-  }
-  // Members of object `j` that are numbers where present.
-  void numbers(const json& j, const std::string& at, std::initializer_list<const char*> keys, bool required) const {
-    for (const char* k : keys)
-      if (const json* v = member(j, at, k, required)) number(*v, fmt::format("{}/{}", at, k));
-  }
-};
-
-}  // namespace
-
 void validate_coverage(const json& coverage, const std::string& file) {
-  const CoverageShape s{file};
+  const Shape s{file};
   if (!coverage.is_object()) s.fail("", "an object", coverage);
   if (const json* st = s.member(coverage, "", "statements", false)) {
     if (const json* t = s.member(*st, "/statements", "totals", false)) s.numbers(*t, "/statements/totals", {"statements"}, false);

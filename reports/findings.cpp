@@ -57,15 +57,41 @@ json cell_evidence(const std::string& check_report, const std::vector<std::strin
     return out;
   }
   try {
-    for (const auto& in : r.value("inputs", json::array()))
-      for (const auto& s : in.value("scopes", json::array()))
-        for (const auto& res : s.value("results", json::array())) {
-          const std::string id = res.value("case", "");
-          if (res.value("verdict", "") != "FAIL" || std::find(cases.begin(), cases.end(), id) == cases.end()) continue;
-          json ev = res.value("evidence", json::array());
-          if (ev.size() > 3) ev.erase(ev.begin() + 3, ev.end());
-          out.push_back({{"case", id}, {"scope", s.value("label", "")}, {"failed", res.value("failed", 0)}, {"evidence", ev}});
+    // What the Markdown shows of each piece of evidence is held to its type.
+    const Shape sh{check_report};
+    const json& inputs = sh.array_of(r, "", "inputs");
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const std::string iat = fmt::format("/inputs/{}", i);
+      const json& scopes = sh.array_of(inputs[i], iat, "scopes");
+      for (std::size_t k = 0; k < scopes.size(); ++k) {
+        const std::string sat = fmt::format("{}/scopes/{}", iat, k);
+        const json& results = sh.array_of(scopes[k], sat, "results");
+        for (std::size_t n = 0; n < results.size(); ++n) {
+          const std::string rat = fmt::format("{}/results/{}", sat, n);
+          const json& res = results[n];
+          const std::string id = sh.text_of(res, rat, "case");
+          if (sh.text_of(res, rat, "verdict") != "FAIL" || std::find(cases.begin(), cases.end(), id) == cases.end()) continue;
+          const json& all = sh.array_of(res, rat, "evidence");
+          json ev = json::array();
+          for (std::size_t e = 0; e < all.size() && e < 3; ++e) {
+            const std::string eat = fmt::format("{}/evidence/{}", rat, e);
+            const json& x = all[e];
+            for (const char* key : {"expected", "actual"}) sh.text_of(x, eat, key);
+            if (const json* fr = sh.member(x, eat, "frames", false)) {
+              if (!fr->is_array()) sh.fail(eat + "/frames", "an array", *fr);
+              for (std::size_t j = 0; j < fr->size(); ++j)
+                if (!(*fr)[j].is_number_unsigned()) sh.fail(fmt::format("{}/frames/{}", eat, j), "a frame number", (*fr)[j]);
+            }
+            if (const json* o = sh.member(x, eat, "stream_offset", false)) sh.number(*o, eat + "/stream_offset");
+            ev.push_back(x);
+          }
+          out.push_back({{"case", id}, {"scope", sh.text_of(scopes[k], sat, "label")}, {"failed", sh.count_of(res, rat, "failed")}, {"evidence", ev}});
         }
+      }
+    }
+  } catch (const ReportError& e) {
+    problem = fmt::format("not a check report of this tool's form: {}", e.what());
+    out = json::array();
   } catch (const json::exception& e) {
     problem = fmt::format("{}: not a check report of this tool's form: {}", check_report, e.what());
     out = json::array();
@@ -83,7 +109,61 @@ std::string device_field(const json& d, const char* key, const std::string& othe
 bool is_device_under_test(const json& d) { return !device_field(d, "profile", "").empty(); }
 
 
+void validate_device(const Shape& s, const json& d, const std::string& at) {
+  s.object(d, at);
+  for (const auto& [k, v] : d.items())
+    if (!v.is_string() && !(k == "tested_profile" && v.is_boolean()) && !v.is_null())
+      s.fail(at + "/" + k, k == "tested_profile" ? "a boolean" : "a string", v);
+}
+
+// A key as a JSON Pointer's token ('~' and '/' escaped, RFC 6901).
+std::string pointer_token(const std::string& key) {
+  std::string token;
+  for (const char ch : key) token += ch == '~' ? "~0" : ch == '/' ? "~1" : std::string(1, ch);
+  return token;
+}
+
 }  // namespace
+
+void validate_lab_report(const json& doc, const std::string& file) {
+  const Shape s{file};
+  s.object(doc, "");
+  const json& lab = s.object_of(doc, "", "lab");
+  for (const char* k : {"kernel", "kernel_file", "manifest", "topology"}) s.text_of(lab, "/lab", k);
+  if (const json* d = s.member(doc, "", "device", false)) validate_device(s, *d, "/device");
+  s.numbers(s.object_of(doc, "", "summary"), "/summary", {"cells", "green", "red", "skipped", "regressions", "flaky"}, false);
+  const json& cells = s.array_of(doc, "", "cells");
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const std::string at = fmt::format("/cells/{}", i);
+    const json& c = cells[i];
+    s.object(c, at);
+    for (const char* k : {"id", "peer", "family", "our_role", "peer_program", "scenario", "reason", "capture", "check_report", "finding"})
+      s.text_of(c, at, k);
+    s.one_of(c, at, "verdict", {"green", "red", "skipped"}, true);
+    s.flag_of(c, at, "regression");
+    s.text_of(s.object_of(c, at, "configuration"), at + "/configuration", "label");
+    const json& check = s.object_of(c, at, "check");
+    for (const char* k : {"pass", "fail", "inconclusive"}) s.count_of(check, at + "/check", k);
+    s.texts(s.array_of(check, at + "/check", "failed_cases"), at + "/check/failed_cases");
+    if (const json* d = s.member(c, at, "device", false)) validate_device(s, *d, at + "/device");
+  }
+  for (const auto& [name, f] : s.object_of(doc, "", "findings").items()) {
+    const std::string at = "/findings/" + pointer_token(name);
+    s.object(f, at);
+    for (const char* k : {"title", "text", "severity", "impact", "trigger", "root_cause", "fix"}) s.text_of(f, at, k);
+    s.texts(s.array_of(f, at, "cases"), at + "/cases");
+    const json& source = s.array_of(f, at, "source");
+    for (std::size_t i = 0; i < source.size(); ++i) {
+      const std::string sat = fmt::format("{}/source/{}", at, i);
+      if (source[i].is_string()) continue;
+      if (!source[i].is_object()) s.fail(sat, "a string or an object", source[i]);
+      for (const char* k : {"file", "function", "anchor", "what"}) s.text_of(source[i], sat, k);
+      for (const auto& [kernel, lines] : s.object_of(source[i], sat, "lines").items())
+        if (!lines.is_string()) s.fail(sat + "/lines/" + pointer_token(kernel), "a string", lines);
+    }
+  }
+  s.texts(s.array_of(s.object_of(doc, "", "citations"), "/citations", "problems"), "/citations/problems");
+}
 
 std::string device_label(const json& d, const std::string& fallback_kernel) {
   const std::string kernel = device_field(d, "kernel", fallback_kernel.empty() ? "?" : fallback_kernel);

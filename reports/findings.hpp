@@ -17,6 +17,12 @@
 
 namespace rdmaconf::reports {
 
+// Holds a lab report to the shape this tool writes, field by field: a
+// ReportError names the file and the JSON path of the first field of
+// another type ("FILE: /cells/3/verdict: expected one of green, red,
+// skipped, got \"x\""). Every reader of lab reports calls it first.
+void validate_lab_report(const nlohmann::json& doc, const std::string& file);
+
 // The records of the findings a lab report names (its "findings" and the
 // cells that carry one), in name order. A cell's check report, when it can
 // be read, gives the evidence of the finding's cases (the first three of

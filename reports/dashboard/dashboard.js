@@ -109,7 +109,9 @@
       c.scopes.push(isCheck ? p[p.length - 2] : g.item); c.before.add(g.before); c.after.add(g.after);
     }
     const bad = (c) => c.after.has("FAIL") || c.after.has("red") ? 0 : 1;
-    let h = `<h2>${D.regressions.length} regression(s) against ${esc(D.baseline)}</h2><table><tr><th>input and case</th><th>before</th><th>now</th></tr>`;
+    const more = Number(D.regressions_left_out) || 0;
+    let h = `<h2>${num(D.regressions.length + more)} regression(s) against ${esc(D.baseline)}</h2>` +
+      (more ? `<p class="muted" id="regressions-left-out">${num(more)} of them not drawn on this page (it draws the first ${num(D.regressions.length)}): run <code>rdmaconf report diff</code> for all.</p>` : "") + `<table><tr><th>input and case</th><th>before</th><th>now</th></tr>`;
     let rows = 0;
     for (const gr of [...groups.values()].sort((a, b) => (b.fails > 0) - (a.fails > 0) || a.input.localeCompare(b.input))) {
       const n = [...gr.cases.values()].reduce((a, c) => a + c.scopes.length, 0);
@@ -247,6 +249,13 @@
     }
     $("input-table").innerHTML = h;
     $("input-counts").innerHTML = `<span data-n="${rowsShown}">${rowsShown}</span> inputs; results: <span data-pass="${total.PASS}">${total.PASS}</span> PASS, <span data-fail="${total.FAIL}">${total.FAIL}</span> FAIL, <span data-inconclusive="${total.INCONCLUSIVE}">${total.INCONCLUSIVE}</span> INCONCLUSIVE, ${total.NOT_APPLICABLE} NOT_APPLICABLE (a box: the worst verdict of that group of cases in that capture, with the count of FAIL or INCONCLUSIVE results; hover for all counts)`;
+    const L = obj(D.inputs_left_out), B = obj(L.budget);
+    if (Number(L.inputs) > 0 || Number(L.problems) > 0) {
+      let note = `<p class="muted" id="inputs-left-out">This page draws at most ${num(B.inputs)} inputs (those with a FAIL, an INCONCLUSIVE or an error first) and ${num(B.problems)} FAIL or INCONCLUSIVE results with their evidence (${num(B.problems_per_input)} an input).`;
+      if (Number(L.inputs) > 0) note += ` Not drawn: <span data-left-inputs="${num(L.inputs)}">${num(L.inputs)}</span> inputs (${num(L.with_problems)} of them with problems), holding ${num(L.pass)} PASS, ${num(L.fail)} FAIL, ${num(L.inconclusive)} INCONCLUSIVE and ${num(L.not_applicable)} NOT_APPLICABLE results.`;
+      if (Number(L.problems) > 0) note += ` <span data-left-problems="${num(L.problems)}">${num(L.problems)}</span> FAIL or INCONCLUSIVE results are counted but not shown.`;
+      $("input-counts").innerHTML += note + " The JSON report holds them all.</p>";
+    }
   }
   function inputDetail(x, fam) {
     let h = `<h2>${esc(x.key)}</h2><p>${spark(x.hist)}${marks(x.marks)}</p><table>`;

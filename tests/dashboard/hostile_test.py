@@ -60,7 +60,8 @@ check_json = write("check-edited.json", report)
 
 jsfolder = "javascript:window.pwned=2//"
 cells = []
-for i, (verdict, role) in enumerate([('red" onmouseover="window.pwned=3"><img class="pwned" src="x" onerror="window.pwned=3', "initiator"),
+attribute_breaker = 'red" onmouseover="window.pwned=3"><img class="pwned" src="x" onerror="window.pwned=3'
+for i, (verdict, role) in enumerate([("red", "initiator"),
                                      ("red", "__proto__"), ("green", "constructor"), ("skipped", "toString"),
                                      ("green", "none")]):
     cells.append({"id": f"siw.cell{i}", "peer": "siw", "our_role": role, "peer_program": "rping -s",
@@ -73,6 +74,16 @@ lab = write("lab.json", {"lab": {"kernel": "test", "manifest": "", "topology": "
                          "cells": cells,
                          "findings": {"x<!--<script>": {"title": "<!--<script>" + payload(5), "text": payload(6),
                                                         "cases": ["iwarp.mpa.fpdu.pad"], "source": [payload(7)]}}})
+
+# A verdict that is none of the lab's (here one that would close its class
+# attribute) is refused, naming file and field: the page never sees it.
+lab_doc = json.load(open(lab))
+lab_doc["cells"][0]["verdict"] = attribute_breaker
+bad_lab = write("lab-bad-verdict.json", lab_doc)
+p = subprocess.run([rdmaconf, "report", "html", bad_lab, "-o", os.path.join(out, "bad.html")], capture_output=True, text=True)
+check(p.returncode == 2 and f"{bad_lab}: /cells/0/verdict: expected one of green, red, skipped" in p.stderr,
+      f"a verdict of another kind is refused by field ({p.returncode}: {p.stderr.strip()})")
+check(not os.path.exists(os.path.join(out, "bad.html")), "and no page is written")
 
 page = os.path.join(out, "hostile.html")
 p = subprocess.run([rdmaconf, "report", "html", check_json, lab, "-o", page], capture_output=True, text=True)
