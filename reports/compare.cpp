@@ -130,13 +130,19 @@ std::string json_line(const RunStamp& s, const std::string& item, const std::str
 
 }  // namespace
 
+void CommonFolder::add(const std::string& path) {
+  if (!any_) {
+    prefix_ = path.substr(0, path.rfind('/') + 1);
+    any_ = true;
+  }
+  while (!prefix_.empty() && path.compare(0, prefix_.size(), prefix_) != 0)
+    prefix_ = prefix_.substr(0, prefix_.rfind('/', prefix_.size() - 2) + 1);
+}
+
 std::string common_folder(const std::vector<std::string>& paths) {
-  if (paths.empty()) return {};
-  std::string prefix = paths.front().substr(0, paths.front().rfind('/') + 1);
-  for (const auto& p : paths)
-    while (!prefix.empty() && p.compare(0, prefix.size(), prefix) != 0)
-      prefix = prefix.substr(0, prefix.rfind('/', prefix.size() - 2) + 1);
-  return prefix;
+  CommonFolder f;
+  for (const auto& p : paths) f.add(p);
+  return f.prefix();
 }
 
 Snapshot read_snapshot(const std::filesystem::path& report) {

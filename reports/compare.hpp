@@ -40,6 +40,18 @@ Snapshot read_snapshot(const std::filesystem::path& report);
 // none): what a check report's item names leave out of its input paths.
 std::string common_folder(const std::vector<std::string>& paths);
 
+// The same, one path at a time (a report read as a stream).
+class CommonFolder {
+ public:
+  void add(const std::string& path);
+  bool any() const { return any_; }
+  const std::string& prefix() const { return prefix_; }
+
+ private:
+  std::string prefix_;
+  bool any_ = false;
+};
+
 struct Change {
   std::string item, before, after;
 };

@@ -39,7 +39,6 @@ constexpr std::size_t kFamilies = 512;
 constexpr std::size_t kRegressionsDrawn = 10'000;
 
 const std::vector<std::string> kCheckVerdicts{"PASS", "FAIL", "INCONCLUSIVE", "NOT_APPLICABLE"};
-const std::vector<std::string> kLabVerdicts{"green", "red", "skipped"};
 
 int verdict_index(const std::string& v) {
   return v == "PASS" ? 0 : v == "FAIL" ? 1 : v == "INCONCLUSIVE" ? 2 : 3;
@@ -220,26 +219,6 @@ json lab_cells(const json& report, const Shape& s, const History* hist, const st
   }
   return out;
 }
-
-// The folder all paths given to add() share (compare.hpp's common_folder,
-// one path at a time).
-class CommonFolder {
- public:
-  void add(const std::string& path) {
-    if (!any_) {
-      prefix_ = path.substr(0, path.rfind('/') + 1);
-      any_ = true;
-    }
-    while (!prefix_.empty() && path.compare(0, prefix_.size(), prefix_) != 0)
-      prefix_ = prefix_.substr(0, prefix_.rfind('/', prefix_.size() - 2) + 1);
-  }
-  bool any() const { return any_; }
-  const std::string& prefix() const { return prefix_; }
-
- private:
-  std::string prefix_;
-  bool any_ = false;
-};
 
 // The check reports' inputs as the page draws them, within the budgets above.
 class CheckPage {

@@ -116,13 +116,6 @@ void validate_device(const Shape& s, const json& d, const std::string& at) {
       s.fail(at + "/" + k, k == "tested_profile" ? "a boolean" : "a string", v);
 }
 
-// A key as a JSON Pointer's token ('~' and '/' escaped, RFC 6901).
-std::string pointer_token(const std::string& key) {
-  std::string token;
-  for (const char ch : key) token += ch == '~' ? "~0" : ch == '/' ? "~1" : std::string(1, ch);
-  return token;
-}
-
 }  // namespace
 
 void validate_lab_report(const json& doc, const std::string& file) {
@@ -139,7 +132,7 @@ void validate_lab_report(const json& doc, const std::string& file) {
     s.object(c, at);
     for (const char* k : {"id", "peer", "family", "our_role", "peer_program", "scenario", "reason", "capture", "check_report", "finding"})
       s.text_of(c, at, k);
-    s.one_of(c, at, "verdict", {"green", "red", "skipped"}, true);
+    s.one_of(c, at, "verdict", kLabVerdicts, true);
     s.flag_of(c, at, "regression");
     s.text_of(s.object_of(c, at, "configuration"), at + "/configuration", "label");
     const json& check = s.object_of(c, at, "check");

@@ -8,6 +8,12 @@ namespace rdmaconf::reports {
 
 using json = nlohmann::json;
 
+std::string pointer_token(const std::string& key) {
+  std::string token;
+  for (const char ch : key) token += ch == '~' ? "~0" : ch == '/' ? "~1" : std::string(1, ch);
+  return token;
+}
+
 const char* Shape::kind(const json& j) {
   if (j.is_object()) return "an object";
   if (j.is_array()) return "an array";
@@ -111,13 +117,10 @@ void StreamPath::event(int depth, json::parse_event_t ev, const json& parsed) {
   const auto keep_to = [&](std::size_t n) {
     if (levels_.size() > n) levels_.resize(n);
   };
-  // A key as a JSON Pointer writes it (RFC 6901: '~' as "~0", '/' as "~1").
   const auto name = [&] {
     if (levels_.empty()) return std::string();
     if (levels_.back().array) return std::to_string(levels_.back().next++);
-    std::string k;
-    for (const char c : key_) k += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
-    return k;
+    return pointer_token(key_);
   };
   switch (ev) {
     case json::parse_event_t::key:

@@ -34,6 +34,12 @@ nlohmann::json parse_input_json(Input&& in, const std::string& name, const nlohm
   return nlohmann::json::parse(std::forward<Input>(in), bounded, false);
 }
 
+// A key as a JSON Pointer's token (RFC 6901: '~' as "~0", '/' as "~1").
+std::string pointer_token(const std::string& key);
+
+// The verdicts a lab cell can have.
+inline const std::vector<std::string> kLabVerdicts{"green", "red", "skipped"};
+
 // The shape of a report as its readers hold it, field by field: a field of
 // another type than the tool writes is a ReportError naming the file and the
 // field's JSON path ("FILE: /cells/3/verdict: expected a string, got a
