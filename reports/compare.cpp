@@ -28,100 +28,6 @@ namespace {
 
 using nlohmann::json;
 
-// Keeps, of a check or lab report, only what names a verdict: a container's
-// place is the chain of keys (and array entries) above it.
-class VerdictSax final : public json::json_sax_t {
- public:
-  struct Result {
-    std::string input, scope, test_case, verdict;
-  };
-  std::vector<std::pair<std::string, std::string>> cells;  // lab: id, verdict
-  std::vector<Result> results;
-  std::string tool_version;
-  std::map<std::string, std::string> device;
-  bool saw_inputs = false, saw_cells = false;
-
-  bool null() override { return scalar({}); }
-  bool boolean(bool) override { return scalar({}); }
-  bool number_integer(number_integer_t) override { return scalar({}); }
-  bool number_unsigned(number_unsigned_t) override { return scalar({}); }
-  bool number_float(number_float_t, const string_t&) override { return scalar({}); }
-  bool string(string_t& v) override { return scalar(v); }
-  bool binary(binary_t&) override { return scalar({}); }
-  bool start_object(std::size_t) override { return open('{'); }
-  bool end_object() override {
-    close_object();
-    return true;
-  }
-  bool start_array(std::size_t) override { return open('['); }
-  bool end_array() override {
-    path_.pop_back();
-    key_.clear();
-    return true;
-  }
-  bool key(string_t& k) override {
-    key_ = k;
-    return true;
-  }
-  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) override {
-    error_ = fmt::format("not JSON at octet {}: {}", position, e.what());
-    return false;
-  }
-  const std::string& error() const { return error_; }
-
- private:
-  // A container's key ("" inside an array) and its kind.
-  struct Level {
-    std::string key;
-    char kind;
-  };
-  bool open(char kind) {
-    path_.push_back({path_.empty() || path_.back().kind == '[' ? std::string() : key_, kind});
-    key_.clear();
-    return true;
-  }
-  // Where we are: "inputs[]{}" is an input object, and so on.
-  bool at(std::initializer_list<const char*> keys) const {
-    // path_: root {, then per key: the key's container, then (arrays) its entry object.
-    std::size_t i = 1;
-    for (const char* k : keys) {
-      if (i + 1 >= path_.size() || path_[i].key != k || path_[i].kind != '[' || path_[i + 1].kind != '{') return false;
-      i += 2;
-    }
-    return i == path_.size();
-  }
-  bool scalar(const std::string& v) {
-    if (path_.size() == 1 && key_ == "tool_version") tool_version = v;
-    if (path_.size() == 2 && path_[1].key == "tool" && key_ == "version") tool_version = v;
-    if (at({"inputs"}) && key_ == "path") input_ = v;
-    if (at({"inputs", "scopes"}) && key_ == "id") scope_ = v;
-    if (at({"inputs", "scopes", "results"})) {
-      if (key_ == "case") case_ = v;
-      if (key_ == "verdict") verdict_ = v;
-    }
-    if (at({"cells"})) {
-      if (key_ == "id") cell_ = v;
-      if (key_ == "verdict") verdict_ = v;
-    }
-    // A lab report's device under test (its top-level "device"), or the guest's kernel.
-    if (path_.size() == 2 && (path_[1].key == "device" || path_[1].key == "lab") && !v.empty()) device[key_] = v;
-    key_.clear();
-    return true;
-  }
-  void close_object() {
-    if (at({"inputs", "scopes", "results"}) && !case_.empty()) results.push_back({input_, scope_, case_, verdict_});
-    if (at({"cells"}) && !cell_.empty()) cells.emplace_back(cell_, verdict_);
-    if (at({"inputs"})) saw_inputs = true;
-    if (at({"cells"})) saw_cells = true;
-    if (at({"inputs", "scopes", "results"}) || at({"cells"})) case_.clear(), cell_.clear(), verdict_.clear();
-    path_.pop_back();
-    key_.clear();
-  }
-
-  std::vector<Level> path_;
-  std::string key_, input_, scope_, case_, cell_, verdict_, error_;
-};
-
 std::string json_line(const RunStamp& s, const std::string& item, const std::string& verdict) {
   return json{{"run", s.run_id}, {"date", s.date}, {"tool_version", s.tool_version}, {"commit", s.commit},
               {"item", item}, {"verdict", verdict}}
@@ -145,28 +51,86 @@ std::string common_folder(const std::vector<std::string>& paths) {
   return f.prefix();
 }
 
+// A check report's results and a lab report's cells are taken as they end
+// and leave the document, each field held to its type and each verdict to
+// the ones the tool writes; what stays is the verdicts, by item.
 Snapshot read_snapshot(const std::filesystem::path& report) {
   std::ifstream in(report, std::ios::binary);
   if (!in) throw ReportError(fmt::format("{}: cannot open the report", report.string()));
-  VerdictSax sax;
-  const bool ok = json::sax_parse(in, &sax, json::input_format_t::json, true);
-  if (!ok) throw ReportError(fmt::format("{}: {}", report.string(), sax.error()));
-  Snapshot s;
-  s.tool_version = sax.tool_version;
-  if (sax.saw_cells && !sax.saw_inputs) {
-    s.kind = "lab";
-    for (auto& [id, v] : sax.cells) s.verdicts[id] = v;
-    s.device = device_label(nlohmann::json(sax.device));
-  } else if (sax.saw_inputs) {
-    s.kind = "check";
-    std::vector<std::string> paths;
-    for (const auto& r : sax.results) paths.push_back(r.input);
-    const std::string strip = common_folder(paths);
-    for (const auto& r : sax.results) s.verdicts[fmt::format("{} {} {}", r.input.substr(strip.size()), r.scope, r.test_case)] = r.verdict;
+  const Shape s{report.string()};
+  StreamPath where;
+  struct Result {
+    std::string input, scope, test_case, verdict;
+  };
+  std::vector<Result> results;
+  std::vector<std::pair<std::string, std::string>> cells;  // lab: id, verdict
+  std::size_t input_mark = 0, scope_mark = 0;  // the first result of the input, of the scope
+  using ev_t = json::parse_event_t;
+  const json::parser_callback_t keep = [&](int depth, ev_t ev, json& parsed) {
+    where.event(depth, ev, parsed);
+    if (ev == ev_t::key && where.at({"inputs", "*", "scopes", "*"}) && (parsed == "parameters" || parsed == "coverage"))
+      return false;
+    const bool entries = where.at({"inputs"}) || where.at({"inputs", "*", "scopes"}) ||
+                         where.at({"inputs", "*", "scopes", "*", "results"}) || where.at({"cells"});
+    if (ev == ev_t::value && entries) s.fail(where.entry_pointer(), "an object", parsed);
+    if (ev == ev_t::array_end && (where.at({"inputs", "*"}) || where.at({"inputs", "*", "scopes", "*"}) ||
+                                  where.at({"inputs", "*", "scopes", "*", "results", "*"}) || where.at({"cells", "*"})))
+      s.fail(where.pointer(), "an object", parsed);
+    if (ev != ev_t::object_end) return true;
+    const std::string at = where.pointer();
+    if (where.at({"inputs", "*", "scopes", "*", "results", "*"})) {
+      results.push_back({{}, {}, s.text_of(parsed, at, "case"), s.one_of(parsed, at, "verdict", kCheckVerdicts, true)});
+      if (results.back().test_case.empty()) s.fail(at + "/case", "missing");
+      return false;
+    }
+    if (where.at({"inputs", "*", "scopes", "*"})) {
+      s.array_of(parsed, at, "results");
+      const std::string id = s.text_of(parsed, at, "id");
+      for (std::size_t i = scope_mark; i < results.size(); ++i) results[i].scope = id;
+      scope_mark = results.size();
+      return false;
+    }
+    if (where.at({"inputs", "*"})) {
+      s.array_of(parsed, at, "scopes");
+      const std::string path = s.text_of(parsed, at, "path");
+      for (std::size_t i = input_mark; i < results.size(); ++i) results[i].input = path;
+      input_mark = scope_mark = results.size();
+      return false;
+    }
+    if (where.at({"cells", "*"})) {
+      const std::string id = s.text_of(parsed, at, "id");
+      if (id.empty()) s.fail(at + "/id", "missing");
+      cells.emplace_back(id, s.one_of(parsed, at, "verdict", kLabVerdicts, true));
+      return false;
+    }
+    return true;
+  };
+  const json doc = parse_input_json(in, report.string(), keep, true);
+  if (doc.is_discarded() || !doc.is_object()) throw ReportError(fmt::format("{}: not a JSON report", report.string()));
+  Snapshot snap;
+  snap.tool_version = s.text_of(doc, "", "tool_version", s.text_of(s.object_of(doc, "", "tool"), "/tool", "version"));
+  if (doc.contains("cells") && !doc.contains("inputs")) {
+    s.array_of(doc, "", "cells");
+    snap.kind = "lab";
+    for (auto& [id, v] : cells) snap.verdicts[id] = v;
+    // A lab report's device under test, or the guest's kernel: their texts.
+    json device = json::object();
+    for (const char* part : {"device", "lab"})
+      for (const auto& [k, v] : s.object_of(doc, "", part).items())
+        if (v.is_string() && !v.get_ref<const std::string&>().empty()) device[k] = v;
+    snap.device = device_label(device);
+  } else if (doc.contains("inputs")) {
+    s.array_of(doc, "", "inputs");
+    snap.kind = "check";
+    CommonFolder folder;
+    for (const auto& r : results) folder.add(r.input);
+    const std::string strip = folder.prefix();
+    for (const auto& r : results)
+      snap.verdicts[fmt::format("{} {} {}", r.input.substr(strip.size()), r.scope, r.test_case)] = r.verdict;
   } else {
     throw ReportError(fmt::format("{}: neither a check report (inputs) nor a lab report (cells)", report.string()));
   }
-  return s;
+  return snap;
 }
 
 int severity(const std::string& v) {

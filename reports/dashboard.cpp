@@ -38,7 +38,6 @@ constexpr std::size_t kCasesPerInput = 1'000;
 constexpr std::size_t kFamilies = 512;
 constexpr std::size_t kRegressionsDrawn = 10'000;
 
-const std::vector<std::string> kCheckVerdicts{"PASS", "FAIL", "INCONCLUSIVE", "NOT_APPLICABLE"};
 
 int verdict_index(const std::string& v) {
   return v == "PASS" ? 0 : v == "FAIL" ? 1 : v == "INCONCLUSIVE" ? 2 : 3;
@@ -120,9 +119,17 @@ History read_history(const std::filesystem::path& dir, std::size_t keep) {
         if (first_pass) h.skipped.push_back(fmt::format("{} (skipped)", e.what()));
         continue;
       }
+      // (reports/schema/history-record-v1.schema.json)
       const auto text_or_absent = [&](const char* k) { return !r.contains(k) || r[k].is_string(); };
+      const auto verdict_known = [&] {
+        if (!r.contains("verdict")) return true;
+        if (!r["verdict"].is_string()) return false;
+        const auto& v = r["verdict"].get_ref<const std::string&>();
+        return std::count(kCheckVerdicts.begin(), kCheckVerdicts.end(), v) || std::count(kLabVerdicts.begin(), kLabVerdicts.end(), v);
+      };
       if (r.is_discarded() || !r.is_object() || !r.contains("item") || !r.contains("run") || !r["item"].is_string() ||
-          !r["run"].is_string() || !text_or_absent("verdict") || !text_or_absent("date") || !text_or_absent("commit")) {
+          !r["run"].is_string() || !verdict_known() || !text_or_absent("date") || !text_or_absent("commit") ||
+          !text_or_absent("tool_version")) {
         if (first_pass) h.skipped.push_back(fmt::format("{}:{}: not a history record (skipped)", file.string(), line_no));
         continue;
       }

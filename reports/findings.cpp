@@ -111,9 +111,15 @@ bool is_device_under_test(const json& d) { return !device_field(d, "profile", ""
 
 void validate_device(const Shape& s, const json& d, const std::string& at) {
   s.object(d, at);
-  for (const auto& [k, v] : d.items())
-    if (!v.is_string() && !(k == "tested_profile" && v.is_boolean()) && !v.is_null())
-      s.fail(at + "/" + k, k == "tested_profile" ? "a boolean" : "a string", v);
+  for (const auto& [k, v] : d.items()) {
+    const std::string kat = at + "/" + pointer_token(k);
+    if (k == "recoveries") {  // how often --dut-recover brought the device back
+      s.object(v, kat);
+      for (const char* n : {"tried", "recovered"}) s.count_of(v, kat, n);
+    } else if (!v.is_string() && !(k == "tested_profile" && v.is_boolean()) && !v.is_null()) {
+      s.fail(kat, k == "tested_profile" ? "a boolean" : "a string", v);
+    }
+  }
 }
 
 }  // namespace

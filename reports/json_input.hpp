@@ -21,17 +21,24 @@ namespace rdmaconf::reports {
 inline constexpr int kMaxJsonDepth = 200;
 
 // nlohmann::json::parse(in, keep, false): a discarded value when `in` is not
-// JSON, ReportError ("NAME: nested deeper than 200 levels") when it nests
-// deeper than kMaxJsonDepth. `keep`, when given, decides as parse's callback does.
+// JSON (or, with `say_where`, ReportError "NAME: not JSON at octet N: ..."),
+// ReportError ("NAME: nested deeper than 200 levels") when it nests deeper
+// than kMaxJsonDepth. `keep`, when given, decides as parse's callback does.
 template <class Input>
-nlohmann::json parse_input_json(Input&& in, const std::string& name, const nlohmann::json::parser_callback_t& keep = nullptr) {
+nlohmann::json parse_input_json(Input&& in, const std::string& name, const nlohmann::json::parser_callback_t& keep = nullptr,
+                                bool say_where = false) {
   const nlohmann::json::parser_callback_t bounded = [&](int depth, nlohmann::json::parse_event_t ev, nlohmann::json& parsed) {
     if ((ev == nlohmann::json::parse_event_t::object_start || ev == nlohmann::json::parse_event_t::array_start) &&
         depth > kMaxJsonDepth)
       throw ReportError(fmt::format("{}: nested deeper than {} levels", name, kMaxJsonDepth));
     return keep ? keep(depth, ev, parsed) : true;
   };
-  return nlohmann::json::parse(std::forward<Input>(in), bounded, false);
+  if (!say_where) return nlohmann::json::parse(std::forward<Input>(in), bounded, false);
+  try {
+    return nlohmann::json::parse(std::forward<Input>(in), bounded, true);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ReportError(fmt::format("{}: not JSON at octet {}: {}", name, e.byte, e.what()));
+  }
 }
 
 // A key as a JSON Pointer's token (RFC 6901: '~' as "~0", '/' as "~1").
@@ -39,6 +46,8 @@ std::string pointer_token(const std::string& key);
 
 // The verdicts a lab cell can have.
 inline const std::vector<std::string> kLabVerdicts{"green", "red", "skipped"};
+// The verdicts a check result can have.
+inline const std::vector<std::string> kCheckVerdicts{"PASS", "FAIL", "INCONCLUSIVE", "NOT_APPLICABLE"};
 
 // The shape of a report as its readers hold it, field by field: a field of
 // another type than the tool writes is a ReportError naming the file and the

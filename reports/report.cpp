@@ -725,8 +725,9 @@ nlohmann::json merge_shards(const std::vector<std::string>& reports) {
     const auto shard = doc.find("shard");
     if (!k || shard == doc.end() || !shard->is_object())
       throw ReportError(fmt::format("{}: not a shard's report (no \"shard\": run check or lab run with --shard I/N)", file));
-    const auto index = shard->value("index", std::uint64_t{0}), n = shard->value("count", std::uint64_t{0}),
-               total = shard->value(k->total, std::uint64_t{0});
+    const Shape sh{file};
+    const auto index = sh.count_of(*shard, "/shard", "index"), n = sh.count_of(*shard, "/shard", "count"),
+               total = sh.count_of(*shard, "/shard", k->total);
     if (!kind) {
       kind = k;
       count = n;
@@ -741,16 +742,18 @@ nlohmann::json merge_shards(const std::vector<std::string>& reports) {
     }
     if (const auto [it, fresh] = shards.emplace(index, file); !fresh)
       throw ReportError(fmt::format("shard {} of {} appears twice: {} and {}", index, count, it->second, file));
-    for (const auto& item : doc.value(k->items, nlohmann::json::array())) {
-      const std::string id = item.value(k->id, "");
+    const auto& items = sh.array_of(doc, "", k->items);
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      const auto& item = items[i];
+      const std::string id = sh.text_of(item, fmt::format("/{}/{}", k->items, i), k->id);
       if (const auto [it, fresh] = owner.emplace(id, file); !fresh)
         throw ReportError(fmt::format("{} {} is in two shards' reports: {} and {}", k->id, id, it->second, file));
       out[k->items].push_back(item);
     }
     // A lab shard names the findings its cells showed: the merged report names them all.
-    if (const auto f = doc.find("findings"); f != doc.end() && f->is_object()) out["findings"].update(*f);
-    const auto& s = doc.value("summary", nlohmann::json::object());
-    for (const char* key : k->sums) out["summary"][key] = out["summary"][key].get<std::uint64_t>() + s.value(key, std::uint64_t{0});
+    if (const auto& f = sh.object_of(doc, "", "findings"); !f.empty()) out["findings"].update(f);
+    const auto& s = sh.object_of(doc, "", "summary");
+    for (const char* key : k->sums) out["summary"][key] = out["summary"][key].get<std::uint64_t>() + sh.count_of(s, "/summary", key);
   }
   std::vector<std::string> missing;
   for (std::uint64_t i = 0; i < count; ++i)

@@ -362,6 +362,8 @@ BOOST_AUTO_TEST_CASE(report_diff_summary_and_history) {
                            " print(sum(len(s['results']) for i in d['inputs'] for s in i['scopes']))\"");
   BOOST_TEST(std::stoul(lines.out) == 2 * std::stoul(records.out), lines.out << " lines, " << records.out << " results");
   BOOST_TEST(slurp(dir / "hist" / "history.jsonl").find("\"run\":\"night1\"") != std::string::npos);
+  const auto schema = run(kSource + "/tools/validate-schema history-record " + (dir / "hist" / "history.jsonl").string() + " 2>&1");
+  BOOST_TEST(schema.status == 0, schema.out);
   // Pruning: by count (the run just appended is kept with the one before), then by age (a run dated 2020 goes).
   const auto runs_in = [&] {
     const auto r = run("/usr/bin/python3 -c \"import json; print(sorted({json.loads(l)['run'] for l in open('" +
@@ -381,6 +383,74 @@ BOOST_AUTO_TEST_CASE(report_diff_summary_and_history) {
   const auto bad = run(kBin + " report diff " + (dir / "junk.json").string() + " " + base + " 2>&1");
   BOOST_TEST(bad.status == 2, bad.out);
   BOOST_TEST(bad.out.find("junk.json: not JSON") != std::string::npos, bad.out);
+  fs::remove_all(dir);
+}
+
+// Reports handed to diff, summary, history and merge from elsewhere (edited
+// by hand, another tool's): a field of another type, or a verdict the tool
+// never writes, is status 2 naming the file and the field's JSON path, and
+// counts as nothing. The published schemas (python3-jsonschema) refuse the
+// same documents, so the two readings of the format agree.
+BOOST_AUTO_TEST_CASE(report_commands_name_the_bad_field) {
+  const auto dir = temp_dir("report-fields");
+  const auto good = (dir / "good.json").string();
+  BOOST_TEST_REQUIRE(run(kBin + " check --quiet --json " + good + " " + kGolden + "/iwarp-fault-pad.pcap 2>&1").status == 1);
+  // The first result's verdict replaced, and the shard of a sharded run given as a string.
+  const auto edited = [&](const std::string& name, const std::string& python) {
+    const auto file = (dir / name).string();
+    const auto e = run("/usr/bin/python3 -c \"import json; d=json.load(open('" + good + "')); " + python + "; json.dump(d, open('" +
+                       file + "','w'))\" 2>&1");
+    BOOST_TEST_REQUIRE(e.status == 0, e.out);
+    return file;
+  };
+  const auto number = edited("number.json", "d['inputs'][0]['scopes'][0]['results'][0]['verdict']=5");
+  const auto maybe = edited("maybe.json", "d['inputs'][0]['scopes'][0]['results'][0]['verdict']='MAYBE'");
+  const auto no_case = edited("nocase.json", "d['inputs'][0]['scopes'][0]['results'][0].pop('case')");
+  const auto scope = edited("scope.json", "d['inputs'][0]['scopes'][0]=[]");
+  const auto result_at = "/inputs/0/scopes/0/results/0";
+  const std::vector<std::pair<std::string, std::string>> bad{
+      {number, fmt::format("{}/verdict: expected a string, got a number", result_at)},
+      {maybe, fmt::format("{}/verdict: expected one of PASS, FAIL, INCONCLUSIVE, NOT_APPLICABLE, got \"MAYBE\"", result_at)},
+      {no_case, fmt::format("{}/case: missing", result_at)},
+      {scope, "/inputs/0/scopes/0: expected an object, got an array"}};
+  for (const auto& [file, says] : bad) {
+    for (const std::string& cmd : {"diff " + good + " " + file, "diff " + file + " " + good, "summary " + file,
+                                   "summary " + good + " --baseline " + file,
+                                   "history --dir " + (dir / "hist").string() + " --run-id r " + file}) {
+      const auto r = run(kBin + " report " + cmd + " 2>&1");
+      BOOST_TEST(r.status == 2, cmd << ": " << r.out);
+      BOOST_TEST(r.out.find(file + ": " + says) != std::string::npos, cmd << ": " << r.out);
+    }
+    const auto schema = run(kSource + "/tools/validate-schema report " + file + " 2>&1");
+    BOOST_TEST(schema.status == 1, file << ": " << schema.out);
+  }
+  BOOST_TEST(!fs::exists(dir / "hist" / "history.jsonl"));  // nothing appended from a bad report
+  // A lab report: a cell's verdict of another kind, and a cell that is no object.
+  const auto lab = [&](const std::string& name, const std::string& cells) {
+    std::ofstream(dir / name) << R"({"lab": {}, "summary": {"cells": 1}, "cells": [)" << cells << "]}";
+    return (dir / name).string();
+  };
+  const auto blue = lab("blue.json", R"({"id": "siw.a", "verdict": "blue"})");
+  const auto five = lab("five.json", "5");
+  const auto green = lab("green.json", R"({"id": "siw.a", "verdict": "green"})");
+  for (const auto& [file, says] : std::vector<std::pair<std::string, std::string>>{
+           {blue, "/cells/0/verdict: expected one of green, red, skipped, got \"blue\""}, {five, "/cells/0: expected an object, got a number"}}) {
+    const auto r = run(kBin + " report diff " + green + " " + file + " 2>&1");
+    BOOST_TEST(r.status == 2, r.out);
+    BOOST_TEST(r.out.find(file + ": " + says) != std::string::npos, r.out);
+    const auto schema = run(kSource + "/tools/validate-schema lab-report " + file + " 2>&1");
+    BOOST_TEST(schema.status == 1, file << ": " << schema.out);
+  }
+  BOOST_TEST(run(kSource + "/tools/validate-schema lab-report " + green + " 2>&1").status == 0);
+  // A shard's index given as a string.
+  const auto s0 = (dir / "s0.json").string(), s1 = (dir / "s1.json").string();
+  for (int i = 0; i < 2; ++i)
+    BOOST_TEST_REQUIRE(run(fmt::format("{} check --quiet --shard {}/2 --json {} {} >/dev/null 2>&1", kBin, i, i ? s1 : s0, kGolden)).status <= 1);
+  const auto text_index = edited("s0-text.json", "d=json.load(open('" + s0 + "')); d['shard']['index']='0'");
+  const auto m = run(kBin + " report merge -o " + (dir / "m.json").string() + " " + text_index + " " + s1 + " 2>&1");
+  BOOST_TEST(m.status == 2, m.out);
+  BOOST_TEST(m.out.find(text_index + ": /shard/index: expected a non-negative integer, got a string") != std::string::npos, m.out);
+  BOOST_TEST(run(kSource + "/tools/validate-schema report " + text_index + " 2>&1").status == 1);
   fs::remove_all(dir);
 }
 
@@ -507,6 +577,8 @@ BOOST_AUTO_TEST_CASE(requirement_coverage_counts) {
   const auto cov = (dir / "cov.json").string();
   const auto r = run(kBin + " report coverage --captures " + kGolden + " --json " + cov + " 2>&1");
   BOOST_TEST_REQUIRE(r.status == 0, r.out);
+  const auto schema = run(kSource + "/tools/validate-schema coverage " + cov + " 2>&1");
+  BOOST_TEST(schema.status == 0, schema.out);
   const auto check = run(kBin + " cases --json > " + (dir / "cases.json").string() + " && /usr/bin/python3 -c \"\n"
                          "import json, glob\n"
                          "cases = json.load(open('" + (dir / "cases.json").string() + "'))\n"
@@ -625,6 +697,10 @@ BOOST_AUTO_TEST_CASE(findings_become_bug_reports) {
                                  "rdma-core_44.0-2_amd64.deb", "| siw.siw-siw.ib_send_bw | iwarp.mpa.fpdu.pad | " + frames + " |", pcap})
     BOOST_TEST(md.find(want) != std::string::npos, "missing: " << want << "\n" << md);
   BOOST_TEST(md.find("zlib1g") == std::string::npos);  // only the packages a report upstream asks for
+  for (const auto& [kind, file] : {std::pair{"lab-report", lab}, std::pair{"findings", dir / "f.json"}}) {
+    const auto v = run(kSource + "/tools/validate-schema " + kind + " " + file.string() + " 2>&1");
+    BOOST_TEST(v.status == 0, kind << ": " << v.out);
+  }
   BOOST_TEST(!fs::exists(dir / "out" / "siw-other.md"));
   // The dashboard lists it; a report that is not JSON gets a clear error.
   const auto h = run(kBin + " report html " + lab.string() + " " + check + " -o " + (dir / "d.html").string() + " 2>&1");
@@ -653,6 +729,10 @@ BOOST_AUTO_TEST_CASE(findings_become_bug_reports) {
     BOOST_TEST(o.status == 2, sub << ": " << o.out);
     BOOST_TEST(o.out.find(odd.string() + ": " + says) != std::string::npos, o.out);
   }
+  // The schema refuses the same field.
+  const auto v = run(kSource + "/tools/validate-schema lab-report " + odd.string() + " 2>&1");
+  BOOST_TEST(v.status == 1, v.out);
+  BOOST_TEST(v.out.find(odd.string() + ": /cells/0/check/pass: ") != std::string::npos, v.out);
   fs::remove_all(dir);
 }
 
@@ -771,13 +851,21 @@ BOOST_AUTO_TEST_CASE(findings_with_hostile_keys_stay_in_their_folder) {
 
 // Names are the reports' to choose: in `report summary`'s Markdown a cell
 // named with backticks, a newline and a table row stays one code span in
-// its own cell, and the title stays one heading.
+// its own cell, and the title stays one heading. A verdict carrying markup
+// is no verdict at all: refused by its path.
 BOOST_AUTO_TEST_CASE(summary_markdown_keeps_names_in_their_cells) {
   const auto dir = temp_dir("summary-names");
   const auto lab = dir / "lab.json";
   nlohmann::json doc = {{"lab", nlohmann::json::object()}, {"summary", {{"cells", 2}}}, {"findings", nlohmann::json::object()}};
   doc["cells"] = {{{"id", "siw.a``b\n# Injected heading\n| injected | row |"}, {"verdict", "red"}},
                   {{"id", "siw.ok"}, {"verdict", "green\n## Also injected"}}};
+  std::ofstream(lab) << doc.dump();
+  const auto refused = run(kBin + " report summary " + lab.string() + " 2>&1");
+  BOOST_TEST(refused.status == 2, refused.out);
+  BOOST_TEST(refused.out.find(lab.string() + ": /cells/1/verdict: expected one of green, red, skipped, got \"green\\n## Also injected\"") !=
+                 std::string::npos,
+             refused.out);
+  doc["cells"][1]["verdict"] = "green";
   std::ofstream(lab) << doc.dump();
   const auto r = run(kBin + " report summary " + lab.string() + " --title 'night\n# Injected title [x](javascript:y)' 2>&1");
   BOOST_TEST_REQUIRE(r.status == 0, r.out);
