@@ -25,12 +25,19 @@ namespace {
 constexpr std::size_t kMaxGap = 4096;  // PSNs of one gap tracked one by one
 constexpr std::size_t kKeepSent = 256;  // new request packets remembered by PSN
 
-// What makes a request packet that one: its opcode and its data. A resend
-// repeats both (IBTA Vol.1 §9.7.5.1.3).
+// What makes a packet that one: its opcode, its extension headers (a READ
+// Request's RETH names the data it asks for, and carries no payload) and
+// its data. A resend repeats them all (IBTA Vol.1 §9.7.5.1.3); only a
+// response's AETH is left out, whose MSN and credits may have moved on
+// when a response is sent again.
 std::size_t content_of(const pib::IbPacket& p) {
-  const std::size_t data =
-      std::hash<std::string_view>{}(std::string_view(reinterpret_cast<const char*>(p.payload.data()), p.payload.size()));
-  return data ^ (static_cast<std::size_t>(p.op->code) + 0x9e3779b97f4a7c15ull + (data << 6) + (data >> 2));
+  const auto hash = [](Bytes b) { return std::hash<std::string_view>{}(std::string_view(reinterpret_cast<const char*>(b.data()), b.size())); };
+  std::size_t h = hash(p.payload);
+  const auto mix = [&h](std::size_t x) { h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
+  mix(static_cast<std::size_t>(p.op->code));
+  for (std::size_t i = 0; i < p.ext.size(); ++i)
+    if (p.ext[i] && (1u << i) != pib::kExtAeth) mix(hash(p.ext[i]->bytes()));
+  return h;
 }
 
 bool is_request(OpKind k) {
@@ -165,8 +172,12 @@ void Conversation::request(int dir, const pib::IbPacket& p, std::uint64_t frame,
     f.msg = ReqFlow::Msg::unknown;
     f.msg_dmalen.reset();
   }
-  if (facts_.psn == Facts::PsnClass::resend) {
-    if (psn_diff(psn, f.first_psn) < 0) facts_.resend_fills_gap = true;  // before the first PSN the capture holds
+  if (facts_.psn == Facts::PsnClass::resend && psn_diff(psn, f.first_psn) < 0) facts_.resend_fills_gap = true;  // before the first PSN the capture holds
+  // The PSN of a request already sent, with other content, is a new packet
+  // under a used PSN: no resend repeats it so. This holds where the next PSN
+  // is not known too (READ Requests sent before the path MTU showed, whose
+  // PSN counts are unknown until then).
+  if (facts_.psn == Facts::PsnClass::resend || (facts_.psn == Facts::PsnClass::unknown && !fresh)) {
     const std::size_t content = content_of(p);
     const auto was = std::find_if(f.sent.rbegin(), f.sent.rend(), [&](const ReqFlow::Sent& s) { return s.psn == psn; });
     if (was != f.sent.rend() && was->content != content) {

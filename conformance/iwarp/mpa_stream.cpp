@@ -115,8 +115,10 @@ struct MarkedStream {
     std::size_t at = *from;
     while (at < second) {
       if (at_marker(at)) at += kMpaMarker.size;
-      if (at + 2 > b.size() || at_marker(at + 1)) return false;
-      const std::uint16_t len = be16(b, at);
+      // (A marker may sit between the length field's two octets.)
+      const std::size_t low = at_marker(at + 1) ? at + 1 + kMpaMarker.size : at + 1;
+      if (low >= b.size()) return false;
+      const auto len = static_cast<std::uint16_t>(static_cast<unsigned>(b[at]) << 8 | static_cast<unsigned>(b[low]));
       if (len < kDdpTagged.size) return false;
       const std::size_t end = advance(at, fpdu_size(len));
       if (end > second) {
@@ -327,6 +329,15 @@ std::optional<bool> MpaConnection::first_fpdu_proof(const Dir& s) {
   for (const auto& h : s.held)
     for (std::size_t i = 0; i < h.bytes.size() && n < head.size(); ++i) head[n++] = h.bytes[i];
   if (n < 2) return std::nullopt;
+  // A marker (reserved bits and FPDU pointer 0) where the first FPDU
+  // begins: FPDUs with markers from the first octet (RFC 5044 §4.3), proven
+  // by a run of markers that agree with the FPDU lengths between them.
+  if (n >= kMpaMarker.size && std::all_of(head.begin(), head.begin() + kMpaMarker.size, [](std::byte b) { return b == std::byte{0}; })) {
+    if (s.held_bytes < kMarkerSpan) return std::nullopt;
+    std::vector<std::byte> all;
+    for (const auto& h : s.held) all.insert(all.end(), h.bytes.begin(), h.bytes.end());
+    if (markers_present({all.data(), all.size()}, true)) return true;
+  }
   const std::uint16_t len = be16(Bytes(head.data(), n), 0);
   if (plausible_ulpdu(len, Bytes(head.data() + 2, n - 2))) return true;
   // No valid DDP header (another stack's versions, opcodes or queues): a CRC
@@ -357,8 +368,20 @@ void MpaConnection::infer(int dir, std::uint64_t frame, bool at_end) {
   all.reserve(s.held_bytes);
   for (const auto& h : s.held) all.insert(all.end(), h.bytes.begin(), h.bytes.end());
   const bool known_start = s.from_start || s.after_own_frame;
-  if (s.after_own_frame && markers_present({all.data(), all.size()}, true)) {
-    // The markers sit every 512 octets from this side's first FPDU: frame them so.
+  // FPDUs where the MPA Request or Reply belongs: the connection skipped
+  // the exchange. The SYN's sender is the initiator.
+  const auto skipped_exchange = [&] {
+    if (initiator_dir_ < 0) initiator_dir_ = 0;
+    const Bytes head{s.not_mpa_head.data(), s.not_mpa_head.size()};
+    RrEvent e{dir, from_initiator(dir), nullptr, head, s.not_mpa_frame, s.not_mpa_frame, s.not_mpa_off};
+    l_.on_rr(e);
+  };
+  const bool from_first_octet = s.from_start && !s.after_own_frame && !s.resync;
+  if ((s.after_own_frame || from_first_octet) && markers_present({all.data(), all.size()}, true)) {
+    // The markers sit every 512 octets from this side's first FPDU (the end
+    // of its MPA frame, or the stream's first octet): frame them so.
+    const std::uint64_t start = s.after_own_frame ? s.next_off : s.held.front().offset;
+    if (from_first_octet) skipped_exchange();
     if (!neg_.complete()) {
       neg_.inferred = true;
       neg_.crc_inferred = neg_.req.crc || neg_.rep.crc || first_crc_checks({all.data(), all.size()}, true);
@@ -366,9 +389,9 @@ void MpaConnection::infer(int dir, std::uint64_t frame, bool at_end) {
     std::vector<Held> held;
     held.swap(s.held);
     s.held_bytes = 0;
-    start_fpdus(dir, s.next_off, true);
+    start_fpdus(dir, start, true);
     s.held.swap(held);
-    replay_held(dir, s.next_off);
+    replay_held(dir, start);
     return;
   }
   if (markers_present({all.data(), all.size()})) {
@@ -402,12 +425,7 @@ void MpaConnection::infer(int dir, std::uint64_t frame, bool at_end) {
     s.why.push_back(fmt::format("framing found again at offset {}, {} octets after the gap", s.resyncs.back().resumed,
                                 found->offset));
   } else if (s.from_start && !s.after_own_frame) {
-    // FPDUs where the MPA Request or Reply belongs: the connection skipped
-    // the exchange. The SYN's sender is the initiator.
-    if (initiator_dir_ < 0) initiator_dir_ = 0;
-    const Bytes head{s.not_mpa_head.data(), s.not_mpa_head.size()};
-    RrEvent e{dir, from_initiator(dir), nullptr, head, s.not_mpa_frame, s.not_mpa_frame, s.not_mpa_off};
-    l_.on_rr(e);
+    skipped_exchange();
   }
   if (!neg_.inferred && !neg_.complete()) {
     neg_.inferred = true;
@@ -461,7 +479,13 @@ void MpaConnection::seek_marker(int dir, std::uint64_t frame, bool at_end) {
     for (std::size_t i = 0; i < 4; ++i) mk[i] = *octet(m + i);
     const std::uint16_t ptr = be16(Bytes(mk.data(), mk.size()), 2);
     if (ptr > m - s.base || m - ptr < from) continue;  // its FPDU began in the gap (or the pointer is wrong)
-    const std::uint64_t start = m - ptr;
+    // The pointer names the FPDU's length field (the marker itself for 0);
+    // an FPDU whose length field follows a marker begins with that marker.
+    std::uint64_t start = m - ptr;
+    if (ptr != 0 && start - s.base >= kMpaMarker.size && iwarp::is_marker_position(start - s.base - kMpaMarker.size)) {
+      if (start - kMpaMarker.size < from) continue;  // its leading marker is in the gap
+      start -= kMpaMarker.size;
+    }
     s.resync = false;
     s.resyncs.push_back({s.gap_end, start});
     s.why.push_back(fmt::format("framing found again at offset {} by the marker at offset {}, {} octets after the gap",
@@ -836,6 +860,11 @@ void MpaConnection::gap(int dir, std::uint64_t offset, std::uint64_t len, std::u
   if (s.state == State::infer) {
     infer(dir, frame, true);  // judge what came before the gap on its own
     if (s.state != State::fpdu) {
+      // No framing found before the gap (too few octets to prove one, say):
+      // the direction is not whole, and what the other answers may have
+      // been in it.
+      s.why.push_back(fmt::format("from offset {}: a capture gap of {} octets before the FPDUs' framing was found", offset, len));
+      s.gap_seen = true;
       s.state = State::not_mpa;
       return;
     }

@@ -75,9 +75,9 @@ void encode_fpdu(std::vector<std::byte>& out, Bytes ulpdu, bool crc);
 
 // Appends an FPDU to a stream that carries markers (RFC 5044 §4.3): a
 // 4-octet marker sits at every 512th octet counted from the first FPDU of the
-// direction, and its pointer gives the distance back to the start of the FPDU
-// it sits in. A marker that falls where an FPDU begins belongs to that FPDU
-// (pointer 0). `pos` is the stream position relative to the first FPDU and
+// direction, and its pointer gives the distance back to the ULPDU Length
+// field of the FPDU it sits in. A marker that falls where an FPDU begins
+// belongs to that FPDU (pointer 0), and comes before its length field. `pos` is the stream position relative to the first FPDU and
 // advances; the CRC covers the markers inside the FPDU.
 struct MarkerStream {
   std::uint64_t pos = 0;      // stream position relative to the first FPDU
@@ -189,14 +189,16 @@ void emit_fpdu(Sink& sink, Bytes head, Bytes payload, bool crc, MarkerStream* st
     put_le32(back, pad, (crc ? crc::crc32c_final(state) : 0) ^ faults.crc_xor);
     return;
   }
-  const std::uint64_t fpdu_pos = st->pos;
+  // Markers inside the FPDU point back to its ULPDU Length field (RFC 5044
+  // §4.3), which comes after the leading marker where the FPDU has one.
+  const std::uint64_t fpdu_pos = st->pos + (is_marker_position(st->pos) ? kMpaMarker.size : 0);
   auto marker = [&] {
     // Written through the marker's table into an 8-octet window (the
     // one-window path of write_bits), without a Header per marker.
     std::byte w[8] = {};
     const FieldDef& rsvd = kMpaMarker.fields[MpaMarker::rsvd];
     const FieldDef& fpduptr = kMpaMarker.fields[MpaMarker::fpduptr];
-    auto ptr = static_cast<std::uint16_t>((st->pos - fpdu_pos) | st->ptr_or);
+    auto ptr = static_cast<std::uint16_t>((st->pos < fpdu_pos ? 0 : st->pos - fpdu_pos) | st->ptr_or);
     if (static_cast<std::int64_t>(st->written) == st->fault_index) {
       ptr ^= st->fault_ptr_xor;
       write_bits(MutBytes{w, 8}, rsvd.bit_offset, rsvd.bit_width, st->fault_rsvd | st->rsvd_or);

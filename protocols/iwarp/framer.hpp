@@ -37,7 +37,7 @@ class MpaFramer {
   struct Marker {
     std::uint64_t pos = 0;  // framer position of its first octet
     std::uint16_t rsvd = 0, fpduptr = 0;
-    std::uint16_t expected_ptr = 0;  // what the pointer should be: back to its FPDU's first octet
+    std::uint16_t expected_ptr = 0;  // what the pointer should be: back to its FPDU's length field (0 for a leading marker)
     Tag tag{};
   };
   struct Fpdu {
@@ -157,7 +157,9 @@ class MpaFramer {
 
  private:
   // The marker whose four octets are `m`, at framer position `pos`, read
-  // through its table; its expected pointer is back to the open FPDU's start.
+  // through its table. Its expected pointer (RFC 5044 §4.3) is back to the
+  // open FPDU's ULPDU Length field: past its leading marker when the FPDU
+  // begins with one, and 0 for that leading marker itself.
   Marker marker_at(Bytes m, std::uint64_t pos, const Tag& tag) const {
     const FieldDef& rsvd = kMpaMarker.fields[MpaMarker::rsvd];
     const FieldDef& ptr = kMpaMarker.fields[MpaMarker::fpduptr];
@@ -166,7 +168,8 @@ class MpaFramer {
     mk.tag = tag;
     mk.rsvd = static_cast<std::uint16_t>(read_bits(m, rsvd.bit_offset, rsvd.bit_width));
     mk.fpduptr = static_cast<std::uint16_t>(read_bits(m, ptr.bit_offset, ptr.bit_width));
-    mk.expected_ptr = static_cast<std::uint16_t>(pos - start_);
+    const std::uint64_t length_field = start_ + (markers_ && is_marker_position(start_) ? kMpaMarker.size : 0);
+    mk.expected_ptr = pos <= start_ ? 0 : static_cast<std::uint16_t>(pos - length_field);
     return mk;
   }
 

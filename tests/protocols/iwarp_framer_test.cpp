@@ -57,9 +57,10 @@ std::vector<std::byte> ulpdu_of(std::size_t len, std::uint8_t seed) {
 BOOST_AUTO_TEST_SUITE(iwarp_framer)
 
 // Laid out octet by octet from RFC 5044 §4.3 and §4.4: a marker at every 512th
-// position from the first FPDU, its pointer the distance back to the start of
-// the FPDU it sits in (0 at an FPDU's first octet), the CRC over everything
-// before the CRC field, markers included.
+// position from the first FPDU, its pointer the distance back to the ULPDU
+// Length field of the FPDU it sits in (RFC 5044 §4.3: 0 for a marker right
+// before that field, which then belongs to the FPDU), the CRC over
+// everything before the CRC field, markers included.
 BOOST_AUTO_TEST_CASE(hand_laid_marked_stream) {
   const std::size_t len_a = 594;  // 2 + 594 = 596, no pad: 600 octets without markers
   std::vector<std::byte> wire = {std::byte{0}, std::byte{0}, std::byte{0}, std::byte{0}};  // marker, pointer 0
@@ -67,9 +68,10 @@ BOOST_AUTO_TEST_CASE(hand_laid_marked_stream) {
   wire.push_back(std::byte{0x52});
   const auto ua = ulpdu_of(len_a, 3);
   // Positions 6..511 hold the ULPDU's first 506 octets; the marker due at
-  // position 512 points 512 back to the FPDU's start; then the rest.
+  // position 512 points 508 back, to the length field at position 4 (not to
+  // the leading marker); then the rest.
   wire.insert(wire.end(), ua.begin(), ua.begin() + 506);
-  for (unsigned o : {0u, 0u, 0x02u, 0x00u}) wire.push_back(static_cast<std::byte>(o));
+  for (unsigned o : {0u, 0u, 0x01u, 0xfcu}) wire.push_back(static_cast<std::byte>(o));
   wire.insert(wire.end(), ua.begin() + 506, ua.end());
   const std::uint32_t crc_a = crc::crc32c(Bytes(wire));
   for (int i = 0; i < 4; ++i) wire.push_back(static_cast<std::byte>(crc_a >> (8 * i)));  // the field travels little-endian
@@ -95,8 +97,8 @@ BOOST_AUTO_TEST_CASE(hand_laid_marked_stream) {
     BOOST_TEST(got[0].markers[0].pos == 0u);
     BOOST_TEST(got[0].markers[0].fpduptr == 0u);
     BOOST_TEST(got[0].markers[1].pos == 512u);
-    BOOST_TEST(got[0].markers[1].fpduptr == 512u);
-    BOOST_TEST(got[0].markers[1].expected_ptr == 512u);
+    BOOST_TEST(got[0].markers[1].fpduptr == 508u);
+    BOOST_TEST(got[0].markers[1].expected_ptr == 508u);
     BOOST_TEST(got[1].start == 608u);
     BOOST_TEST(got[1].wire_size == 12u);
     BOOST_TEST(got[1].crc == crc_b);

@@ -169,6 +169,24 @@ void add_iwarp_scenarios(std::vector<Scenario>& v) {
       e[id] = NA;
     iwarp("iwarp-fault-no-mpa-exchange-ddp-version", "as iwarp-rev2-crc", c, e);
   }
+  {
+    // RFC 5044 §4.3: markers sit every 512 octets from where a direction's
+    // FPDUs begin. With no MPA frames, that is the stream's first octet: the
+    // first marker comes before the first FPDU, and the markers place the
+    // FPDUs from there.
+    IwarpConfig c;
+    c.fault = "after the TCP handshake both sides send their FPDUs, with markers from the first octet of each stream, "
+              "and no MPA Request or Reply";
+    c.no_mpa_exchange = true;
+    c.req_markers = c.rep_markers = true;
+    c.mss = 700;
+    Expect e = {{"iwarp.mpa.req.key", F}, {"iwarp.mpa.rep.key", F}};
+    for (const char* id : {"iwarp.mpa.rr.reserved", "iwarp.mpa.rr.revision", "iwarp.mpa.rr.pd_length", "iwarp.mpa.rr.reject_flag",
+                           "iwarp.mpa.v2.enhanced", "iwarp.mpa.v2.ird_ord", "iwarp.mpa.v2.reply_enhanced", "iwarp.mpa.fpdu.before_exchange",
+                           "iwarp.mpa.responder.first_fpdu", "iwarp.rdmap.ird_ord", "iwarp.mpa.v2.p2p_echo", "iwarp.mpa.v2.rtr_flags"})
+      e[id] = NA;
+    iwarp("iwarp-fault-no-mpa-exchange-markers", "as iwarp-markers-crc", c, e);
+  }
   IwarpConfig rej;
   rej.reject = true;
   {
