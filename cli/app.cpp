@@ -36,6 +36,7 @@
 #include "interop/live_suite.hpp"
 #include "reports/report.hpp"
 #include "reports/report_file.hpp"
+#include "reports/terminal.hpp"
 
 #ifndef RDMACONF_VERSION
 #define RDMACONF_VERSION "0.0.0"
@@ -310,7 +311,7 @@ int rdmaconf::cli::run_main(int argc, char** argv) {
     o.on_unit = [](const conformance::ProtocolFamily&, std::string_view, const nlohmann::json& j) { std::cout << j.dump() << "\n"; };
     const auto r = conformance::Checker(o).check_file(l.path);
     if (!r.error.empty()) {
-      std::cerr << "rdmaconf: " << r.error << "\n";
+      std::cerr << "rdmaconf: " << reports::term_text(r.error) << "\n";
       return kExitUsage;
     }
     return 0;
@@ -350,7 +351,7 @@ int rdmaconf::cli::run_main(int argc, char** argv) {
   std::string err;
   auto inputs = expand_inputs(paths, err);
   if (!err.empty()) {
-    std::cerr << "rdmaconf: " << err << "\n";
+    std::cerr << "rdmaconf: " << reports::term_text(err) << "\n";
     return kExitUsage;
   }
   if (inputs.empty()) {
@@ -360,7 +361,7 @@ int rdmaconf::cli::run_main(int argc, char** argv) {
   // One shard of a run split over machines: its share of the input files, balanced by size.
   const auto shard = reports::shard_from(shard_flag, err);
   if (!err.empty()) {
-    std::cerr << "rdmaconf: " << err << "\n";
+    std::cerr << "rdmaconf: " << reports::term_text(err) << "\n";
     return kExitUsage;
   }
   const std::uint64_t all_inputs = inputs.size();
@@ -439,7 +440,7 @@ int rdmaconf::cli::run_main(int argc, char** argv) {
     t = rdmaconf::cli::check_inputs(opt, inputs, how, report.get(), std::cerr);
     if (report) report->end(t);
   } catch (const std::exception& e) {  // a report's temporary file could not be made
-    std::cerr << "rdmaconf: " << e.what() << "\n";
+    std::cerr << "rdmaconf: " << reports::term_text(e.what()) << "\n";
     return kExitUsage;
   }
   bool ok = true;

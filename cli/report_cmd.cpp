@@ -21,6 +21,7 @@
 #include "interop/live_suite.hpp"
 #include "reports/dashboard.hpp"
 #include "reports/findings.hpp"
+#include "reports/terminal.hpp"
 #include "reports/report.hpp"
 
 namespace rdmaconf::cli {
@@ -101,7 +102,7 @@ bool write_text(const std::string& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary);
   f << text;
   f.flush();
-  if (!f) std::cerr << "rdmaconf report: cannot write " << path << "\n";
+  if (!f) std::cerr << "rdmaconf report: cannot write " << reports::term_text(path) << "\n";
   return static_cast<bool>(f);
 }
 }  // namespace
@@ -123,7 +124,8 @@ int ReportCommands::html() const {
     reports::validate_coverage(*in.coverage, coverage_json_);
   }
   const auto model = reports::dashboard_model(in);
-  for (const auto& w : model["history_skipped"]) std::cerr << "rdmaconf report html: warning: " << w.get<std::string>() << "\n";
+  for (const auto& w : model["history_skipped"])
+    std::cerr << "rdmaconf report html: warning: " << reports::term_text(w.get<std::string>()) << "\n";
   if (!write_text(out_, reports::dashboard_html(model))) return kExitUsage;
   std::cout << fmt::format("dashboard: {} lab cells, {} inputs, {} regression(s), {} finding(s): {}\n", model["lab"].size(),
                            model["inputs"].size(), model["regressions"].size(), model["findings"].size(), out_);
@@ -282,7 +284,7 @@ int ReportCommands::run() const {
     reports::write_diff(std::cout, *d);
     return d->regressions.empty() ? 0 : 1;
   } catch (const reports::ReportError& e) {
-    std::cerr << "rdmaconf report: " << e.what() << "\n";
+    std::cerr << "rdmaconf report: " << reports::term_text(e.what()) << "\n";
     return kExitUsage;
   }
 }

@@ -2,6 +2,7 @@
 #include "reports/findings.hpp"
 #include "reports/json_input.hpp"
 #include "reports/markdown.hpp"
+#include "reports/terminal.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -161,13 +162,14 @@ Diff diff(const Snapshot& base, const Snapshot& now) {
 }
 
 void write_diff(std::ostream& os, const Diff& d) {
+  // (Items and devices are the reports' text: escaped for the terminal. Verdicts are the tool's own.)
   if (!d.base_device.empty() && d.base_device != d.now_device)
-    fmt::print(os, "devices: {} -> {}\n", d.base_device, d.now_device);
-  for (const auto& c : d.regressions) fmt::print(os, "REGRESSION {}: {} -> {}\n", c.item, c.before, c.after);
-  for (const auto& c : d.improvements) fmt::print(os, "improved   {}: {} -> {}\n", c.item, c.before, c.after);
+    fmt::print(os, "devices: {} -> {}\n", term_text(d.base_device), term_text(d.now_device));
+  for (const auto& c : d.regressions) fmt::print(os, "REGRESSION {}: {} -> {}\n", term_text(c.item), c.before, c.after);
+  for (const auto& c : d.improvements) fmt::print(os, "improved   {}: {} -> {}\n", term_text(c.item), c.before, c.after);
   for (const auto& c : d.appeared)
-    if (severity(c.after)) fmt::print(os, "new        {}: {}\n", c.item, c.after);
-  for (const auto& c : d.vanished) fmt::print(os, "gone       {}: was {}\n", c.item, c.before);
+    if (severity(c.after)) fmt::print(os, "new        {}: {}\n", term_text(c.item), c.after);
+  for (const auto& c : d.vanished) fmt::print(os, "gone       {}: was {}\n", term_text(c.item), c.before);
   fmt::print(os, "{} regression(s), {} improvement(s), {} new item(s), {} gone\n", d.regressions.size(),
              d.improvements.size(), d.appeared.size(), d.vanished.size());
 }

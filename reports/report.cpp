@@ -30,6 +30,7 @@
 #include "conformance/params.hpp"
 #include "reports/compare.hpp"
 #include "reports/json_input.hpp"
+#include "reports/terminal.hpp"
 
 namespace rdmaconf::reports {
 
@@ -470,7 +471,7 @@ class JunitWriter final : public ReportWriter {
 class SummaryWriter final : public ReportWriter {
  public:
   SummaryWriter(std::ostream& os, bool verbose) : os_(os), verbose_(verbose) {}
-  void begin_input(const std::string& path) override { fmt::print(os_, "{}:\n", path); }
+  void begin_input(const std::string& path) override { fmt::print(os_, "{}:\n", term_text(path)); }
   void scope(const ScopeResult& s) override {
     std::string text;
     render(s, text);
@@ -480,13 +481,13 @@ class SummaryWriter final : public ReportWriter {
     auto to = std::back_inserter(out);
     VerdictCounts n;
     for (const auto& o : s.outcomes) n.add(o.tally.verdict());
-    fmt::format_to(to, "  {} {}: {} pass, {} fail, {} inconclusive, {} n/a\n", s.id, s.label, n.pass, n.fail, n.inconclusive,
+    fmt::format_to(to, "  {} {}: {} pass, {} fail, {} inconclusive, {} n/a\n", term_text(s.id), term_text(s.label), n.pass, n.fail, n.inconclusive,
                    n.not_applicable);
     for (const auto& c : s.coverage) {
-      fmt::format_to(to, "    coverage, {}: {} {} captured, {} judged, {} skipped", c.side, c.captured, c.unit, c.judged,
+      fmt::format_to(to, "    coverage, {}: {} {} captured, {} judged, {} skipped", term_text(c.side), c.captured, c.unit, c.judged,
                      c.skipped());
       if (c.missing) fmt::format_to(to, ", {} missing from the capture", c.missing);
-      if (!c.why.empty()) fmt::format_to(to, " ({})", fmt::join(c.why, "; "));
+      if (!c.why.empty()) fmt::format_to(to, " ({})", term_text(fmt::format("{}", fmt::join(c.why, "; "))));
       out += '\n';
     }
     if (!n.fail && !verbose_) return true;
@@ -495,7 +496,7 @@ class SummaryWriter final : public ReportWriter {
       if (v == Verdict::fail || (verbose_ && v != Verdict::not_applicable)) {
         fmt::format_to(to, "    {:<13} {:<28} {} {} {}\n", verdict_name(v), o.info->id, o.info->spec, o.info->section,
                        level_name(o.info->level));
-        for (const auto& e : o.tally.evidence()) fmt::format_to(to, "        {}\n", evidence_text(e));
+        for (const auto& e : o.tally.evidence()) fmt::format_to(to, "        {}\n", term_text(evidence_text(e)));
         if (o.tally.failed() > o.tally.evidence().size())
           fmt::format_to(to, "        ... {} failures in all, of {} checks\n", o.tally.failed(), o.tally.checked());
       }
@@ -507,11 +508,11 @@ class SummaryWriter final : public ReportWriter {
     fmt::print(os_, "  {} frames, {} TCP connections", in.stats.frames, in.stats.tcp_connections);
     for (const auto& c : in.stats.families) fmt::print(os_, ", {} {}", c.value, c.label);
     fmt::print(os_, "\n");
-    if (!in.error.empty()) fmt::print(os_, "  error: {}\n", in.error);
+    if (!in.error.empty()) fmt::print(os_, "  error: {}\n", term_text(in.error));
     if (in.stats.undecodable_frames) fmt::print(os_, "  {} frame(s) could not be decoded\n", in.stats.undecodable_frames);
     if (in.stats.capture_anomalies)
       fmt::print(os_, "  {} frame(s) with capture anomalies (length or timestamp)\n", in.stats.capture_anomalies);
-    if (in.warnings_total) fmt::print(os_, "  {} warning(s); first: {}\n", in.warnings_total, in.warnings.front());
+    if (in.warnings_total) fmt::print(os_, "  {} warning(s); first: {}\n", in.warnings_total, term_text(in.warnings.front()));
   }
   void end(const Totals& t) override {
     fmt::print(os_, "\n{:<16}{:>8}\n", "verdict", "count");

@@ -310,13 +310,15 @@ class Run final : public FamilyRun, public TcpSink {
         const std::string first =
             f.first ? (f.first == f.last ? fmt::format("frame {}", f.first) : fmt::format("frames {} to {}", f.first, f.last))
                     : std::string("a frame no longer kept");
+        // Both copies' frames: the octets the cases read may be either's.
+        const std::uint64_t lo = f.first ? std::min(f.first, f.frame) : 0, hi = std::max(f.last, f.frame);
         if (f.compared)
-          scope.copies_between(dir, f.first, f.last, true,
+          scope.copies_between(dir, lo, hi, true,
                                "frame {} retransmits stream offsets {} to {} with other octets than {}, before the peer "
                                "acknowledged them: which copy the receiver took the capture cannot tell",
                                f.frame, f.offset, f.offset + f.len - 1, first);
         else
-          scope.copies_between(dir, f.first, f.last, false,
+          scope.copies_between(dir, lo, hi, false,
                                "frame {} retransmits stream offsets {} to {} (first sent in {}) before the peer acknowledged "
                                "them, too long after the first copy to be compared with it: which copy the receiver took "
                                "the capture cannot tell",

@@ -882,6 +882,33 @@ BOOST_AUTO_TEST_CASE(summary_markdown_keeps_names_in_their_cells) {
   fs::remove_all(dir);
 }
 
+// A capture's name is anyone's to choose: printed to the terminal by check
+// and report diff, its control characters (an ESC sequence that retitles the
+// window, a newline that fakes a line of output) are shown escaped.
+BOOST_AUTO_TEST_CASE(terminal_output_escapes_control_characters_in_names) {
+  const auto dir = temp_dir("terminal-names");
+  const std::string evil = "evil\x1b]0;pwned\x07\nFAIL fake \xc2\x9b" "2J.pcap";
+  fs::copy_file(kGolden + "/iwarp-fault-pad.pcap", dir / evil);
+  const auto r = run(kBin + " check '" + (dir / evil).string() + "' --json " + (dir / "a.json").string() + " 2>&1");
+  BOOST_TEST(r.status == 1, r.out);
+  BOOST_TEST(r.out.find('\x1b') == std::string::npos);
+  BOOST_TEST(r.out.find('\x07') == std::string::npos);
+  BOOST_TEST(r.out.find("\xc2\x9b") == std::string::npos);
+  BOOST_TEST(r.out.find("\n" "FAIL fake") == std::string::npos, r.out);
+  BOOST_TEST(r.out.find("evil\\x1b]0;pwned\\x07\\x0aFAIL fake \\u009b2J.pcap:") != std::string::npos, r.out);
+  // A diff naming the item: one verdict made worse.
+  const auto worse = (dir / "b.json").string();
+  const auto e = run("/usr/bin/python3 -c \"import json; d=json.load(open('" + (dir / "a.json").string() + "'))\n"
+                     "r=[r for s in d['inputs'][0]['scopes'] for r in s['results'] if r['verdict']=='PASS'][0]; r['verdict']='FAIL'\n"
+                     "json.dump(d, open('" + worse + "','w'))\" 2>&1");
+  BOOST_TEST_REQUIRE(e.status == 0, e.out);
+  const auto d = run(kBin + " report diff " + (dir / "a.json").string() + " " + worse + " 2>&1");
+  BOOST_TEST(d.status == 1, d.out);
+  BOOST_TEST(d.out.find('\x1b') == std::string::npos, d.out);
+  BOOST_TEST(d.out.find("REGRESSION evil\\x1b]0;pwned\\x07\\x0aFAIL fake \\u009b2J.pcap ") != std::string::npos, d.out);
+  fs::remove_all(dir);
+}
+
 // A report nested 100 000 deep (in evidence, a finding, a shard) is
 // refused by name before anything walks it: copying, dumping and destroying
 // such a value recurse once a level, which crashed html, findings and merge.

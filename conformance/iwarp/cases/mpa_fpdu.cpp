@@ -272,7 +272,7 @@ void add_iwarp_mpa_fpdu_cases(IwarpCases& k) {
   add_marker_case(k,
                   {"iwarp.mpa.marker.fpduptr", "RFC 5044", "§4.2, §4.3, §7.1.1", Level::must,
                    "Where markers are in use, one sits at every 512th octet of the stream counted from the first FPDU, "
-                   "and its FPDU pointer is the distance back to the start of the FPDU it sits in (0 when it begins one)."},
+                   "and its FPDU pointer is the distance back to the ULPDU Length field of the FPDU it sits in (0 when it comes right before that field, between FPDUs)."},
                   fpduptr_check, [](const iwarp::MpaConnection::MarkersAbsent& a) {
                     return std::pair{std::string("a marker with FPDU pointer 0 (the first FPDU begins here)"),
                                      fmt::format("no marker (the octets there read as pointer {})", a.fpduptr)};
