@@ -69,7 +69,10 @@ Snapshot read_snapshot(const std::filesystem::path& report) {
   using ev_t = json::parse_event_t;
   const json::parser_callback_t keep = [&](int depth, ev_t ev, json& parsed) {
     where.event(depth, ev, parsed);
+    // What no verdict needs is not built: a scope's parameters and coverage, a result's fields but its case and verdict.
     if (ev == ev_t::key && where.at({"inputs", "*", "scopes", "*"}) && (parsed == "parameters" || parsed == "coverage"))
+      return false;
+    if (ev == ev_t::key && where.at({"inputs", "*", "scopes", "*", "results", "*"}) && parsed != "case" && parsed != "verdict")
       return false;
     const bool entries = where.at({"inputs"}) || where.at({"inputs", "*", "scopes"}) ||
                          where.at({"inputs", "*", "scopes", "*", "results"}) || where.at({"cells"});
